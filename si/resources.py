@@ -1,0 +1,177 @@
+"""Resource arithmetic: immutable, sparse vectors of int64 quantities keyed by resource name.
+
+A resource type that is absent counts as zero, except where a maximum is read: a queue maximum that
+does not name a type puts no limit on it (``fits_in_max``). Subtraction never clamps: a negative
+component stays visible, so an over-release is caught by whoever checks ``has_negative``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from si import si_pb2
+from si.quantity import from_kubernetes
+
+
+class Resource(Mapping[str, int]):
+    """An immutable resource vector; ``Resource({"vcore": 1000, "memory": 2**30})``."""
+
+    __slots__ = ("_q",)
+
+    def __init__(self, quantities: Mapping[str, int] | None = None) -> None:
+        self._q: dict[str, int] = dict(quantities) if quantities else {}
+
+    @classmethod
+    def of(cls, **quantities: int) -> Resource:
+        """Keyword shorthand: ``Resource.of(vcore=1000, memory=1024)``."""
+        return cls(quantities)
+
+    @classmethod
+    def from_proto(cls, message: si_pb2.Resource | None) -> Resource:
+        if message is None:
+            return ZERO
+        return cls({name: quantity.value for name, quantity in message.resources.items()})
+
+    @classmethod
+    def from_kubernetes(cls, resources: Mapping[str, str | int | float] | None) -> Resource:
+        """From a Kubernetes resource list (``cpu`` becomes ``vcore`` millicores)."""
+        return cls(from_kubernetes(resources))
+
+    def to_proto(self) -> si_pb2.Resource:
+        message = si_pb2.Resource()
+        for name, value in self._q.items():
+            message.resources[name].value = value
+        return message
+
+    def as_dict(self) -> dict[str, int]:
+        """A fresh plain dict (the REST and JSON view)."""
+        return dict(self._q)
+
+    # Mapping protocol: a missing type reads as zero.
+    def __getitem__(self, name: str) -> int:
+        return self._q.get(name, 0)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._q)
+
+    def __len__(self) -> int:
+        return len(self._q)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._q
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when every type has the same value, a missing type counting as zero."""
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        for name in self._q.keys() | other.keys():
+            if self._q.get(name, 0) != other.get(name, 0):
+                return False
+        return True
+
+    def __hash__(self) -> int:
+        return hash(frozenset((k, v) for k, v in self._q.items() if v))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v}" for k, v in sorted(self._q.items()))
+        return f"Resource({inner})"
+
+    # Arithmetic.
+    def __add__(self, other: Mapping[str, int]) -> Resource:
+        result = dict(self._q)
+        for name, value in other.items():
+            result[name] = result.get(name, 0) + value
+        return Resource(result)
+
+    def __sub__(self, other: Mapping[str, int]) -> Resource:
+        result = dict(self._q)
+        for name, value in other.items():
+            result[name] = result.get(name, 0) - value
+        return Resource(result)
+
+    def __neg__(self) -> Resource:
+        return Resource({k: -v for k, v in self._q.items()})
+
+    def multiply(self, factor: int) -> Resource:
+        return Resource({k: v * factor for k, v in self._q.items()})
+
+    def is_zero(self) -> bool:
+        """True when no component is non-zero (an empty vector is zero)."""
+        return not any(self._q.values())
+
+    def has_negative(self) -> bool:
+        return any(v < 0 for v in self._q.values())
+
+    def negative_components(self) -> dict[str, int]:
+        return {k: v for k, v in self._q.items() if v < 0}
+
+    def without_zeros(self) -> Resource:
+        return Resource({k: v for k, v in self._q.items() if v})
+
+    def fits_in(self, capacity: Mapping[str, int]) -> bool:
+        """Every positive component fits; a type missing from ``capacity`` has none of it (a node)."""
+        get = capacity.get
+        for name, value in self._q.items():
+            if value > 0 and value > get(name, 0):
+                return False
+        return True
+
+    def fits_in_max(self, maximum: Mapping[str, int] | None) -> bool:
+        """Every component fits; a type missing from ``maximum`` is unlimited (a queue or user max)."""
+        if maximum is None:
+            return True
+        for name, limit in maximum.items():
+            if self._q.get(name, 0) > limit:
+                return False
+        return True
+
+    def exceeding(self, maximum: Mapping[str, int]) -> dict[str, tuple[int, int]]:
+        """The components above ``maximum`` (missing = unlimited), as ``{name: (value, limit)}``."""
+        return {name: (self._q.get(name, 0), limit) for name, limit in maximum.items()
+                if self._q.get(name, 0) > limit}
+
+    def dominant_share(self, total: Mapping[str, int]) -> float:
+        """The largest ``self[t] / total[t]``; a used type with no total counts as fully used."""
+        share = 0.0
+        for name, value in self._q.items():
+            if value <= 0:
+                continue
+            capacity = total.get(name, 0)
+            part = value / capacity if capacity > 0 else 1.0
+            if part > share:
+                share = part
+        return share
+
+
+ZERO = Resource()
+
+
+def component_min(left: Mapping[str, int], right: Mapping[str, int]) -> Resource:
+    """Per type the smaller value; a type present on one side only counts as zero on the other."""
+    return Resource({k: min(left.get(k, 0), right.get(k, 0)) for k in left.keys() | right.keys()})
+
+
+def component_max(left: Mapping[str, int], right: Mapping[str, int]) -> Resource:
+    """Per type the larger value; a type present on one side only counts as zero on the other."""
+    return Resource({k: max(left.get(k, 0), right.get(k, 0)) for k in left.keys() | right.keys()})
+
+
+def min_limit(left: Mapping[str, int] | None, right: Mapping[str, int] | None) -> Resource | None:
+    """The tighter of two maximums where a missing type (or a missing maximum) means unlimited."""
+    if left is None:
+        return None if right is None else Resource(right)
+    if right is None:
+        return Resource(left)
+    result = dict(left)
+    for name, value in right.items():
+        result[name] = min(value, result[name]) if name in result else value
+    return Resource(result)
+
+
+def total(resources: Iterator[Mapping[str, int]] | list[Mapping[str, int]]) -> Resource:
+    """The sum of many vectors, accumulated in one dict."""
+    result: dict[str, int] = {}
+    for resource in resources:
+        for name, value in resource.items():
+            result[name] = result.get(name, 0) + value
+    return Resource(result)
