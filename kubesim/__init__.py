@@ -1,0 +1,12 @@
+"""kubesim: a Kubernetes API server emulator on loopback.
+
+It speaks enough of the real API (discovery, CRUD with optimistic concurrency, patches, list and watch
+with resource versions, selectors, bookmarks, 410 Gone, binding, status subresources) for the official
+``kubernetes`` client, so code tested against it works against a kube-apiserver. It is the embedded
+default cluster of ``yunikorn-scheduler --embedded`` and the test cluster of the project. Faults can be
+injected (failed requests, latency, dropped watches, expired resource versions).
+"""
+
+from kubesim.cluster import KubeSim
+
+__all__ = ["KubeSim"]

@@ -1,0 +1,205 @@
+"""What each request does to the store: the API semantics, free of HTTP plumbing."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+from kubesim import errors, patch
+from kubesim.resources import NAMESPACE, NODE, POD, Kind
+from kubesim.selectors import combine, field_selector, label_selector
+from kubesim.store import Store, now_rfc3339
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# Pod spec fields an update may change; everything else is immutable once created (binding sets nodeName).
+_MUTABLE_POD_SPEC = {"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"}
+_HAS_STATUS = {"pods", "nodes", "namespaces", "services", "poddisruptionbudgets"}
+
+
+def success(details: dict | None = None, code: int = 201) -> dict:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details or {},
+            "code": code}
+
+
+class Api:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # Validation.
+    def _validate(self, kind: Kind, obj: dict) -> None:
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            raise errors.invalid(kind, "", [("metadata", "Required value")])
+        name = meta.get("name") or ""
+        if not name and not meta.get("generateName"):
+            raise errors.invalid(kind, "", [("metadata.name", "Required value: name or generateName is required")])
+        pattern = _DNS_LABEL if kind is NAMESPACE else _DNS_SUBDOMAIN
+        if name and (len(name) > 253 or not pattern.match(name)) and kind.plural != "events":
+            raise errors.invalid(kind, name, [("metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 '
+                                               "subdomain must consist of lower case alphanumeric characters, '-' "
+                                               "or '.', and must start and end with an alphanumeric character")])
+        labels = meta.get("labels")
+        if labels is not None and (not isinstance(labels, dict)
+                                   or not all(isinstance(v, str) for v in labels.values())):
+            raise errors.invalid(kind, name, [("metadata.labels", "Invalid value: labels must be strings")])
+        if kind is POD:
+            containers = (obj.get("spec") or {}).get("containers")
+            if not containers:
+                raise errors.invalid(kind, name, [("spec.containers", "Required value")])
+            for i, container in enumerate(containers):
+                if not isinstance(container, dict) or not container.get("name"):
+                    raise errors.invalid(kind, name, [(f"spec.containers[{i}].name", "Required value")])
+                if not container.get("image"):
+                    raise errors.invalid(kind, name, [(f"spec.containers[{i}].image", "Required value")])
+
+    def _require_namespace(self, kind: Kind, namespace: str) -> None:
+        if kind.namespaced and self.store.find(NAMESPACE, "", namespace) is None:
+            raise errors.not_found(NAMESPACE, namespace)
+
+    def _defaults(self, kind: Kind, obj: dict) -> None:
+        if kind is POD:
+            spec = obj["spec"]
+            spec.setdefault("schedulerName", "default-scheduler")
+            spec.setdefault("restartPolicy", "Always")
+            spec.setdefault("priority", 0)
+            status = obj.setdefault("status", {})
+            status.setdefault("phase", "Pending")
+            status.setdefault("qosClass", "BestEffort")
+        elif kind is NAMESPACE:
+            obj["status"] = {"phase": "Active"}
+            obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+        elif kind is NODE:
+            obj.setdefault("status", {})
+
+    # Verbs.
+    def create(self, kind: Kind, namespace: str, body, subresource: str = "", name: str = "") -> tuple[int, dict]:
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request must be a JSON object")
+        if subresource == "binding":
+            return 201, self.bind(namespace, name, body)
+        if subresource == "eviction":
+            self.store.delete(POD, namespace, name)
+            return 201, success({"name": name, "kind": "pods"})
+        if subresource:
+            raise errors.method_not_allowed(f"create is not supported on {kind.plural}/{subresource}")
+        obj = copy.deepcopy(body)
+        obj.pop("status", None) if kind is POD else None
+        self._validate(kind, obj)
+        self._require_namespace(kind, namespace)
+        obj["metadata"].pop("resourceVersion", None)
+        self._defaults(kind, obj)
+        return 201, self.store.create(kind, namespace, obj)
+
+    def bind(self, namespace: str, name: str, body: dict) -> dict:
+        target = (body.get("target") or {}).get("name")
+        if not target:
+            raise errors.invalid(POD, name, [("target.name", "Required value")])
+        with self.store.lock:
+            pod = self.store.get(POD, namespace, name)
+            bound = pod.get("spec", {}).get("nodeName")
+            if bound:
+                raise errors.ApiError(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{name}": '
+                                      f'pod {name} is already assigned to node "{bound}"',
+                                      {"name": name, "kind": "pods/binding"})
+            if pod["metadata"].get("deletionTimestamp"):
+                raise errors.conflict(POD, name, "pod is being deleted")
+            updated = copy.deepcopy(pod)
+            updated["spec"]["nodeName"] = target
+            conditions = [c for c in updated["status"].get("conditions", []) if c.get("type") != "PodScheduled"]
+            conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                               "lastTransitionTime": now_rfc3339()})
+            updated["status"]["conditions"] = conditions
+            self.store.replace(POD, namespace, name, updated, None)
+        return success()
+
+    def update(self, kind: Kind, namespace: str, name: str, body, subresource: str = "") -> tuple[int, dict]:
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request must be a JSON object")
+        body_name = (body.get("metadata") or {}).get("name")
+        if body_name and body_name != name:
+            raise errors.bad_request(f"the name of the object ({body_name}) does not match the name on the URL ({name})")
+        with self.store.lock:
+            current = self.store.get(kind, namespace, name)
+            expected = (body.get("metadata") or {}).get("resourceVersion")
+            new = self._merge_write(kind, current, copy.deepcopy(body), subresource)
+            return 200, self.store.replace(kind, namespace, name, new, expected)
+
+    def _merge_write(self, kind: Kind, current: dict, new: dict, subresource: str) -> dict:
+        """What a write may change: ``/status`` writes only status; the main resource never writes status."""
+        if subresource == "status":
+            merged = copy.deepcopy(current)
+            merged["status"] = new.get("status", {})
+            if "resourceVersion" in (new.get("metadata") or {}):
+                merged["metadata"]["resourceVersion"] = new["metadata"]["resourceVersion"]
+            return merged
+        if subresource:
+            raise errors.method_not_allowed(f"update is not supported on {kind.plural}/{subresource}")
+        new.setdefault("metadata", {})
+        self._validate(kind, {**new, "metadata": {**new["metadata"], "name": current["metadata"]["name"]}})
+        if kind.plural in _HAS_STATUS:
+            new["status"] = current.get("status", {})
+        if kind is POD:
+            self._check_pod_spec_change(current, new)
+        return new
+
+    def _check_pod_spec_change(self, current: dict, new: dict) -> None:
+        old_spec, new_spec = current.get("spec", {}), new.get("spec", {})
+        for key in old_spec.keys() | new_spec.keys():
+            if key in _MUTABLE_POD_SPEC or old_spec.get(key) == new_spec.get(key):
+                continue
+            if key == "containers" and _only_images_differ(old_spec.get(key), new_spec.get(key)):
+                continue
+            name = current["metadata"]["name"]
+            raise errors.invalid(POD, name, [("spec", "Forbidden: pod updates may not change fields other than "
+                                              "`spec.containers[*].image`, `spec.activeDeadlineSeconds`, "
+                                              "`spec.tolerations` (only additions to existing tolerations) or "
+                                              "`spec.terminationGracePeriodSeconds`")])
+
+    def patch(self, kind: Kind, namespace: str, name: str, body, content_type: str,
+              subresource: str = "") -> tuple[int, dict]:
+        with self.store.lock:
+            current = self.store.get(kind, namespace, name)
+            if content_type == patch.JSON_PATCH:
+                patched = patch.json_patch(current, body)
+            elif content_type in (patch.MERGE, patch.STRATEGIC):
+                if not isinstance(body, dict):
+                    raise errors.bad_request("a merge patch must be a JSON object")
+                patched = patch.merge_patch(current, body, strategic=content_type == patch.STRATEGIC)
+            else:
+                raise errors.ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown "
+                                      f"format - accepted media types include: {patch.JSON_PATCH}, {patch.MERGE}, "
+                                      f"{patch.STRATEGIC}")
+            expected = (body.get("metadata") or {}).get("resourceVersion") if isinstance(body, dict) else None
+            new = self._merge_write(kind, current, patched, subresource)
+            return 200, self.store.replace(kind, namespace, name, new, expected)
+
+    def delete(self, kind: Kind, namespace: str, name: str) -> tuple[int, dict]:
+        with self.store.lock:
+            obj = self.store.delete(kind, namespace, name)
+            if kind is NAMESPACE:
+                for (plural, ns, child), _ in list(self.store.objects.items()):
+                    if ns == name and plural != "namespaces":
+                        from kubesim.resources import KINDS
+                        child_kind = next(k for k in KINDS if k.plural == plural)
+                        self.store.delete(child_kind, ns, child)
+        return 200, obj
+
+    def get(self, kind: Kind, namespace: str, name: str) -> tuple[int, dict]:
+        return 200, self.store.get(kind, namespace, name)
+
+    def list(self, kind: Kind, namespace: str, query: dict) -> tuple[int, dict]:
+        matcher = combine(label_selector(query.get("labelSelector")), field_selector(query.get("fieldSelector")))
+        items, rv = self.store.list(kind, namespace, matcher)
+        return 200, {"kind": f"{kind.kind}List", "apiVersion": kind.group_version,
+                     "metadata": {"resourceVersion": str(rv)}, "items": items}
+
+    def watch(self, kind: Kind, namespace: str, query: dict):
+        matcher = combine(label_selector(query.get("labelSelector")), field_selector(query.get("fieldSelector")))
+        return self.store.watch(kind, namespace or None, matcher, query.get("resourceVersion"))
+
+
+def _only_images_differ(old, new) -> bool:
+    if not isinstance(old, list) or not isinstance(new, list) or len(old) != len(new):
+        return False
+    return all({**a, "image": None} == {**b, "image": None} for a, b in zip(old, new, strict=True))

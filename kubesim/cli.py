@@ -1,0 +1,44 @@
+"""The ``kubesim`` command: an API emulator with seeded nodes, serving until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from kubesim.cluster import KubeSim
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kubesim", description="A Kubernetes API emulator on loopback.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--kubeconfig-out", metavar="FILE", help="write a kubeconfig for this emulator")
+    parser.add_argument("--nodes", type=int, default=0, help="ready nodes to create")
+    parser.add_argument("--node-cpu", default="8")
+    parser.add_argument("--node-memory", default="32Gi")
+    parser.add_argument("--kubelet-delay", type=float, default=None,
+                        help="seconds after binding until a pod runs (default: no kubelets)")
+    parser.add_argument("--log-level", default="WARNING")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    sim = KubeSim(host=args.host, port=args.port, kubelet_delay=args.kubelet_delay).start()
+    if args.nodes:
+        sim.seed_nodes(args.nodes, cpu=args.node_cpu, memory=args.node_memory)
+    if args.kubeconfig_out:
+        sim.write_kubeconfig(args.kubeconfig_out)
+    print(f"kubesim serving at {sim.url} with {args.nodes} nodes", flush=True)
+
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    stop.wait()
+    sim.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

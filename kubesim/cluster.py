@@ -1,0 +1,159 @@
+"""KubeSim: the emulator as one object to start, fill, fault and stop."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections import deque
+from typing import NamedTuple
+
+from kubesim.api import Api
+from kubesim.faults import Faults
+from kubesim.kubelet import Kubelets, set_phase
+from kubesim.resources import NAMESPACE, NODE
+from kubesim.server import Server
+from kubesim.store import Store, Watcher, now_rfc3339
+
+
+class RequestRecord(NamedTuple):
+    verb: str
+    resource: str
+    subresource: str
+    namespace: str
+    name: str
+    code: int
+
+
+class KubeSim:
+    """A Kubernetes API emulator on loopback; ``KubeSim(port=0).start()``, then ``.url``."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, history_size: int = 10000,
+                 bookmark_interval: float = 1.0, kubelet_delay: float | None = None,
+                 request_log_size: int = 500_000) -> None:
+        self.host = host
+        self.port = port
+        self.bookmark_interval = bookmark_interval
+        self.store = Store(history_size=history_size)
+        self.api = Api(self.store)
+        self.faults = Faults(self)
+        self.request_log: deque[RequestRecord] = deque(maxlen=request_log_size)
+        self._kubelets = Kubelets(self.store, kubelet_delay) if kubelet_delay is not None else None
+        self._server: Server | None = None
+        self._thread: threading.Thread | None = None
+        self._watches: set[Watcher] = set()
+        self._watches_lock = threading.Lock()
+        for namespace in ("default", "kube-system"):
+            self.store.create(NAMESPACE, "", {"metadata": {"name": namespace}, "spec": {"finalizers": ["kubernetes"]},
+                                              "status": {"phase": "Active"}})
+
+    # Life cycle.
+    def start(self) -> KubeSim:
+        self._server = Server((self.host, self.port), self)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
+                                        name="kubesim-server", daemon=True)
+        self._thread.start()
+        if self._kubelets:
+            self._kubelets.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        server, self._server = self._server, None
+        server.shutdown()
+        with self._watches_lock:
+            for watcher in self._watches:
+                watcher.offer(Watcher.CLOSED)
+        server.close_all_connections()
+        server.server_close()
+        self._thread.join(timeout=5)
+        if self._kubelets:
+            self._kubelets.stop()
+
+    def __enter__(self) -> KubeSim:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    # Clients.
+    def kubeconfig(self) -> dict:
+        return {"apiVersion": "v1", "kind": "Config", "current-context": "kubesim",
+                "clusters": [{"name": "kubesim", "cluster": {"server": self.url}}],
+                "users": [{"name": "kubesim", "user": {"token": "kubesim"}}],
+                "contexts": [{"name": "kubesim", "context": {"cluster": "kubesim", "user": "kubesim"}}]}
+
+    def write_kubeconfig(self, path) -> None:
+        import yaml
+
+        with open(path, "w") as stream:
+            yaml.safe_dump(self.kubeconfig(), stream)
+
+    def api_client(self, pool_size: int = 16):
+        """An official-client ApiClient for this emulator."""
+        from kubernetes import client
+
+        configuration = client.Configuration()
+        configuration.host = self.url
+        configuration.connection_pool_maxsize = pool_size
+        return client.ApiClient(configuration)
+
+    # Cluster content.
+    def seed_nodes(self, count: int, cpu: str = "8", memory: str = "32Gi", pods: str = "110",
+                   labels: dict[str, str] | None = None, prefix: str = "node-") -> list[str]:
+        names = []
+        for index in range(count):
+            name = f"{prefix}{index:05d}"
+            capacity = {"cpu": cpu, "memory": memory, "pods": pods}
+            node = {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
+                                                          "kubernetes.io/os": "linux", **(labels or {})}},
+                    "spec": {},
+                    "status": {"capacity": dict(capacity), "allocatable": dict(capacity),
+                               "conditions": [{"type": "Ready", "status": "True",
+                                               "lastHeartbeatTime": now_rfc3339(), "reason": "KubeletReady"}],
+                               "addresses": [{"type": "Hostname", "address": name}]}}
+            self.store.create(NODE, "", node)
+            names.append(name)
+        return names
+
+    def create_namespace(self, name: str, annotations: dict[str, str] | None = None) -> dict:
+        return self.store.create(NAMESPACE, "", {"metadata": {"name": name, "annotations": dict(annotations or {})},
+                                                 "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+
+    def complete_pod(self, namespace: str, name: str, phase: str = "Succeeded") -> dict | None:
+        """The pod's containers end: phase Succeeded or Failed, as its kubelet would report."""
+        return set_phase(self.store, namespace, name, phase)
+
+    def objects(self, plural: str, namespace: str | None = None) -> list[dict]:
+        """Deep copies of the stored objects of one kind (for assertions)."""
+        with self.store.lock:
+            return [copy.deepcopy(obj) for (kind, ns, _), obj in self.store.objects.items()
+                    if kind == plural and (namespace is None or ns == namespace)]
+
+    # Used by the server.
+    def log_request(self, verb, resource, subresource, namespace, name, code) -> None:
+        self.request_log.append(RequestRecord(verb, resource, subresource, namespace, name, code))
+
+    def watch_opened(self, watcher: Watcher) -> None:
+        with self._watches_lock:
+            self._watches.add(watcher)
+
+    def watch_closed(self, watcher: Watcher) -> None:
+        with self._watches_lock:
+            self._watches.discard(watcher)
+
+    def open_watches(self) -> int:
+        with self._watches_lock:
+            return len(self._watches)
+
+    def drop_watches(self) -> int:
+        with self._watches_lock:
+            open_now = list(self._watches)
+        for watcher in open_now:
+            watcher.offer(Watcher.DROPPED)
+        return len(open_now)

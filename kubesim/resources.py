@@ -1,0 +1,49 @@
+"""The kinds kubesim serves, and where they live in the API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    subresources: tuple[str, ...] = ()
+    short_names: tuple[str, ...] = ()
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def resource(self) -> str:
+        """The name used in fault rules and the request log (``pods``, ``priorityclasses``)."""
+        return self.plural
+
+
+KINDS = (
+    Kind("", "v1", "pods", "Pod", True, ("status", "binding", "eviction"), ("po",)),
+    Kind("", "v1", "nodes", "Node", False, ("status",), ("no",)),
+    Kind("", "v1", "namespaces", "Namespace", False, ("status",), ("ns",)),
+    Kind("", "v1", "configmaps", "ConfigMap", True, (), ("cm",)),
+    Kind("", "v1", "secrets", "Secret", True),
+    Kind("", "v1", "events", "Event", True, (), ("ev",)),
+    Kind("", "v1", "services", "Service", True, ("status",), ("svc",)),
+    Kind("", "v1", "serviceaccounts", "ServiceAccount", True, (), ("sa",)),
+    Kind("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, (), ("pc",)),
+    Kind("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+         "MutatingWebhookConfiguration", False),
+    Kind("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+         "ValidatingWebhookConfiguration", False),
+    Kind("coordination.k8s.io", "v1", "leases", "Lease", True),
+    Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("status",), ("pdb",)),
+)
+
+BY_PATH = {(k.group, k.version, k.plural): k for k in KINDS}
+POD = BY_PATH[("", "v1", "pods")]
+NODE = BY_PATH[("", "v1", "nodes")]
+NAMESPACE = BY_PATH[("", "v1", "namespaces")]

@@ -1,0 +1,294 @@
+"""HTTP plumbing: routing paths to the API, JSON in and out, streaming watches.
+
+A stdlib threaded server: one thread per connection, HTTP/1.1 keep-alive, Nagle off (without that every
+request stalls ~40 ms on delayed ACKs), headers and body written in one send.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
+
+from kubesim import discovery, errors
+from kubesim.resources import BY_PATH, NAMESPACE
+from kubesim.store import Watcher
+
+log = logging.getLogger(__name__)
+_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+class Route:
+    __slots__ = ("kind", "namespace", "name", "subresource", "watch_path")
+
+    def __init__(self, kind, namespace="", name="", subresource="", watch_path=False):
+        self.kind, self.namespace, self.name = kind, namespace, name
+        self.subresource, self.watch_path = subresource, watch_path
+
+
+def route(path: str) -> Route | None:
+    """``/api/v1/namespaces/ns/pods/p/status`` -> Route(pods, ns, p, status); None when not a resource."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 2 and parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    watch_path = bool(rest) and rest[0] == "watch"
+    if watch_path:
+        rest = rest[1:]
+    namespace = ""
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    elif len(rest) in (2, 3) and rest[0] == "namespaces":  # the namespace object itself
+        return Route(NAMESPACE, "", rest[1], rest[2] if len(rest) == 3 else "", watch_path)
+    if not rest or len(rest) > 3:
+        return None
+    kind = BY_PATH.get((group, version, rest[0]))
+    if kind is None:
+        return None
+    return Route(kind, namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "", watch_path)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server_version = "kubesim"
+    sys_version = ""
+
+    def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def do_GET(self):
+        self._handle()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
+
+    # Plumbing.
+    def _send(self, code: int, body: dict | list, headers: dict[str, str] | None = None) -> None:
+        payload = json.dumps(body, separators=(",", ":")).encode()
+        head = [f"HTTP/1.1 {code} {self.responses.get(code, ('',))[0]}", "Content-Type: application/json",
+                f"Content-Length: {len(payload)}"]
+        head += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
+
+    def _body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError as error:
+            raise errors.bad_request(f"the body of the request could not be decoded as JSON: {error}") from None
+
+    def _handle(self) -> None:
+        sim = self.server.sim
+        self._body_read = False  # per request: the handler lives as long as the keep-alive connection
+        split = urlsplit(self.path)
+        query = dict(parse_qsl(split.query, keep_blank_values=True))
+        verb = _VERBS.get(self.command, "unknown")
+        target = None
+        record = [verb, "", "", "", "", 0]
+        try:
+            if split.path.startswith("/kubesim/"):
+                record[1] = "kubesim"
+                code, body = self._admin(split.path, verb)
+                record[5] = code
+                self._send(code, body)
+                return
+            static = discovery.answer(split.path)
+            if static is not None:
+                record[1:3] = ["discovery", split.path]
+                record[5] = 200
+                self._send(200, static)
+                return
+            target = route(split.path)
+            if target is None:
+                raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            if verb == "get" and not target.name and (target.watch_path or query.get("watch") in ("true", "1")):
+                verb = "watch"
+            elif verb == "get" and not target.name:
+                verb = "list"
+            resource = target.kind.plural + (f"/{target.subresource}" if target.subresource else "")
+            record[:5] = [verb, target.kind.plural, target.subresource, target.namespace, target.name]
+            delay = sim.faults.delay_for(verb, resource, target.namespace or None)
+            if delay:
+                time.sleep(delay)
+            failure = sim.faults.failure_for(verb, resource, target.namespace or None)
+            if failure is not None:
+                raise failure
+            if verb == "watch":
+                record[5] = 200
+                self._watch(target, query)
+                return
+            code, body = self._dispatch(verb, target, query)
+            record[5] = code
+            self._send(code, body)
+        except errors.ApiError as error:
+            if self.command in ("POST", "PUT", "PATCH"):
+                self._drain()
+            record[5] = error.code
+            self._send(error.code, error.status(), error.headers)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception:  # a bug in kubesim must answer 500, as a real server would, not kill the thread
+            log.exception("kubesim failed on %s %s", self.command, self.path)
+            record[5] = 500
+            self._send(500, errors.ApiError(500, "InternalError", "kubesim internal error").status())
+        finally:
+            sim.log_request(*record)
+
+    def _drain(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length and not self._body_read:
+            try:
+                self.rfile.read(length)
+            except OSError:
+                self.close_connection = True
+
+    def _dispatch(self, verb: str, target: Route, query: dict):
+        api = self.server.sim.api
+        kind, ns, name, sub = target.kind, target.namespace, target.name, target.subresource
+        if verb == "get":
+            return api.get(kind, ns, name)
+        if verb == "list":
+            return api.list(kind, ns, query)
+        if verb == "create":
+            body = self._body()
+            self._body_read = True
+            if name and not sub:
+                raise errors.method_not_allowed("POST to a named resource is not allowed")
+            return api.create(kind, ns, body, sub, name)
+        if not name:
+            raise errors.method_not_allowed(f"{verb} needs a resource name")
+        if verb == "update":
+            body = self._body()
+            self._body_read = True
+            return api.update(kind, ns, name, body, sub)
+        if verb == "patch":
+            body = self._body()
+            self._body_read = True
+            content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            return api.patch(kind, ns, name, body, content_type, sub)
+        if verb == "delete":
+            self._drain()
+            self._body_read = True
+            return api.delete(kind, ns, name)
+        raise errors.method_not_allowed(f"unsupported method {self.command}")
+
+    def _admin(self, path: str, verb: str):
+        sim = self.server.sim
+        if path == "/kubesim/faults" and verb == "create":
+            spec = self._body() or {}
+            self._body_read = True
+            try:
+                sim.faults.apply(spec)
+            except (TypeError, ValueError) as error:
+                raise errors.bad_request(str(error)) from None
+            return 200, {"ok": True}
+        if path == "/kubesim/requests" and verb == "get":
+            return 200, [record._asdict() for record in sim.request_log]
+        raise errors.ApiError(404, "NotFound", f"no admin path {path}")
+
+    # Watches.
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _watch(self, target: Route, query: dict) -> None:
+        sim = self.server.sim
+        kind = target.kind
+        try:
+            timeout = float(query.get("timeoutSeconds") or 1800)
+        except ValueError:
+            raise errors.bad_request("timeoutSeconds must be a number") from None
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        expired = None
+        watcher = None
+        if sim.faults.take_gone(kind.plural):
+            expired = errors.gone("too old resource version: injected by kubesim")
+        else:
+            try:
+                watcher = sim.api.watch(kind, target.namespace, query)
+            except errors.ApiError as error:
+                if error.code != 410:
+                    raise
+                expired = error
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        if expired is not None:
+            self._chunk(json.dumps({"type": "ERROR", "object": expired.status()}).encode() + b"\n")
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        sim.watch_opened(watcher)
+        deadline = time.monotonic() + timeout
+        try:
+            self._stream(watcher, kind, deadline, bookmarks)
+        finally:
+            sim.api.store.unwatch(watcher)
+            sim.watch_closed(watcher)
+
+    def _stream(self, watcher: Watcher, kind, deadline: float, bookmarks: bool) -> None:
+        interval = self.server.sim.bookmark_interval
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or watcher.overflowed:
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            try:
+                item = watcher.queue.get(timeout=min(remaining, interval))
+            except queue.Empty:
+                rv = self.server.sim.api.store.bookmark_rv(watcher) if bookmarks else None
+                if rv is not None:
+                    mark = {"type": "BOOKMARK", "object": {"kind": kind.kind, "apiVersion": kind.group_version,
+                                                           "metadata": {"resourceVersion": str(rv)}}}
+                    self._chunk(json.dumps(mark).encode() + b"\n")
+                continue
+            if item is Watcher.DROPPED or item is Watcher.CLOSED:
+                self.close_connection = True
+                if item is Watcher.DROPPED:  # cut mid-stream: no terminating chunk, the socket just closes
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                else:
+                    self.wfile.write(b"0\r\n\r\n")
+                return
+            event_type, obj = item
+            self._chunk(json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n")
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 512
+
+    def __init__(self, address, sim) -> None:
+        self.sim = sim
+        self.connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(address, Handler)
+
+    def process_request(self, request, client_address):
+        with self._connections_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request):
+        with self._connections_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_all_connections(self) -> None:
+        with self._connections_lock:
+            open_now = list(self.connections)
+        for connection in open_now:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass

@@ -1,0 +1,43 @@
+"""Fixtures shared by every test folder: a fresh kubesim and an official-client ApiClient for it."""
+
+import threading
+
+import pytest
+
+from kubesim import KubeSim
+
+
+@pytest.fixture
+def kubesim():
+    sim = KubeSim(bookmark_interval=0.2).start()
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture
+def kube_api(kubesim):
+    api_client = kubesim.api_client()
+    yield api_client
+    api_client.close()
+
+
+def wait_for(condition, timeout=10.0, interval=0.01, message="condition"):
+    """Poll ``condition`` until it returns a truthy value or ``timeout`` passes (then fail)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)
+
+
+@pytest.fixture
+def no_thread_leak():
+    before = {t.ident for t in threading.enumerate()}
+    yield
+    wait_for(lambda: not [t for t in threading.enumerate() if t.ident not in before and t.is_alive()
+                          and not t.daemon], timeout=5, message="threads started by the test to end")

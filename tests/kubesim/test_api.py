@@ -1,0 +1,232 @@
+"""kubesim through the official client: CRUD, concurrency control, patches, status, errors."""
+
+import json
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiException
+
+
+def pod(name, labels=None, **spec):
+    return {"metadata": {"name": name, "labels": labels or {}},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec}}
+
+
+@pytest.fixture
+def core(kube_api):
+    return client.CoreV1Api(kube_api)
+
+
+def status_of(error: ApiException) -> dict:
+    return json.loads(error.body)
+
+
+def test_create_get_list_delete_pod(core):
+    created = core.create_namespaced_pod("default", pod("p1"))
+    assert created.metadata.uid and created.metadata.creation_timestamp
+    assert created.metadata.generation == 1
+    assert created.status.phase == "Pending"
+    assert core.read_namespaced_pod("p1", "default").metadata.uid == created.metadata.uid
+    listed = core.list_namespaced_pod("default")
+    assert [p.metadata.name for p in listed.items] == ["p1"]
+    assert int(listed.metadata.resource_version) >= int(created.metadata.resource_version)
+    core.delete_namespaced_pod("p1", "default")
+    with pytest.raises(ApiException) as error:
+        core.read_namespaced_pod("p1", "default")
+    assert error.value.status == 404
+    assert status_of(error.value)["reason"] == "NotFound"
+    assert status_of(error.value)["message"] == 'pods "p1" not found'
+
+
+def test_resource_version_is_cluster_wide_and_monotonic(core):
+    versions = [int(core.create_namespaced_pod("default", pod(f"p{i}")).metadata.resource_version) for i in range(3)]
+    versions.append(int(core.create_namespaced_config_map("default", {"metadata": {"name": "c"}}).metadata.resource_version))
+    assert versions == sorted(versions) and len(set(versions)) == 4
+
+
+def test_already_exists(core):
+    core.create_namespaced_pod("default", pod("p1"))
+    with pytest.raises(ApiException) as error:
+        core.create_namespaced_pod("default", pod("p1"))
+    assert error.value.status == 409
+    assert status_of(error.value)["reason"] == "AlreadyExists"
+    assert status_of(error.value)["message"] == 'pods "p1" already exists'
+
+
+def test_generate_name(core):
+    created = core.create_namespaced_pod("default", {"metadata": {"generateName": "job-"},
+                                                     "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    assert created.metadata.name.startswith("job-") and len(created.metadata.name) > 4
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"metadata": {}, "spec": {"containers": [{"name": "c", "image": "i"}]}}, "metadata.name"),
+    ({"metadata": {"name": "Bad_Name"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}, "metadata.name"),
+    ({"metadata": {"name": "p"}, "spec": {"containers": []}}, "spec.containers"),
+    ({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}, "spec.containers[0].image"),
+])
+def test_invalid_objects_are_422(core, body, field):
+    with pytest.raises(ApiException) as error:
+        core.create_namespaced_pod("default", body)
+    assert error.value.status == 422
+    status = status_of(error.value)
+    assert status["reason"] == "Invalid" and field in status["message"]
+    assert core.list_namespaced_pod("default").items == []
+
+
+def test_create_in_a_missing_namespace_is_404(core):
+    with pytest.raises(ApiException) as error:
+        core.create_namespaced_pod("nowhere", pod("p1"))
+    assert error.value.status == 404
+    assert status_of(error.value)["message"] == 'namespaces "nowhere" not found'
+
+
+def test_stale_resource_version_put_is_a_conflict(core):
+    created = core.create_namespaced_config_map("default", {"metadata": {"name": "cm"}, "data": {"a": "1"}})
+    first = core.read_namespaced_config_map("cm", "default")
+    first.data = {"a": "2"}
+    core.replace_namespaced_config_map("cm", "default", first)
+    stale = created
+    stale.data = {"a": "3"}
+    with pytest.raises(ApiException) as error:
+        core.replace_namespaced_config_map("cm", "default", stale)
+    assert error.value.status == 409
+    assert status_of(error.value)["reason"] == "Conflict"
+    assert "the object has been modified" in status_of(error.value)["message"]
+    assert core.read_namespaced_config_map("cm", "default").data == {"a": "2"}
+
+
+def test_a_no_op_write_keeps_the_resource_version(core):
+    created = core.create_namespaced_config_map("default", {"metadata": {"name": "cm"}, "data": {"a": "1"}})
+    again = core.replace_namespaced_config_map("cm", "default", created)
+    assert again.metadata.resource_version == created.metadata.resource_version
+
+
+def test_pod_spec_is_immutable_except_through_binding(core):
+    created = core.create_namespaced_pod("default", pod("p1"))
+    created.spec.node_name = "node-x"
+    with pytest.raises(ApiException) as error:
+        core.replace_namespaced_pod("p1", "default", created)
+    assert error.value.status == 422 and "Forbidden" in status_of(error.value)["message"]
+    fresh = core.read_namespaced_pod("p1", "default")
+    fresh.spec.containers[0].image = "busybox:2"
+    assert core.replace_namespaced_pod("p1", "default", fresh).spec.containers[0].image == "busybox:2"
+
+
+def test_status_is_ignored_on_the_main_resource_and_spec_on_status(core):
+    core.create_namespaced_pod("default", pod("p1"))
+    core.patch_namespaced_pod("p1", "default", {"status": {"phase": "Running"}})
+    assert core.read_namespaced_pod("p1", "default").status.phase == "Pending"
+    core.patch_namespaced_pod_status("p1", "default", {"status": {"phase": "Running"},
+                                                       "metadata": {"labels": {"x": "y"}}})
+    after = core.read_namespaced_pod("p1", "default")
+    assert after.status.phase == "Running" and not after.metadata.labels
+
+
+def test_three_patch_kinds(core):
+    core.create_namespaced_pod("default", pod("p1", labels={"a": "1", "b": "2"}))
+    # A dict body is a strategic merge patch.
+    core.patch_namespaced_pod("p1", "default", {"metadata": {"labels": {"a": "9", "b": None}}})
+    assert core.read_namespaced_pod("p1", "default").metadata.labels == {"a": "9"}
+    # A list body is a JSON patch.
+    core.patch_namespaced_pod("p1", "default", [{"op": "add", "path": "/metadata/annotations", "value": {"k": "v"}},
+                                                {"op": "replace", "path": "/metadata/labels/a", "value": "10"}])
+    after = core.read_namespaced_pod("p1", "default")
+    assert after.metadata.annotations == {"k": "v"} and after.metadata.labels == {"a": "10"}
+    # Merge patch by content type.
+    core.patch_namespaced_pod("p1", "default", {"metadata": {"annotations": {"k": None, "m": "n"}}},
+                              _content_type="application/merge-patch+json")
+    assert core.read_namespaced_pod("p1", "default").metadata.annotations == {"m": "n"}
+
+
+def test_strategic_merge_merges_conditions_by_type(core):
+    core.create_namespaced_pod("default", pod("p1"))
+    core.patch_namespaced_pod_status("p1", "default", {"status": {"conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}})
+    core.patch_namespaced_pod_status("p1", "default", {"status": {"conditions": [
+        {"type": "Ready", "status": "False"}]}})
+    conditions = {c.type: c.status for c in core.read_namespaced_pod("p1", "default").status.conditions}
+    assert conditions == {"PodScheduled": "False", "Ready": "False"}
+
+
+def test_a_failing_json_patch_changes_nothing(core):
+    created = core.create_namespaced_pod("default", pod("p1", labels={"a": "1"}))
+    with pytest.raises(ApiException) as error:
+        core.patch_namespaced_pod("p1", "default", [{"op": "replace", "path": "/metadata/labels/a", "value": "2"},
+                                                    {"op": "remove", "path": "/metadata/nothing/here"}])
+    assert error.value.status == 422
+    after = core.read_namespaced_pod("p1", "default")
+    assert after.metadata.labels == {"a": "1"}
+    assert after.metadata.resource_version == created.metadata.resource_version
+
+
+def test_binding_sets_node_and_condition_and_refuses_a_second_bind(core):
+    core.create_namespaced_pod("default", pod("p1"))
+    response = core.create_namespaced_pod_binding("p1", "default", {"metadata": {"name": "p1"},
+                                                                     "target": {"name": "n1"}},
+                                                  _preload_content=False)
+    assert response.status == 201 and json.loads(response.data)["status"] == "Success"
+    bound = core.read_namespaced_pod("p1", "default")
+    assert bound.spec.node_name == "n1"
+    assert [(c.type, c.status) for c in bound.status.conditions] == [("PodScheduled", "True")]
+    with pytest.raises(ApiException) as error:
+        core.create_namespaced_pod_binding("p1", "default", {"metadata": {"name": "p1"}, "target": {"name": "n2"}},
+                                           _preload_content=False)
+    assert error.value.status == 409
+    assert 'pod p1 is already assigned to node "n1"' in status_of(error.value)["message"]
+    with pytest.raises(ApiException) as missing:
+        core.create_namespaced_pod_binding("nope", "default", {"metadata": {"name": "nope"},
+                                                               "target": {"name": "n1"}}, _preload_content=False)
+    assert missing.value.status == 404
+
+
+def test_eviction_deletes_the_pod(core):
+    core.create_namespaced_pod("default", pod("p1"))
+    core.create_namespaced_pod_eviction("p1", "default", {"metadata": {"name": "p1", "namespace": "default"}},
+                                        _preload_content=False)
+    assert core.list_namespaced_pod("default").items == []
+
+
+def test_nodes_and_status(kubesim, core):
+    kubesim.seed_nodes(2, cpu="4", memory="8Gi")
+    nodes = core.list_node().items
+    assert [n.metadata.name for n in nodes] == ["node-00000", "node-00001"]
+    assert nodes[0].status.allocatable == {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    core.patch_node("node-00000", {"spec": {"unschedulable": True}})
+    assert core.read_node("node-00000").spec.unschedulable is True
+    core.patch_node_status("node-00000", {"status": {"allocatable": {"cpu": "2"}}})
+    assert core.read_node("node-00000").status.allocatable["cpu"] == "2"
+
+
+def test_other_kinds(kube_api):
+    core = client.CoreV1Api(kube_api)
+    core.create_namespace({"metadata": {"name": "team-a", "annotations": {"k": "v"}}})
+    assert core.read_namespace("team-a").status.phase == "Active"
+    core.create_namespaced_secret("team-a", {"metadata": {"name": "s"}, "data": {"k": "dg=="}})
+    core.create_namespaced_service("team-a", {"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}]}})
+    core.create_namespaced_event("team-a", {"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "p"},
+                                            "reason": "Scheduled", "message": "m", "type": "Normal"})
+    assert [e.reason for e in core.list_namespaced_event("team-a").items] == ["Scheduled"]
+    scheduling = client.SchedulingV1Api(kube_api)
+    scheduling.create_priority_class({"metadata": {"name": "high"}, "value": 1000})
+    assert scheduling.read_priority_class("high").value == 1000
+    admission = client.AdmissionregistrationV1Api(kube_api)
+    hook = {"metadata": {"name": "m"}, "webhooks": [{"name": "a.b.c", "sideEffects": "None",
+                                                     "admissionReviewVersions": ["v1"],
+                                                     "clientConfig": {"caBundle": "YQ==", "service": {
+                                                         "name": "s", "namespace": "team-a", "port": 443}}}]}
+    admission.create_mutating_webhook_configuration(hook)
+    admission.create_validating_webhook_configuration(hook)
+    assert admission.read_mutating_webhook_configuration("m").webhooks[0].name == "a.b.c"
+    assert len(admission.list_validating_webhook_configuration().items) == 1
+    core.delete_namespace("team-a")
+    assert core.list_secret_for_all_namespaces().items == []
+
+
+def test_discovery(kube_api):
+    assert "v1" in client.CoreApi(kube_api).get_api_versions().versions
+    groups = {g.name for g in client.ApisApi(kube_api).get_api_versions().groups}
+    assert {"scheduling.k8s.io", "admissionregistration.k8s.io"} <= groups
+    resources = {r.name for r in client.CoreV1Api(kube_api).get_api_resources().resources}
+    assert {"pods", "pods/binding", "pods/status", "nodes", "configmaps"} <= resources
+    assert client.VersionApi(kube_api).get_code().major == "1"
