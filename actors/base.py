@@ -1,0 +1,80 @@
+"""Conventions every yunikorn-py actor follows.
+
+- **Messages** are SI protobuf messages or small frozen dataclasses declared with :func:`message`;
+  never bare dicts, so every boundary has a named, typed, immutable shape.
+- **Actors** derive from :class:`Actor` (a pykka ``ThreadingActor``) and handle ``Msg`` in ``on_Msg``.
+  Failures are logged with the actor's name and reported to the supervisor callback given at start,
+  so a crash never silently stops part of the scheduler.
+- **Life cycle**: :func:`stop_all` stops every actor (tests assert none is left; see
+  :func:`live_actors`). Start actors with ``SomeActor.start(...)``; stop them with ``ref.stop()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pykka
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def message(cls: type[T]) -> type[T]:
+    """Declare an actor message: a frozen, slotted dataclass (``@message class Tick: now: float``)."""
+    return dataclasses.dataclass(frozen=True, slots=True)(cls)
+
+
+@message
+class ActorFailed:
+    """Sent to a supervisor when an actor's message handler raised."""
+
+    actor: str
+    error: str
+
+
+Supervisor = Callable[[ActorFailed], None]
+
+
+class Actor(pykka.ThreadingActor):
+    """A pykka thread actor that dispatches typed messages and reports its failures.
+
+    ``tell(Msg(...))`` runs ``on_Msg(msg)``. An exception from an ``ask`` goes back to the asker (as
+    pykka does); one from a ``tell`` stops the actor, as pykka does, and :meth:`on_failure` reports it
+    with the actor's name to ``supervisor``, so a crash is always visible (logs, health, REST).
+    """
+
+    use_daemon_thread = True
+
+    def __init__(self, supervisor: Supervisor | None = None) -> None:
+        super().__init__()
+        self._supervisor = supervisor
+
+    @property
+    def name(self) -> str:
+        return f"{type(self).__name__}({self.actor_urn[-8:]})"
+
+    def on_receive(self, msg: Any) -> Any:
+        handler = getattr(self, f"on_{type(msg).__name__}", None)
+        if handler is None:
+            raise TypeError(f"{self.name} has no handler for {type(msg).__name__}")
+        return handler(msg)
+
+    def on_failure(self, exception_type, exception_value, traceback) -> None:
+        log.error("actor stopped by a failure", extra={"actor": self.name, "error": repr(exception_value)})
+        if self._supervisor is not None:
+            try:
+                self._supervisor(ActorFailed(self.name, repr(exception_value)))
+            except Exception:  # a broken supervisor must not hide the first failure
+                log.exception("supervisor of %s failed", self.name)
+
+
+def live_actors() -> list[pykka.ActorRef]:
+    return list(pykka.ActorRegistry.get_all())
+
+
+def stop_all(timeout: float = 10.0) -> None:
+    """Stop every running actor (last started first) and wait for each."""
+    pykka.ActorRegistry.stop_all(block=True, timeout=timeout)

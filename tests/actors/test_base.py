@@ -1,0 +1,80 @@
+"""The actor conventions: typed messages, dispatch, failure reports, no leaked actors."""
+
+import dataclasses
+import threading
+
+import pytest
+
+from actors.base import Actor, ActorFailed, live_actors, message
+
+
+@message
+class Add:
+    amount: int
+
+
+@message
+class Total:
+    pass
+
+
+@message
+class Explode:
+    pass
+
+
+class Counter(Actor):
+    def __init__(self, supervisor=None):
+        super().__init__(supervisor)
+        self.total = 0
+
+    def on_Add(self, msg):
+        self.total += msg.amount
+
+    def on_Total(self, msg):
+        return self.total
+
+    def on_Explode(self, msg):
+        raise RuntimeError("boom")
+
+
+def test_messages_are_frozen_slotted_dataclasses():
+    msg = Add(3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        msg.amount = 4
+    assert not hasattr(msg, "__dict__")
+
+
+def test_typed_dispatch_tell_then_ask():
+    ref = Counter.start()
+    for amount in (1, 2, 3):
+        ref.tell(Add(amount))
+    assert ref.ask(Total()) == 6
+    with pytest.raises(TypeError, match="no handler for dict"):
+        ref.ask({"bare": "dict"})
+    ref.stop()
+
+
+def test_a_failed_tell_is_reported_to_the_supervisor():
+    reports = []
+    reported = threading.Event()
+
+    def supervisor(failure):
+        reports.append(failure)
+        reported.set()
+
+    ref = Counter.start(supervisor)
+    ref.tell(Explode())
+    assert reported.wait(5)
+    assert isinstance(reports[0], ActorFailed) and "boom" in reports[0].error
+    assert reports[0].actor.startswith("Counter(")
+    assert not ref.is_alive()
+
+
+def test_an_ask_failure_goes_back_to_the_asker():
+    ref = Counter.start()
+    with pytest.raises(RuntimeError, match="boom"):
+        ref.ask(Explode())
+    assert ref.is_alive()
+    ref.stop()
+    assert live_actors() == []
