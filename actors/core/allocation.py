@@ -1,0 +1,51 @@
+"""Asks and allocations as the core keeps them: one record per allocation key."""
+
+from __future__ import annotations
+
+import time
+
+from si import si_pb2
+from si.constants import TAG_FOREIGN, TAG_REQUIRED_NODE
+from si.resources import Resource
+
+
+class Allocation:
+    """An ask (``node_id`` empty) or an allocation on a node. Mutable only inside its owning partition."""
+
+    __slots__ = ("key", "application_id", "partition", "resource", "priority", "tags", "node_id", "request_time",
+                 "allocation_time", "placeholder", "task_group", "originator", "foreign", "preemptable",
+                 "required_node", "constrained", "shape", "last_failure", "attempted")
+
+    def __init__(self, message: si_pb2.Allocation, partition: str, constrained: bool = False) -> None:
+        self.key = message.allocationKey
+        self.application_id = message.applicationID
+        self.partition = partition
+        self.resource = Resource.from_proto(message.resourcePerAlloc)
+        self.priority = message.priority
+        self.tags = dict(message.allocationTags)
+        self.node_id = message.nodeID
+        self.request_time = time.time_ns()
+        self.allocation_time = self.request_time if self.node_id else 0
+        self.placeholder = message.placeholder
+        self.task_group = message.taskGroupName
+        self.originator = message.originator
+        self.foreign = bool(self.tags.get(TAG_FOREIGN))
+        self.preemptable = (message.preemptionPolicy.allowPreemptSelf if message.HasField("preemptionPolicy")
+                            else True)
+        self.required_node = self.tags.get(TAG_REQUIRED_NODE, "")
+        self.constrained = constrained
+        # Asks of one shape that fail on every node this cycle fail alike: the cycle skips the rest.
+        self.shape = (tuple(sorted(self.resource.items())), self.required_node) if not constrained else None
+        self.last_failure = ""
+        self.attempted = False
+
+    def sort_key(self) -> tuple:
+        """Pending asks: highest priority first, then oldest."""
+        return (-self.priority, self.request_time, self.key)
+
+    def to_proto(self) -> si_pb2.Allocation:
+        return si_pb2.Allocation(allocationKey=self.key, applicationID=self.application_id,
+                                 partitionName=self.partition, nodeID=self.node_id, priority=self.priority,
+                                 resourcePerAlloc=self.resource.to_proto(), allocationTags=self.tags,
+                                 taskGroupName=self.task_group, placeholder=self.placeholder,
+                                 originator=self.originator)

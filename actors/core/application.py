@@ -1,0 +1,138 @@
+"""Applications: the state machine, pending asks in order, allocations, usage and the state log."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+
+from sortedcontainers import SortedKeyList
+
+from actors.core.allocation import Allocation
+from si import si_pb2
+from si.constants import APP_TAG_DISABLE_STATE_AWARE
+from si.resources import Resource, component_max
+
+NEW, ACCEPTED, STARTING, RUNNING = "New", "Accepted", "Starting", "Running"
+COMPLETING, COMPLETED, FAILING, FAILED = "Completing", "Completed", "Failing", "Failed"
+REJECTED, RESUMING, EXPIRED = "Rejected", "Resuming", "Expired"
+ACTIVE = (NEW, ACCEPTED, STARTING, RUNNING, COMPLETING, FAILING, RESUMING)
+TERMINATED = (COMPLETED, FAILED, REJECTED)
+
+# The transitions YuniKorn allows (plus the stateaware Starting state); anything else is a bug.
+TRANSITIONS = {
+    NEW: {ACCEPTED, REJECTED, FAILING, RESUMING, COMPLETED},
+    ACCEPTED: {STARTING, RUNNING, COMPLETING, FAILING, RESUMING, COMPLETED},
+    STARTING: {RUNNING, COMPLETING, FAILING, COMPLETED},
+    RUNNING: {RUNNING, COMPLETING, FAILING, COMPLETED},
+    COMPLETING: {RUNNING, COMPLETED, FAILING},
+    FAILING: {FAILED},
+    RESUMING: {ACCEPTED},
+    COMPLETED: {EXPIRED},
+    FAILED: {EXPIRED},
+    REJECTED: {EXPIRED},
+    EXPIRED: set(),
+}
+STATE_EVENTS = {
+    NEW: si_pb2.EventRecord.APP_NEW, ACCEPTED: si_pb2.EventRecord.APP_ACCEPTED,
+    STARTING: si_pb2.EventRecord.APP_STARTING, RUNNING: si_pb2.EventRecord.APP_RUNNING,
+    COMPLETING: si_pb2.EventRecord.APP_COMPLETING, COMPLETED: si_pb2.EventRecord.APP_COMPLETED,
+    FAILING: si_pb2.EventRecord.APP_FAILING, FAILED: si_pb2.EventRecord.APP_FAILED,
+    REJECTED: si_pb2.EventRecord.APP_REJECT, RESUMING: si_pb2.EventRecord.APP_RESUMING,
+    EXPIRED: si_pb2.EventRecord.APP_EXPIRED,
+}
+
+
+class InvalidTransition(RuntimeError):
+    pass
+
+
+class Application:
+    __slots__ = ("application_id", "partition", "queue_path", "user", "groups", "tags", "state", "state_since",
+                 "state_log", "submission_time", "finished_time", "asks", "ask_index", "allocations", "used", "max_used",
+                 "pending", "rejected_message", "state_aware", "placeholder_ask")
+
+    def __init__(self, request: si_pb2.AddApplicationRequest, partition: str, queue_path: str) -> None:
+        now = time.time_ns()
+        self.application_id = request.applicationID
+        self.partition = partition
+        self.queue_path = queue_path
+        self.user = request.ugi.user or "nobody"
+        self.groups = tuple(request.ugi.groups)
+        self.tags: Mapping[str, str] = dict(request.tags)
+        self.state = NEW
+        self.state_since = now
+        self.state_log: list[tuple[int, str]] = [(now, NEW)]
+        self.submission_time = now
+        self.finished_time = 0
+        self.asks: SortedKeyList = SortedKeyList(key=Allocation.sort_key)
+        self.ask_index: dict[str, Allocation] = {}
+        self.allocations: dict[str, Allocation] = {}
+        self.used = Resource()
+        self.max_used = Resource()
+        self.pending = Resource()
+        self.rejected_message = ""
+        disable = (self.tags.get(APP_TAG_DISABLE_STATE_AWARE, "") or self.tags.get("disableStateAware", ""))
+        self.state_aware = disable.lower() != "true"
+        self.placeholder_ask = Resource.from_proto(request.placeholderAsk)
+
+    def transition(self, state: str, now: int | None = None) -> bool:
+        """Move to ``state``; False when already there. Raises on a transition YuniKorn forbids."""
+        if state == self.state:
+            return False
+        if state not in TRANSITIONS[self.state]:
+            raise InvalidTransition(f"application {self.application_id}: {self.state} -> {state} is not allowed")
+        now = now or time.time_ns()
+        self.state = state
+        self.state_since = now
+        self.state_log.append((now, state))
+        if state in TERMINATED:
+            self.finished_time = now
+        return True
+
+    # Asks.
+    def add_ask(self, ask: Allocation) -> Allocation | None:
+        """Add or replace a pending ask; returns the replaced one."""
+        old = self.find_ask(ask.key)
+        if old is not None:
+            self.asks.remove(old)
+            self.pending = self.pending - old.resource
+        self.asks.add(ask)
+        self.ask_index[ask.key] = ask
+        self.pending = self.pending + ask.resource
+        return old
+
+    def find_ask(self, key: str) -> Allocation | None:
+        return self.ask_index.get(key)
+
+    def remove_ask(self, ask: Allocation) -> None:
+        self.asks.remove(ask)
+        del self.ask_index[ask.key]
+        self.pending = self.pending - ask.resource
+
+    def pending_asks(self) -> Iterator[Allocation]:
+        return iter(self.asks)
+
+    @property
+    def priority(self) -> int:
+        """The highest priority among pending asks (0 without asks)."""
+        return self.asks[0].priority if self.asks else 0
+
+    # Allocations.
+    def add_allocation(self, allocation: Allocation) -> None:
+        self.allocations[allocation.key] = allocation
+        self.used = self.used + allocation.resource
+        self.max_used = component_max(self.max_used, self.used)
+
+    def remove_allocation(self, key: str) -> Allocation | None:
+        allocation = self.allocations.pop(key, None)
+        if allocation is not None:
+            self.used = self.used - allocation.resource
+        return allocation
+
+    def resize(self, allocation: Allocation, resource: Resource) -> None:
+        self.used = self.used + (resource - allocation.resource)
+        self.max_used = component_max(self.max_used, self.used)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.asks and not self.allocations

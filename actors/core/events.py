@@ -1,0 +1,78 @@
+"""The core's event ring: a bounded, id-numbered history of EventRecords, readable while it is written.
+
+It is the one publication channel the core shares with readers (REST batch and stream endpoints); it
+is written by partition actors and read by HTTP threads, so it guards itself with a lock and hands out
+only immutable protobuf copies.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterable
+
+from si import si_pb2
+
+
+def record(type_: int, object_id: str, detail: int, change: int = si_pb2.EventRecord.ADD, message: str = "",
+           reference: str = "", resource=None) -> si_pb2.EventRecord:
+    event = si_pb2.EventRecord(type=type_, objectID=object_id, eventChangeDetail=detail, eventChangeType=change,
+                               message=message, referenceID=reference, timestampNano=time.time_ns())
+    if resource is not None:
+        event.resource.CopyFrom(resource.to_proto())
+    return event
+
+
+class EventRing:
+    def __init__(self, capacity: int = 100_000, max_streams: int = 100) -> None:
+        self.instance_uuid = str(uuid.uuid4())
+        self.capacity = capacity
+        self.max_streams = max_streams
+        self._events: deque[tuple[int, si_pb2.EventRecord]] = deque(maxlen=capacity)
+        self._next_id = 0
+        self._lock = threading.Lock()
+        self._streams: list[queue.Queue] = []
+
+    def add(self, events: Iterable[si_pb2.EventRecord]) -> None:
+        with self._lock:
+            for event in events:
+                entry = (self._next_id, event)
+                self._events.append(entry)
+                self._next_id += 1
+                for stream in self._streams:
+                    try:
+                        stream.put_nowait(entry)
+                    except queue.Full:  # a stalled reader loses events rather than holding the core back
+                        pass
+
+    def batch(self, start: int = 0, count: int = 10_000) -> tuple[int, int, tuple[tuple[int, si_pb2.EventRecord], ...]]:
+        """``(lowest_id, highest_id, events)`` with ids from ``start``, at most ``count`` of them."""
+        with self._lock:
+            if not self._events:
+                return 0, -1, ()
+            lowest, highest = self._events[0][0], self._events[-1][0]
+            offset = max(start - lowest, 0)
+            if offset >= len(self._events):
+                return lowest, highest, ()
+            picked = tuple(self._events[i] for i in range(offset, min(offset + count, len(self._events))))
+            return lowest, highest, picked
+
+    def subscribe(self, size: int = 10_000) -> queue.Queue | None:
+        """A queue of new ``(id, event)`` entries; None when ``max_streams`` readers already listen."""
+        with self._lock:
+            if len(self._streams) >= self.max_streams:
+                return None
+            stream: queue.Queue = queue.Queue(maxsize=size)
+            self._streams.append(stream)
+            return stream
+
+    def unsubscribe(self, stream: queue.Queue) -> None:
+        with self._lock:
+            if stream in self._streams:
+                self._streams.remove(stream)
+
+    def __len__(self) -> int:
+        return len(self._events)

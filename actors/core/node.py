@@ -1,0 +1,113 @@
+"""Nodes: capacity, YuniKorn allocations, foreign (occupied) allocations, and the sorted node index."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from sortedcontainers import SortedList
+
+from actors.core.allocation import Allocation
+from si.constants import NODE_ATTR_HOSTNAME, NODE_ATTR_RACKNAME
+from si.resources import Resource
+
+
+class Node:
+    __slots__ = ("node_id", "attributes", "capacity", "allocated", "occupied", "schedulable", "allocations",
+                 "foreign", "restricted", "index_key")
+
+    def __init__(self, node_id: str, capacity: Resource, attributes: Mapping[str, str], schedulable: bool) -> None:
+        self.node_id = node_id
+        self.attributes = dict(attributes)
+        self.capacity = capacity
+        self.allocated = Resource()
+        self.occupied = Resource()
+        self.schedulable = schedulable
+        self.allocations: dict[str, Allocation] = {}
+        self.foreign: dict[str, Allocation] = {}
+        self.restricted = False  # set by the partition from the predicates plugin
+        self.index_key: tuple | None = None
+
+    @property
+    def available(self) -> Resource:
+        return self.capacity - self.allocated - self.occupied
+
+    @property
+    def host_name(self) -> str:
+        return self.attributes.get(NODE_ATTR_HOSTNAME, self.node_id)
+
+    @property
+    def rack_name(self) -> str:
+        return self.attributes.get(NODE_ATTR_RACKNAME, "")
+
+    def add(self, allocation: Allocation) -> None:
+        if allocation.foreign:
+            self.foreign[allocation.key] = allocation
+            self.occupied = self.occupied + allocation.resource
+        else:
+            self.allocations[allocation.key] = allocation
+            self.allocated = self.allocated + allocation.resource
+
+    def remove(self, key: str) -> Allocation | None:
+        allocation = self.allocations.pop(key, None)
+        if allocation is not None:
+            self.allocated = self.allocated - allocation.resource
+            return allocation
+        allocation = self.foreign.pop(key, None)
+        if allocation is not None:
+            self.occupied = self.occupied - allocation.resource
+        return allocation
+
+    def resize(self, allocation: Allocation, resource: Resource) -> None:
+        delta = resource - allocation.resource
+        if allocation.foreign:
+            self.occupied = self.occupied + delta
+        else:
+            self.allocated = self.allocated + delta
+        allocation.resource = resource
+
+    def usage_score(self, weights: Mapping[str, float]) -> float:
+        """Weighted mean of the used share of each weighted resource type."""
+        total_weight = 0.0
+        score = 0.0
+        used = self.allocated + self.occupied
+        for name, weight in weights.items():
+            capacity = self.capacity[name]
+            if capacity > 0 and weight > 0:
+                score += weight * used[name] / capacity
+                total_weight += weight
+        return score / total_weight if total_weight else 0.0
+
+
+class NodeIndex:
+    """Schedulable nodes in policy order; one node's re-sort costs O(log n)."""
+
+    def __init__(self, policy: str, weights: Mapping[str, float]) -> None:
+        self.policy = policy
+        self.weights = dict(weights)
+        self._sorted: SortedList = SortedList()
+
+    def _key(self, node: Node) -> tuple:
+        score = node.usage_score(self.weights)
+        return (-score if self.policy == "binpacking" else score, node.node_id)
+
+    def update(self, node: Node) -> None:
+        """Place (or re-place) ``node`` after its usage or schedulable flag changed."""
+        if node.index_key is not None:
+            self._sorted.remove(node.index_key)
+            node.index_key = None
+        if node.schedulable:
+            node.index_key = self._key(node)
+            self._sorted.add(node.index_key)
+
+    def discard(self, node: Node) -> None:
+        if node.index_key is not None:
+            self._sorted.remove(node.index_key)
+            node.index_key = None
+
+    def __iter__(self) -> Iterator[str]:
+        """Node ids, best first."""
+        for _, node_id in self._sorted:
+            yield node_id
+
+    def __len__(self) -> int:
+        return len(self._sorted)

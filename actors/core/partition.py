@@ -1,0 +1,585 @@
+"""A partition: nodes, queues and applications, and the scheduling cycle that places asks on nodes.
+
+This is plain logic owned by one actor (:mod:`actors.core.scheduler`): every decision is taken from
+state this object holds, and everything the resource manager must learn is collected in an
+:class:`Outbox` that the actor sends after each message, one response per kind.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from actors.core import application as states
+from actors.core.allocation import Allocation
+from actors.core.application import Application
+from actors.core.config import PartitionConfig
+from actors.core.events import record
+from actors.core.node import Node, NodeIndex
+from actors.core.placement import AppPlacementInfo, PlacementManager, PlacementRejected
+from actors.core.plugins import NodePredicates, NoPredicates
+from actors.core.queue import Queue, QueueTree
+from actors.core.ugm import UsageTracker
+from si import si_pb2
+from si.constants import APP_TAG_NAMESPACE, TAG_NAMESPACE
+from si.resources import Resource
+
+log = logging.getLogger(__name__)
+E = si_pb2.EventRecord
+Action = si_pb2.NodeInfo
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Timers of the application life cycle, in seconds (short in tests)."""
+
+    completing: float = 30.0  # Completing -> Completed when nothing new arrives
+    retention: float = 3 * 24 * 3600.0  # terminated apps are kept this long, then expire
+    starting: float = 300.0  # stateaware: Starting -> Running without a second allocation
+
+
+@dataclass
+class Outbox:
+    new: list[si_pb2.Allocation] = field(default_factory=list)
+    released: list[si_pb2.AllocationRelease] = field(default_factory=list)
+    rejected_allocations: list[si_pb2.RejectedAllocation] = field(default_factory=list)
+    accepted_apps: list[si_pb2.AcceptedApplication] = field(default_factory=list)
+    rejected_apps: list[si_pb2.RejectedApplication] = field(default_factory=list)
+    updated_apps: list[si_pb2.UpdatedApplication] = field(default_factory=list)
+    accepted_nodes: list[si_pb2.AcceptedNode] = field(default_factory=list)
+    rejected_nodes: list[si_pb2.RejectedNode] = field(default_factory=list)
+    events: list[si_pb2.EventRecord] = field(default_factory=list)
+    scheduling_states: list[si_pb2.UpdateContainerSchedulingStateRequest] = field(default_factory=list)
+
+
+class _Cycle:
+    """What one scheduling cycle learned: shapes no node takes, apps and queues with nothing to place."""
+
+    __slots__ = ("failed_shapes", "exhausted", "allocations")
+
+    def __init__(self) -> None:
+        self.failed_shapes: set = set()
+        self.exhausted: set[int] = set()
+        self.allocations = 0
+
+
+class Partition:
+    def __init__(self, config: PartitionConfig, rm_id: str, predicates: NodePredicates | None = None,
+                 timing: Timing | None = None) -> None:
+        self.name = config.name
+        self.rm_id = rm_id
+        self.predicates = predicates or NoPredicates()
+        self.timing = timing or Timing()
+        self.nodes: dict[str, Node] = {}
+        self.apps: dict[str, Application] = {}
+        self.terminated: dict[str, Application] = {}
+        self.total = Resource()
+        self.outbox = Outbox()
+        self.created = time.time_ns()
+        self.dirty = True  # something changed that may allow a new allocation
+        self.apply_config(config)
+
+    # Configuration.
+    def apply_config(self, config: PartitionConfig) -> None:
+        self.config = config
+        changes = self.queues.apply(config.root) if hasattr(self, "queues") else []
+        if not hasattr(self, "queues"):
+            self.queues = QueueTree(config)
+        self.placement = PlacementManager(config.placement_rules)
+        if hasattr(self, "usage"):
+            self.usage.reconfigure(config)
+        else:
+            self.usage = UsageTracker(config)
+        policy = config.node_sort_policy
+        self.index = NodeIndex(policy.type, policy.resource_weights)
+        for node in self.nodes.values():
+            node.index_key = None
+            self.index.update(node)
+        for change in changes:
+            self._event(E.QUEUE, change.split(" ")[0], E.QUEUE_CONFIG, E.SET, change)
+        self.dirty = True
+
+    # Outputs.
+    def take_outbox(self) -> Outbox:
+        outbox, self.outbox = self.outbox, Outbox()
+        return outbox
+
+    def _event(self, type_, object_id, detail, change=E.ADD, message="", reference="", resource=None) -> None:
+        self.outbox.events.append(record(type_, object_id, detail, change, message, reference, resource))
+
+    def _set_state(self, app: Application, state: str, message: str = "") -> None:
+        if app.transition(state):
+            self.outbox.updated_apps.append(si_pb2.UpdatedApplication(
+                applicationID=app.application_id, state=state, stateTransitionTimestamp=app.state_since,
+                message=message))
+            self._event(E.APP, app.application_id, states.STATE_EVENTS[state], E.SET, message)
+
+    # Nodes.
+    def update_nodes(self, infos) -> None:
+        for info in infos:
+            action = info.action
+            node = self.nodes.get(info.nodeID)
+            if action in (Action.CREATE, Action.CREATE_DRAIN):
+                if node is not None:
+                    self.outbox.rejected_nodes.append(si_pb2.RejectedNode(
+                        nodeID=info.nodeID, reason=f"node {info.nodeID} already exists"))
+                    continue
+                self._add_node(info, schedulable=action == Action.CREATE)
+            elif node is None:
+                self.outbox.rejected_nodes.append(si_pb2.RejectedNode(
+                    nodeID=info.nodeID, reason=f"node {info.nodeID} not found"))
+            elif action == Action.UPDATE:
+                self._update_node(node, info)
+            elif action in (Action.DRAIN_NODE, Action.DRAIN_TO_SCHEDULABLE):
+                node.schedulable = action == Action.DRAIN_TO_SCHEDULABLE
+                self.index.update(node)
+                self._event(E.NODE, node.node_id, E.NODE_SCHEDULABLE, E.SET, str(node.schedulable).lower())
+            elif action == Action.DECOMISSION:
+                self._remove_node(node)
+        self.dirty = True
+
+    def _add_node(self, info: si_pb2.NodeInfo, schedulable: bool) -> None:
+        capacity = Resource.from_proto(info.schedulableResource)
+        if capacity.has_negative():
+            self.outbox.rejected_nodes.append(si_pb2.RejectedNode(
+                nodeID=info.nodeID, reason=f"negative capacity {capacity.negative_components()}"))
+            return
+        node = Node(info.nodeID, capacity, info.attributes, schedulable)
+        node.restricted = self.predicates.node_restricted(node.attributes)
+        self.nodes[node.node_id] = node
+        self.total = self.total + capacity
+        self.index.update(node)
+        self.outbox.accepted_nodes.append(si_pb2.AcceptedNode(nodeID=node.node_id))
+        self._event(E.NODE, node.node_id, E.DETAILS_NONE, E.ADD, "node added", resource=capacity)
+
+    def _update_node(self, node: Node, info: si_pb2.NodeInfo) -> None:
+        if info.attributes:
+            node.attributes = dict(info.attributes)
+            node.restricted = self.predicates.node_restricted(node.attributes)
+        if info.HasField("schedulableResource"):
+            capacity = Resource.from_proto(info.schedulableResource)
+            if capacity != node.capacity:
+                self.total = self.total - node.capacity + capacity
+                node.capacity = capacity
+                self._event(E.NODE, node.node_id, E.NODE_CAPACITY, E.SET, "capacity changed", resource=capacity)
+        self.index.update(node)
+
+    def _remove_node(self, node: Node) -> None:
+        for allocation in list(node.allocations.values()):
+            self._release(allocation, si_pb2.STOPPED_BY_RM, f"node {node.node_id} removed", notify=True)
+            self._event(E.APP, allocation.application_id, E.ALLOC_NODEREMOVED, E.REMOVE,
+                        f"node {node.node_id} removed", allocation.key)
+        for allocation in list(node.foreign.values()):
+            node.remove(allocation.key)
+        self.index.discard(node)
+        del self.nodes[node.node_id]
+        self.total = self.total - node.capacity
+        self._event(E.NODE, node.node_id, E.NODE_DECOMISSION, E.REMOVE, "node removed")
+
+    # Applications.
+    def add_applications(self, requests) -> None:
+        for request in requests:
+            if request.applicationID in self.apps:
+                self.outbox.rejected_apps.append(si_pb2.RejectedApplication(
+                    applicationID=request.applicationID,
+                    reason=f"application {request.applicationID} already exists"))
+                continue
+            tags = dict(request.tags)
+            tags.setdefault(APP_TAG_NAMESPACE, tags.get(TAG_NAMESPACE, ""))
+            info = AppPlacementInfo(request.applicationID, request.queueName, request.ugi.user or "nobody",
+                                    tuple(request.ugi.groups), tags)
+            try:
+                placement = self.placement.place(info, self.queues)
+            except PlacementRejected as rejected:
+                self._reject_app(request, rejected.reason)
+                continue
+            queue = self.queues.create(placement.queue_path) if placement.create else self.queues.get(placement.queue_path)
+            if placement.create:
+                self._event(E.QUEUE, queue.path, E.QUEUE_DYNAMIC, E.ADD, "created by placement rule")
+            app = Application(request, self.name, queue.path)
+            self.apps[app.application_id] = app
+            queue.apps[app.application_id] = app
+            self.outbox.accepted_apps.append(si_pb2.AcceptedApplication(applicationID=app.application_id))
+            self._event(E.APP, app.application_id, E.APP_NEW, E.ADD, f"placed in {queue.path}")
+            self._event(E.QUEUE, queue.path, E.QUEUE_APP, E.ADD, "", app.application_id)
+
+    def _reject_app(self, request, reason: str) -> None:
+        self.outbox.rejected_apps.append(si_pb2.RejectedApplication(applicationID=request.applicationID, reason=reason))
+        self._event(E.APP, request.applicationID, E.APP_REJECT, E.ADD, reason)
+        app = Application(request, self.name, "")
+        app.rejected_message = reason
+        app.transition(states.REJECTED)
+        self.terminated[app.application_id] = app
+
+    def remove_applications(self, requests) -> None:
+        for request in requests:
+            app = self.apps.get(request.applicationID)
+            if app is None:
+                continue
+            for ask in list(app.asks):
+                self._remove_ask(app, ask)
+            for allocation in list(app.allocations.values()):
+                self._release(allocation, si_pb2.STOPPED_BY_RM, "application removed", notify=False)
+            if app.state in (states.NEW, states.ACCEPTED):
+                self._set_state(app, states.COMPLETED, "removed before it ran")
+            else:
+                if app.state in (states.STARTING, states.RUNNING):
+                    self._set_state(app, states.COMPLETING)
+                self._set_state(app, states.COMPLETED, "removed by the resource manager")
+            self._forget(app)
+        self.dirty = True
+
+    def _forget(self, app: Application) -> None:
+        queue = self.queues.get(app.queue_path)
+        if queue is not None:
+            queue.apps.pop(app.application_id, None)
+        self._stop_running(app)
+        del self.apps[app.application_id]
+        self.terminated[app.application_id] = app
+        for path in self.queues.prune():
+            self._event(E.QUEUE, path, E.QUEUE_CONFIG, E.REMOVE, "queue removed")
+
+    def _start_running(self, app: Application, queue: Queue) -> None:
+        queue.add_running(1)
+        self.usage.app_started(app.application_id, app.user, app.groups, queue.path)
+
+    def _stop_running(self, app: Application) -> None:
+        if self.usage.tracks(app.application_id):
+            queue = self.queues.get(app.queue_path)
+            if queue is not None:
+                queue.add_running(-1)
+            self.usage.app_removed(app.application_id)
+
+    # Asks and allocations.
+    def update_allocations(self, allocations, releases) -> None:
+        for release in releases:
+            self._handle_release(release)
+        for message in allocations:
+            if message.nodeID:
+                self._add_existing(message)
+            else:
+                self._add_ask(message)
+        self.dirty = True
+
+    def _add_ask(self, message: si_pb2.Allocation) -> None:
+        app = self.apps.get(message.applicationID)
+        if app is None:
+            self.outbox.rejected_allocations.append(si_pb2.RejectedAllocation(
+                allocationKey=message.allocationKey, applicationID=message.applicationID,
+                reason=f"application {message.applicationID} not found"))
+            return
+        if message.allocationKey in app.allocations:
+            return  # already placed: an ask repeated by the resource manager changes nothing
+        ask = Allocation(message, self.name, self.predicates.ask_constrained(message.allocationTags))
+        if ask.resource.has_negative():
+            self.outbox.rejected_allocations.append(si_pb2.RejectedAllocation(
+                allocationKey=ask.key, applicationID=app.application_id,
+                reason=f"negative resource request {ask.resource.negative_components()}"))
+            return
+        replaced = app.add_ask(ask)
+        queue = self.queues.get(app.queue_path)
+        queue.add_pending(ask.resource - (replaced.resource if replaced else Resource()))
+        if app.state == states.NEW:
+            self._set_state(app, states.ACCEPTED)
+        elif app.state == states.COMPLETING:
+            self._set_state(app, states.RUNNING, "new request")
+        self._event(E.APP, app.application_id, E.APP_REQUEST, E.ADD, "", ask.key, ask.resource)
+
+    def _add_existing(self, message: si_pb2.Allocation) -> None:
+        """An allocation already running on a node: accepted as the cluster's truth, even over quota."""
+        node = self.nodes.get(message.nodeID)
+        allocation = Allocation(message, self.name)
+        if node is None:
+            self.outbox.rejected_allocations.append(si_pb2.RejectedAllocation(
+                allocationKey=allocation.key, applicationID=allocation.application_id,
+                reason=f"node {message.nodeID} not found"))
+            return
+        if allocation.foreign:
+            existing = node.foreign.get(allocation.key)
+            if existing is not None:
+                node.resize(existing, allocation.resource)
+            else:
+                node.add(allocation)
+            self.index.update(node)
+            self._event(E.NODE, node.node_id, E.NODE_OCCUPIED, E.SET, "foreign allocation", allocation.key,
+                        node.occupied)
+            return
+        app = self.apps.get(allocation.application_id)
+        if app is None:
+            self.outbox.rejected_allocations.append(si_pb2.RejectedAllocation(
+                allocationKey=allocation.key, applicationID=allocation.application_id,
+                reason=f"application {allocation.application_id} not found"))
+            return
+        current = app.allocations.get(allocation.key)
+        queue = self.queues.get(app.queue_path)
+        if current is not None:  # the resource manager reports a changed size (a resized pod)
+            delta = allocation.resource - current.resource
+            app.resize(current, allocation.resource)
+            holder = self.nodes.get(current.node_id)
+            if holder is not None:
+                holder.resize(current, allocation.resource)
+                self.index.update(holder)
+            else:
+                current.resource = allocation.resource
+            queue.add_allocated(delta)
+            self.usage.allocated(app.application_id, delta)
+            return
+        pending = app.find_ask(allocation.key)
+        if pending is not None:
+            self._remove_ask(app, pending)
+        self._place(app, queue, allocation, node, decided=False)
+
+    def _remove_ask(self, app: Application, ask: Allocation) -> None:
+        app.remove_ask(ask)
+        queue = self.queues.get(app.queue_path)
+        if queue is not None:
+            queue.add_pending(-ask.resource)
+
+    def _handle_release(self, release: si_pb2.AllocationRelease) -> None:
+        key = release.allocationKey
+        app = self.apps.get(release.applicationID)
+        if app is None:
+            for node in self.nodes.values() if not release.applicationID else ():
+                if key in node.foreign:
+                    node.remove(key)
+                    self.index.update(node)
+                    self._event(E.NODE, node.node_id, E.NODE_OCCUPIED, E.SET, "foreign allocation released", key,
+                                node.occupied)
+                    return
+            return
+        if not key:
+            for ask in list(app.asks):
+                self._remove_ask(app, ask)
+            for allocation in list(app.allocations.values()):
+                self._release(allocation, release.terminationType, release.message, notify=False)
+            self._maybe_completing(app)
+            return
+        allocation = app.allocations.get(key)
+        if allocation is not None:
+            self._release(allocation, release.terminationType, release.message, notify=False)
+        else:
+            ask = app.find_ask(key)
+            if ask is not None:
+                self._remove_ask(app, ask)
+                self._event(E.REQUEST, key, E.REQUEST_CANCEL, E.REMOVE, "request cancelled", app.application_id)
+        self._maybe_completing(app)
+
+    def release_foreign(self, key: str) -> None:
+        for node in self.nodes.values():
+            if key in node.foreign:
+                node.remove(key)
+                self.index.update(node)
+                return
+
+    def _release(self, allocation: Allocation, termination: int, message: str, notify: bool) -> None:
+        app = self.apps.get(allocation.application_id)
+        if app is None or app.remove_allocation(allocation.key) is None:
+            return
+        node = self.nodes.get(allocation.node_id)
+        if node is not None:
+            node.remove(allocation.key)
+            self.index.update(node)
+        queue = self.queues.get(app.queue_path)
+        if queue is not None:
+            queue.add_allocated(-allocation.resource)
+        self.usage.released(app.application_id, allocation.resource)
+        self._event(E.APP, app.application_id, E.APP_ALLOC, E.REMOVE, message, allocation.key, allocation.resource)
+        if notify:
+            self.outbox.released.append(si_pb2.AllocationRelease(
+                partitionName=self.name, applicationID=app.application_id, allocationKey=allocation.key,
+                terminationType=termination, message=message))
+        self.dirty = True
+
+    def _maybe_completing(self, app: Application) -> None:
+        if app.is_empty and app.state in (states.STARTING, states.RUNNING, states.ACCEPTED):
+            self._set_state(app, states.COMPLETING)
+
+    def _place(self, app: Application, queue: Queue, allocation: Allocation, node: Node, decided: bool) -> None:
+        """Book ``allocation`` on ``node`` for ``app`` (a new decision, or one found running)."""
+        allocation.node_id = node.node_id
+        allocation.allocation_time = time.time_ns()
+        if not self.usage.tracks(app.application_id):
+            self._start_running(app, queue)
+        app.add_allocation(allocation)
+        node.add(allocation)
+        self.index.update(node)
+        queue.add_allocated(allocation.resource)
+        self.usage.allocated(app.application_id, allocation.resource)
+        if app.state in (states.NEW, states.ACCEPTED):
+            if app.state == states.NEW:
+                self._set_state(app, states.ACCEPTED)
+            stateaware = queue.sort_policy == "stateaware" and app.state_aware and decided
+            self._set_state(app, states.STARTING if stateaware else states.RUNNING)
+        elif app.state == states.STARTING and len(app.allocations) > 1:
+            self._set_state(app, states.RUNNING)
+        elif app.state == states.COMPLETING:
+            self._set_state(app, states.RUNNING)
+        if decided:
+            self.outbox.new.append(allocation.to_proto())
+            self._event(E.REQUEST, allocation.key, E.REQUEST_ALLOC, E.NONE, f"allocated on {node.node_id}",
+                        app.application_id, allocation.resource)
+        self._event(E.NODE, node.node_id, E.NODE_ALLOC, E.ADD, "", allocation.key, allocation.resource)
+
+    # The scheduling cycle.
+    def schedule(self, max_allocations: int = 1000, max_seconds: float = 0.05) -> int:
+        """Place as many pending asks as possible, within the given budget; returns how many."""
+        if not self.dirty:
+            return 0
+        cycle = _Cycle()
+        deadline = time.monotonic() + max_seconds
+        while cycle.allocations < max_allocations and time.monotonic() < deadline:
+            if not self._allocate_one(self.queues.root, cycle):
+                self.dirty = False
+                break
+            cycle.allocations += 1
+        return cycle.allocations
+
+    def _allocate_one(self, queue: Queue, cycle: _Cycle) -> bool:
+        if id(queue) in cycle.exhausted or queue.pending.is_zero():
+            return False
+        if queue.leaf:
+            placed = self._allocate_in_leaf(queue, cycle)
+        else:
+            placed = any(self._allocate_one(child, cycle) for child in self._sorted_children(queue))
+        if not placed:
+            cycle.exhausted.add(id(queue))
+        return placed
+
+    def _sorted_children(self, queue: Queue) -> list[Queue]:
+        children = [c for c in queue.children.values() if not c.pending.is_zero()]
+        if len(children) < 2:
+            return children
+        total = self.total
+        if queue.priority_sorting:
+            return sorted(children, key=lambda c: (-c.priority(), c.share(total), -sum(c.pending.values()), c.name))
+        return sorted(children, key=lambda c: (c.share(total), -sum(c.pending.values()), c.name))
+
+    def _sorted_apps(self, queue: Queue) -> list[Application]:
+        apps = [a for a in queue.apps.values() if a.asks]
+        policy = queue.sort_policy
+        if policy == "fair":
+            total = self.total
+            key = lambda a: (a.used.dominant_share(total), a.submission_time, a.application_id)  # noqa: E731
+        else:
+            key = lambda a: (a.submission_time, a.application_id)  # noqa: E731
+        if queue.priority_sorting:
+            apps.sort(key=lambda a: (-a.priority, *key(a)))
+        else:
+            apps.sort(key=key)
+        if policy == "stateaware":
+            apps = self._stateaware_filter(queue, apps)
+        return apps
+
+    @staticmethod
+    def _stateaware_filter(queue: Queue, apps: list[Application]) -> list[Application]:
+        """Only one application may be starting at a time: running ones, plus one Starting or new one."""
+        starting = any(a.state == states.STARTING for a in queue.apps.values())
+        chosen, admitted_new = [], starting
+        for app in apps:
+            if app.state in (states.RUNNING, states.COMPLETING, states.STARTING) or not app.state_aware:
+                chosen.append(app)
+            elif not admitted_new:
+                chosen.append(app)
+                admitted_new = True
+        return chosen
+
+    def _allocate_in_leaf(self, queue: Queue, cycle: _Cycle) -> bool:
+        for app in self._sorted_apps(queue):
+            if id(app) in cycle.exhausted:
+                continue
+            if not self.usage.tracks(app.application_id):
+                if not queue.can_run_another_app():
+                    self._note_waiting(app, f"queue {queue.path}: maxapplications reached")
+                    cycle.exhausted.add(id(app))
+                    continue
+                if not self.usage.can_run_app(app.user, app.groups, queue.path, app.application_id):
+                    self._note_waiting(app, f"user {app.user}: maxapplications limit reached in {queue.path}")
+                    cycle.exhausted.add(id(app))
+                    continue
+            if self._allocate_for_app(app, queue, cycle):
+                return True
+            cycle.exhausted.add(id(app))
+        return False
+
+    def _note_waiting(self, app: Application, reason: str) -> None:
+        for ask in app.asks:
+            self._note_failure(app, ask, reason)
+
+    def _allocate_for_app(self, app: Application, queue: Queue, cycle: _Cycle) -> bool:
+        headroom = queue.headroom()
+        user_headroom = self.usage.headroom(app.user, app.groups, queue.path)
+        for ask in app.asks:
+            if ask.shape is not None and ask.shape in cycle.failed_shapes:
+                continue
+            ask.attempted = True
+            if user_headroom is not None and not ask.resource.fits_in_max(user_headroom):
+                self._note_failure(app, ask, f"user {app.user}: resource limit reached in {queue.path}")
+                continue
+            if headroom is not None and not ask.resource.fits_in_max(headroom):
+                self._note_failure(app, ask, queue.limiting_max(ask.resource) or f"queue {queue.path}: max reached")
+                continue
+            node = self._find_node(ask)
+            if node is None:
+                if ask.shape is not None:
+                    cycle.failed_shapes.add(ask.shape)
+                continue
+            self._remove_ask(app, ask)
+            ask.last_failure = ""
+            self._place(app, queue, ask, node, decided=True)
+            return True
+        return False
+
+    def _find_node(self, ask: Allocation) -> Node | None:
+        nodes = self.nodes
+        if ask.required_node:
+            candidates = [ask.required_node] if ask.required_node in nodes else []
+        else:
+            candidates = self.index
+        reason = "no schedulable node" if not len(self.index) else "no node has room"
+        for node_id in candidates:
+            node = nodes[node_id]
+            if not node.schedulable:
+                continue
+            if not ask.resource.fits_in(node.available):
+                continue
+            if ask.constrained or node.restricted:
+                why = self.predicates.check(ask.tags, node_id, node.attributes,
+                                            (a.tags for a in node.allocations.values()))
+                if why is not None:
+                    reason = why
+                    continue
+            return node
+        if not ask.last_failure.startswith("no node"):
+            self._note_failure(None, ask, f"{reason} for {dict(ask.resource)}" if reason == "no node has room"
+                               else f"no node fits: {reason}")
+        return None
+
+    def _note_failure(self, app: Application | None, ask: Allocation, reason: str) -> None:
+        """Remember why ``ask`` waits; tell the resource manager once per change of reason."""
+        if ask.last_failure == reason:
+            return
+        ask.last_failure = reason
+        self.outbox.scheduling_states.append(si_pb2.UpdateContainerSchedulingStateRequest(
+            applicationID=ask.application_id, allocationKey=ask.key,
+            state=si_pb2.UpdateContainerSchedulingStateRequest.FAILED, reason=reason))
+
+    # Timers.
+    def tick(self, now_ns: int | None = None) -> None:
+        """Advance the application timers."""
+        now = now_ns or time.time_ns()
+        for app in list(self.apps.values()):
+            age = (now - app.state_since) / 1e9
+            if app.state == states.COMPLETING and age >= self.timing.completing:
+                self._set_state(app, states.COMPLETED, "no new requests")
+                self._forget(app)
+            elif app.state == states.STARTING and age >= self.timing.starting:
+                self._set_state(app, states.RUNNING, "starting timed out")
+                self.dirty = True
+        for app_id, app in list(self.terminated.items()):
+            if (now - app.state_since) / 1e9 >= self.timing.retention:
+                app.transition(states.EXPIRED)
+                self._event(E.APP, app_id, E.APP_EXPIRED, E.REMOVE)
+                del self.terminated[app_id]
+        for path in self.queues.prune():
+            self._event(E.QUEUE, path, E.QUEUE_CONFIG, E.REMOVE, "queue removed")

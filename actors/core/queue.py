@@ -1,0 +1,210 @@
+"""The queue tree: quotas, usage, running-application counts and access, per partition."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from actors.core import config as cfg
+from actors.core.acl import ACL
+from actors.core.application import Application
+from si.resources import Resource, min_limit
+
+ACTIVE, DRAINING = "Active", "Draining"
+
+
+class Queue:
+    __slots__ = ("name", "path", "parent", "children", "managed", "leaf", "status", "max", "guaranteed",
+                 "max_apps", "properties", "submit_acl", "admin_acl", "template", "allocated", "pending",
+                 "apps", "running_apps", "sort_policy", "priority_sorting", "priority_fence", "priority_offset")
+
+    def __init__(self, name: str, parent: Queue | None, managed: bool, leaf: bool) -> None:
+        self.name = name
+        self.path = f"{parent.path}.{name}" if parent else name
+        self.parent = parent
+        self.children: dict[str, Queue] = {}
+        self.managed = managed
+        self.leaf = leaf
+        self.status = ACTIVE
+        self.allocated = Resource()
+        self.pending = Resource()
+        self.apps: dict[str, Application] = {}
+        self.running_apps = 0
+        self.configure(None, {}, None, None, None, None, None)
+
+    def configure(self, maximum, properties, guaranteed, max_apps, submit_acl, admin_acl, template) -> None:
+        self.max: Resource | None = maximum
+        self.guaranteed: Resource | None = guaranteed
+        self.max_apps = max_apps or 0
+        self.properties = dict(properties)
+        self.submit_acl = ACL.parse(submit_acl)
+        self.admin_acl = ACL.parse(admin_acl)
+        self.template: cfg.ChildTemplate | None = template
+        self.sort_policy = cfg.sort_policy(self.properties)
+        self.priority_sorting = cfg.priority_sorting(self.properties)
+        self.priority_fence = cfg.priority_policy(self.properties) == "fence"
+        self.priority_offset = cfg.priority_offset(self.properties)
+
+    def configure_from(self, config: cfg.QueueConfig) -> None:
+        self.configure(config.resources.max, config.properties, config.resources.guaranteed,
+                       config.max_applications, config.submit_acl, config.admin_acl, config.child_template)
+
+    def chain(self):
+        queue = self
+        while queue is not None:
+            yield queue
+            queue = queue.parent
+
+    def headroom(self) -> Resource | None:
+        """What may still be allocated here: min over the path of max - allocated (None: unlimited)."""
+        headroom = None
+        for queue in self.chain():
+            if queue.max is not None:
+                headroom = min_limit(headroom, queue.max - queue.allocated)
+        return headroom
+
+    def limiting_max(self, ask: Resource) -> str:
+        """Why ``ask`` does not fit the headroom: the first queue on the path whose max it would break."""
+        for queue in self.chain():
+            if queue.max is not None:
+                for name, (value, limit) in (queue.allocated + ask).exceeding(queue.max).items():
+                    return f"queue {queue.path}: max {name} {limit} reached ({name} in use {queue.allocated[name]})"
+        return ""
+
+    def can_run_another_app(self) -> bool:
+        return all(not q.max_apps or q.running_apps < q.max_apps for q in self.chain())
+
+    def add_allocated(self, delta: Resource) -> None:
+        for queue in self.chain():
+            queue.allocated = queue.allocated + delta
+
+    def add_pending(self, delta: Resource) -> None:
+        for queue in self.chain():
+            queue.pending = queue.pending + delta
+
+    def add_running(self, delta: int) -> None:
+        for queue in self.chain():
+            queue.running_apps += delta
+
+    def submit_allowed(self, user: str, groups: Sequence[str]) -> bool:
+        return any(q.submit_acl.allows(user, groups) or q.admin_acl.allows(user, groups) for q in self.chain())
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.apps and not self.children and self.allocated.is_zero()
+
+    def share(self, cluster: Resource) -> float:
+        """Fair-share position: allocated over guaranteed (or over the cluster when none is guaranteed)."""
+        if self.guaranteed is not None and not self.guaranteed.is_zero():
+            return Resource({k: self.allocated[k] for k in self.guaranteed}).dominant_share(self.guaranteed)
+        return self.allocated.dominant_share(cluster)
+
+    def priority(self) -> int:
+        """The highest pending priority below this queue, adjusted by offsets, stopped by fences."""
+        if self.leaf:
+            best = max((app.priority for app in self.apps.values() if app.asks), default=None)
+        else:
+            best = max((c.priority() for c in self.children.values() if not c.pending.is_zero()), default=None)
+        if best is None:
+            return self.priority_offset
+        return self.priority_offset if self.priority_fence else best + self.priority_offset
+
+
+class QueueTree:
+    """A partition's queues; implements the placement ``QueueDirectory``."""
+
+    def __init__(self, partition: cfg.PartitionConfig) -> None:
+        self.root = Queue("root", None, managed=True, leaf=False)
+        self.by_path: dict[str, Queue] = {"root": self.root}
+        self.apply(partition.root)
+
+    # Configuration.
+    def apply(self, root_config: cfg.QueueConfig) -> list[str]:
+        """Bring the managed queues in line with ``root_config``; returns what changed (for events)."""
+        changes: list[str] = []
+        seen: set[str] = set()
+
+        def walk(config: cfg.QueueConfig, queue: Queue) -> None:
+            seen.add(queue.path)
+            queue.configure_from(config)
+            queue.managed = True
+            queue.leaf = config.is_leaf
+            if queue.status == DRAINING:
+                queue.status = ACTIVE
+                changes.append(f"{queue.path} active again")
+            for child_config in config.queues:
+                child = queue.children.get(child_config.name)
+                if child is None:
+                    child = self._add(child_config.name, queue, managed=True, leaf=child_config.is_leaf)
+                    changes.append(f"{child.path} added")
+                walk(child_config, child)
+
+        walk(root_config, self.root)
+        for path, queue in list(self.by_path.items()):
+            if queue.managed and path not in seen and queue.status != DRAINING:
+                queue.status = DRAINING
+                changes.append(f"{path} draining")
+        self.prune()
+        return changes
+
+    def _add(self, name: str, parent: Queue, managed: bool, leaf: bool) -> Queue:
+        queue = Queue(name, parent, managed, leaf)
+        parent.children[name] = queue
+        self.by_path[queue.path] = queue
+        return queue
+
+    def prune(self) -> list[str]:
+        """Remove draining and unused dynamic queues that are empty; returns the removed paths."""
+        removed = []
+        for path in sorted(self.by_path, key=len, reverse=True):
+            queue = self.by_path[path]
+            if queue is self.root or not queue.is_empty:
+                continue
+            if queue.status == DRAINING or not queue.managed:
+                del queue.parent.children[queue.name]
+                del self.by_path[path]
+                removed.append(path)
+        return removed
+
+    def create(self, path: str) -> Queue:
+        """Create the dynamic leaf ``path`` and any missing parents, applying the nearest child template."""
+        parts = path.split(".")
+        queue = self.root
+        for index, name in enumerate(parts[1:], start=1):
+            child = queue.children.get(name)
+            if child is None:
+                leaf = index == len(parts) - 1
+                child = self._add(name, queue, managed=False, leaf=leaf)
+                template = next((q.template for q in queue.chain() if q.template is not None), None)
+                if template is not None and leaf:
+                    child.configure(template.resources.max, template.properties, template.resources.guaranteed,
+                                    template.max_applications, None, None, None)
+            queue = child
+        return queue
+
+    # QueueDirectory.
+    def get(self, path: str) -> Queue | None:
+        return self.by_path.get(path)
+
+    def exists(self, path: str) -> bool:
+        return path in self.by_path
+
+    def is_leaf(self, path: str) -> bool:
+        return self.by_path[path].leaf
+
+    def is_draining(self, path: str) -> bool:
+        return self.by_path[path].status == DRAINING
+
+    def _nearest(self, path: str) -> Queue:
+        parts = path.split(".")
+        while parts and ".".join(parts) not in self.by_path:
+            parts.pop()
+        return self.by_path[".".join(parts)] if parts else self.root
+
+    def submit_allowed(self, path: str, user: str, groups: Sequence[str]) -> bool:
+        return self._nearest(path).submit_allowed(user, groups)
+
+    def can_create(self, path: str) -> bool:
+        if path in self.by_path or not path.startswith("root."):
+            return False
+        nearest = self._nearest(path)
+        return not nearest.leaf and nearest.status != DRAINING

@@ -1,0 +1,351 @@
+"""The core's actors and the handle the resource manager holds.
+
+``CoreScheduler`` (one actor) registers the resource manager, validates and hot-reloads the
+configuration and routes SI requests to one ``PartitionActor`` per partition. A partition actor owns
+its :class:`~actors.core.partition.Partition` and schedules in bounded batches, telling itself to
+continue so that requests keep being served between batches. Answers go to the resource manager's
+callback: one response of each kind per processed message or batch.
+
+:class:`Scheduler` is what callers hold: SI calls in, snapshots and events out.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+
+import pykka
+
+from actors.base import Actor, message
+from actors.core import config as cfg
+from actors.core.config import ConfigError, PartitionConfig
+from actors.core.events import EventRing
+from actors.core.partition import Outbox, Partition, Timing
+from actors.core.plugins import NodePredicates, ResourceManagerCallback
+from actors.core.snapshot import CoreSnapshot, HealthReport
+from actors.core.views import partition_snapshot
+from si import si_pb2
+from si.constants import DEFAULT_PARTITION, NODE_ATTR_PARTITION
+
+log = logging.getLogger(__name__)
+
+
+@message
+class NodeUpdates:
+    nodes: tuple[si_pb2.NodeInfo, ...]
+
+
+@message
+class AppUpdates:
+    new: tuple[si_pb2.AddApplicationRequest, ...]
+    remove: tuple[si_pb2.RemoveApplicationRequest, ...]
+
+
+@message
+class AllocationUpdates:
+    allocations: tuple[si_pb2.Allocation, ...]
+    releases: tuple[si_pb2.AllocationRelease, ...]
+
+
+@message
+class Reconfigure:
+    config: PartitionConfig
+
+
+@message
+class ScheduleCycle:
+    pass
+
+
+@message
+class Tick:
+    pass
+
+
+@message
+class TakeSnapshot:
+    pass
+
+
+@message
+class Barrier:
+    pass
+
+
+@message
+class Unregister:
+    pass
+
+
+@message
+class Tuning:
+    """Knobs of the scheduling loop (tests shorten the timers)."""
+
+    timing: Timing = Timing()
+    batch_allocations: int = 2000
+    batch_seconds: float = 0.05
+
+
+class PartitionActor(Actor):
+    def __init__(self, config: PartitionConfig, rm_id: str, callback: ResourceManagerCallback, ring: EventRing,
+                 predicates: NodePredicates | None, tuning: Tuning) -> None:
+        super().__init__()
+        self.partition = Partition(config, rm_id, predicates, tuning.timing)
+        self.callback = callback
+        self.ring = ring
+        self.tuning = tuning
+        self.cycle_queued = False
+        self.scheduling_seconds = 0.0
+        self.allocations_made = 0
+
+    def on_NodeUpdates(self, msg: NodeUpdates) -> None:
+        self.partition.update_nodes(msg.nodes)
+        self._after()
+
+    def on_AppUpdates(self, msg: AppUpdates) -> None:
+        self.partition.add_applications(msg.new)
+        self.partition.remove_applications(msg.remove)
+        self._after()
+
+    def on_AllocationUpdates(self, msg: AllocationUpdates) -> None:
+        self.partition.update_allocations(msg.allocations, msg.releases)
+        self._after()
+
+    def on_Reconfigure(self, msg: Reconfigure) -> None:
+        self.partition.apply_config(msg.config)
+        self._after()
+
+    def on_Tick(self, msg: Tick) -> None:
+        self.partition.tick()
+        self._after()
+
+    def on_ScheduleCycle(self, msg: ScheduleCycle) -> None:
+        self.cycle_queued = False
+        began = time.perf_counter()
+        made = self.partition.schedule(self.tuning.batch_allocations, self.tuning.batch_seconds)
+        self.scheduling_seconds += time.perf_counter() - began
+        self.allocations_made += made
+        self._after()
+
+    def on_TakeSnapshot(self, msg: TakeSnapshot):
+        return partition_snapshot(self.partition)
+
+    def on_Barrier(self, msg: Barrier) -> None:
+        return None
+
+    def _after(self) -> None:
+        self._flush(self.partition.take_outbox())
+        if self.partition.dirty and not self.cycle_queued:
+            self.cycle_queued = True
+            self.actor_ref.tell(ScheduleCycle())
+
+    def _flush(self, out: Outbox) -> None:
+        callback = self.callback
+        if out.new or out.released or out.rejected_allocations:
+            callback.update_allocation(si_pb2.AllocationResponse(
+                new=out.new, released=out.released, rejectedAllocations=out.rejected_allocations))
+        if out.accepted_apps or out.rejected_apps or out.updated_apps:
+            callback.update_application(si_pb2.ApplicationResponse(
+                accepted=out.accepted_apps, rejected=out.rejected_apps, updated=out.updated_apps))
+        if out.accepted_nodes or out.rejected_nodes:
+            callback.update_node(si_pb2.NodeResponse(accepted=out.accepted_nodes, rejected=out.rejected_nodes))
+        for state in out.scheduling_states:
+            callback.update_container_scheduling_state(state)
+        if out.events:
+            self.ring.add(out.events)
+            callback.send_events(out.events)
+
+
+class CoreScheduler(Actor):
+    """Registers the resource manager, owns the configuration, routes requests to partitions."""
+
+    def __init__(self, ring: EventRing, predicates: NodePredicates | None = None, tuning: Tuning = Tuning()) -> None:
+        super().__init__()
+        self.ring = ring
+        self.predicates = predicates
+        self.tuning = tuning
+        self.rm_id = ""
+        self.callback: ResourceManagerCallback | None = None
+        self.config: cfg.SchedulerConfig | None = None
+        self.extra: dict[str, str] = {}
+        self.partitions: dict[str, pykka.ActorRef] = {}
+
+    def on_stop(self) -> None:
+        self._stop_partitions()
+
+    def _stop_partitions(self) -> None:
+        for ref in self.partitions.values():
+            ref.stop()
+        self.partitions = {}
+
+    def register(self, request: si_pb2.RegisterResourceManagerRequest, callback: ResourceManagerCallback) -> None:
+        config = cfg.parse(request.config)  # a bad configuration refuses the registration
+        if self.partitions:
+            log.info("resource manager %s registers again: the core's state is reset", request.rmID)
+            self._stop_partitions()
+        self.rm_id, self.callback, self.config = request.rmID, callback, config
+        self.extra = dict(request.extraConfig)
+        for partition in config.partitions:
+            self._start_partition(partition)
+
+    def _start_partition(self, partition: PartitionConfig) -> None:
+        self.partitions[partition.name] = PartitionActor.start(partition, self.rm_id, self.callback, self.ring,
+                                                               self.predicates, self.tuning)
+
+    def unregister(self) -> None:
+        self._stop_partitions()
+        self.callback = None
+
+    def update_configuration(self, request: si_pb2.UpdateConfigurationRequest) -> str | None:
+        """None when applied; otherwise why the configuration was refused (the old one stays)."""
+        if self.callback is None:
+            return "no resource manager is registered"
+        try:
+            config = cfg.parse(request.config)
+        except ConfigError as error:
+            log.warning("configuration refused: %s", error)
+            return str(error)
+        removed = set(self.partitions) - {p.name for p in config.partitions}
+        if removed:
+            return f"removing partitions is not supported while they run: {', '.join(sorted(removed))}"
+        for partition in config.partitions:
+            if partition.name in self.partitions:
+                self.partitions[partition.name].tell(Reconfigure(partition))
+            else:
+                self._start_partition(partition)
+        self.config = config
+        self.extra = dict(request.extraConfig) or self.extra
+        return None
+
+    def update_node(self, request: si_pb2.NodeRequest) -> None:
+        grouped = defaultdict(list)
+        for node in request.nodes:
+            grouped[node.attributes.get(NODE_ATTR_PARTITION) or DEFAULT_PARTITION].append(node)
+        for name, nodes in grouped.items():
+            ref = self.partitions.get(name)
+            if ref is None:
+                self.callback.update_node(si_pb2.NodeResponse(rejected=[
+                    si_pb2.RejectedNode(nodeID=n.nodeID, reason=f"partition {name} not found") for n in nodes]))
+                continue
+            ref.tell(NodeUpdates(tuple(nodes)))
+
+    def update_application(self, request: si_pb2.ApplicationRequest) -> None:
+        new, remove = defaultdict(list), defaultdict(list)
+        for app in request.new:
+            new[app.partitionName or DEFAULT_PARTITION].append(app)
+        for app in request.remove:
+            remove[app.partitionName or DEFAULT_PARTITION].append(app)
+        for name in new.keys() | remove.keys():
+            ref = self.partitions.get(name)
+            if ref is None:
+                self.callback.update_application(si_pb2.ApplicationResponse(rejected=[
+                    si_pb2.RejectedApplication(applicationID=a.applicationID, reason=f"partition {name} not found")
+                    for a in new[name]]))
+                continue
+            ref.tell(AppUpdates(tuple(new[name]), tuple(remove[name])))
+
+    def update_allocation(self, request: si_pb2.AllocationRequest) -> None:
+        allocations, releases = defaultdict(list), defaultdict(list)
+        for allocation in request.allocations:
+            allocations[allocation.partitionName or DEFAULT_PARTITION].append(allocation)
+        for release in request.releases.allocationsToRelease:
+            releases[release.partitionName or DEFAULT_PARTITION].append(release)
+        for name in allocations.keys() | releases.keys():
+            ref = self.partitions.get(name)
+            if ref is None:
+                self.callback.update_allocation(si_pb2.AllocationResponse(rejectedAllocations=[
+                    si_pb2.RejectedAllocation(allocationKey=a.allocationKey, applicationID=a.applicationID,
+                                              reason=f"partition {name} not found") for a in allocations[name]]))
+                continue
+            ref.tell(AllocationUpdates(tuple(allocations[name]), tuple(releases[name])))
+
+    def tick(self) -> None:
+        for ref in self.partitions.values():
+            ref.tell(Tick())
+
+    def barrier(self) -> None:
+        for future in [ref.ask(Barrier(), block=False) for ref in self.partitions.values()]:
+            future.get()
+
+    def snapshot(self) -> CoreSnapshot:
+        futures = [ref.ask(TakeSnapshot(), block=False) for ref in self.partitions.values()]
+        partitions = tuple(f.get() for f in futures)
+        checks = tuple(c for p in partitions for c in p.health.checks)
+        config = self.config
+        return CoreSnapshot(time.time_ns(), self.rm_id, partitions, config.text if config else "",
+                            config.checksum if config else "", dict(self.extra),
+                            HealthReport(all(c.succeeded for c in checks), checks))
+
+
+class Scheduler:
+    """The core as the resource manager (and REST) use it: SI requests in, snapshots and events out.
+
+    Requests are ``tell``s (they return at once); ``register``, ``update_configuration``, ``barrier`` and
+    ``snapshot`` wait for the core's answer.
+    """
+
+    def __init__(self, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
+                 tick_interval: float = 1.0, event_capacity: int = 100_000) -> None:
+        self.events = EventRing(capacity=event_capacity)
+        self._core = CoreScheduler.start(self.events, predicates, tuning or Tuning()).proxy()
+        self._tick_interval = tick_interval
+        self._stopped = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, name="core-ticker", daemon=True)
+        self._ticker.start()
+        self._snapshot: CoreSnapshot | None = None
+        self._snapshot_lock = threading.Lock()
+
+    def _tick(self) -> None:
+        while not self._stopped.wait(self._tick_interval):
+            try:
+                self._core.tick()
+            except pykka.ActorDeadError:
+                return
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._ticker.join(timeout=5)
+        try:
+            self._core.actor_ref.stop()
+        except pykka.ActorDeadError:
+            pass
+
+    # The SI.
+    def register(self, request: si_pb2.RegisterResourceManagerRequest, callback: ResourceManagerCallback) -> None:
+        self._core.register(request, callback).get()
+
+    def update_node(self, request: si_pb2.NodeRequest) -> None:
+        self._core.update_node(request)
+
+    def update_application(self, request: si_pb2.ApplicationRequest) -> None:
+        self._core.update_application(request)
+
+    def update_allocation(self, request: si_pb2.AllocationRequest) -> None:
+        self._core.update_allocation(request)
+
+    def update_configuration(self, request: si_pb2.UpdateConfigurationRequest) -> str | None:
+        return self._core.update_configuration(request).get()
+
+    def barrier(self) -> None:
+        """Return once every request sent before has been processed (and its answers sent)."""
+        self._core.barrier().get()
+
+    # Readers.
+    def snapshot(self, max_age: float = 0.0) -> CoreSnapshot:
+        """A snapshot no older than ``max_age`` seconds (taken between scheduling batches)."""
+        with self._snapshot_lock:
+            current = self._snapshot
+            if current is None or (time.time_ns() - current.taken_at) / 1e9 > max_age:
+                current = self._snapshot = self._core.snapshot().get()
+            return current
+
+    @staticmethod
+    def validate(text: str) -> str | None:
+        """None when ``text`` is a valid queues configuration, else the reason it is not."""
+        try:
+            cfg.validate(text)
+        except ConfigError as error:
+            return str(error)
+        return None

@@ -1,0 +1,76 @@
+"""Building snapshots from a live partition (on its owning actor's thread)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import MappingProxyType
+
+from actors.core import health
+from actors.core.allocation import Allocation
+from actors.core.application import Application
+from actors.core.node import Node
+from actors.core.queue import Queue
+from actors.core.snapshot import (AllocationSnapshot, ApplicationSnapshot, AskSnapshot, NodeSnapshot,
+                                  PartitionSnapshot, QueueSnapshot, percent)
+from si.resources import Resource, total
+
+
+def allocation_snapshot(a: Allocation) -> AllocationSnapshot:
+    return AllocationSnapshot(a.key, MappingProxyType(dict(a.tags)), a.request_time, a.allocation_time, a.resource,
+                              a.priority, a.node_id, a.application_id, a.placeholder, a.task_group, a.foreign,
+                              a.preemptable)
+
+
+def ask_snapshot(a: Allocation) -> AskSnapshot:
+    return AskSnapshot(a.key, MappingProxyType(dict(a.tags)), a.request_time, a.resource, a.priority,
+                       a.required_node, a.application_id, a.placeholder, a.task_group, a.attempted, a.last_failure)
+
+
+def application_snapshot(app: Application) -> ApplicationSnapshot:
+    return ApplicationSnapshot(
+        app.application_id, app.partition, app.queue_path, app.user, app.groups, app.state, app.submission_time,
+        app.finished_time, app.used, app.max_used, app.pending, tuple(ask_snapshot(a) for a in app.asks),
+        tuple(allocation_snapshot(a) for a in app.allocations.values()), app.rejected_message,
+        tuple(app.state_log), MappingProxyType(dict(app.tags)))
+
+
+def node_snapshot(node: Node) -> NodeSnapshot:
+    return NodeSnapshot(node.node_id, node.host_name, node.rack_name, MappingProxyType(dict(node.attributes)),
+                        node.capacity, node.allocated, node.occupied, node.available,
+                        percent(node.allocated + node.occupied, node.capacity),
+                        tuple(allocation_snapshot(a) for a in node.allocations.values()),
+                        tuple(allocation_snapshot(a) for a in node.foreign.values()), node.schedulable, False)
+
+
+def queue_snapshot(queue: Queue, partition: str, preemption: bool) -> QueueSnapshot:
+    template = None
+    if queue.template is not None:
+        template = MappingProxyType({"maxApplications": queue.template.max_applications or 0,
+                                     "maxResource": queue.template.resources.max,
+                                     "guaranteedResource": queue.template.resources.guaranteed,
+                                     "properties": dict(queue.template.properties)})
+    return QueueSnapshot(
+        queue.path, queue.status, partition, queue.pending, queue.max, queue.guaranteed, queue.allocated,
+        queue.headroom(), queue.leaf, queue.managed, MappingProxyType(dict(queue.properties)),
+        queue.parent.path if queue.parent else "", template,
+        tuple(queue_snapshot(c, partition, preemption) for _, c in sorted(queue.children.items())),
+        queue.max_apps, queue.running_apps, queue.priority(), queue.sort_policy, queue.priority_sorting, preemption,
+        MappingProxyType(percent(queue.allocated, queue.max) if queue.max is not None else {}),
+        tuple(sorted(queue.apps)))
+
+
+def partition_snapshot(partition) -> PartitionSnapshot:
+    nodes = tuple(node_snapshot(n) for n in partition.nodes.values())
+    used = total(n.allocated + n.occupied for n in partition.nodes.values()) if partition.nodes else Resource()
+    apps = tuple(application_snapshot(a) for a in partition.apps.values())
+    terminated = tuple(application_snapshot(a) for a in partition.terminated.values())
+    by_state = Counter(a.state for a in apps + terminated)
+    config = partition.config
+    return PartitionSnapshot(
+        partition.name, partition.rm_id, "Active", partition.created, partition.total, used,
+        percent(used, partition.total), config.node_sort_policy.type, dict(config.node_sort_policy.resource_weights),
+        config.preemption.enabled, len(nodes), dict(by_state), len(apps) + len(terminated),
+        sum(len(a.allocations) for a in apps),
+        queue_snapshot(partition.queues.root, partition.name, config.preemption.enabled), apps, terminated, nodes,
+        tuple(partition.placement.describe()), tuple(partition.usage.users()), tuple(partition.usage.groups()),
+        health.check(partition))
