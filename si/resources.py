@@ -60,6 +60,19 @@ class Resource(Mapping[str, int]):
     def __contains__(self, name: object) -> bool:
         return name in self._q
 
+    # Direct views: the Mapping mixins go through __iter__/__getitem__ and cost several times more.
+    def get(self, name: str, default: int | None = None) -> int | None:
+        return self._q.get(name, default)
+
+    def keys(self):
+        return self._q.keys()
+
+    def values(self):
+        return self._q.values()
+
+    def items(self):
+        return self._q.items()
+
     def __eq__(self, other: object) -> bool:
         """Equal when every type has the same value, a missing type counting as zero."""
         if not isinstance(other, Mapping):
@@ -166,6 +179,11 @@ def min_limit(left: Mapping[str, int] | None, right: Mapping[str, int] | None) -
     for name, value in right.items():
         result[name] = min(value, result[name]) if name in result else value
     return Resource(result)
+
+
+def remaining(maximum: Mapping[str, int], used: Mapping[str, int]) -> Resource:
+    """What is left of ``maximum``, for the types it limits only (the others stay unlimited)."""
+    return Resource({name: limit - used.get(name, 0) for name, limit in maximum.items()})
 
 
 def total(resources: Iterator[Mapping[str, int]] | list[Mapping[str, int]]) -> Resource:

@@ -433,8 +433,6 @@ class _Parser:
             groups = self._strings(item.get("groups"), f"{item_path}.groups")
             if not users and not groups:
                 raise ConfigError(item_path, "a limit needs users or groups")
-            if groups == ("*",) and not users and len(limits) == 0 and not any(l.groups for l in limits):
-                raise ConfigError(f"{item_path}.groups", "a wildcard group limit needs a named group limit before it")
             max_resources = self._resource(item.get("maxresources"), f"{item_path}.maxresources")
             max_apps = self._count(item.get("maxapplications"), f"{item_path}.maxapplications")
             if max_apps == 0:
@@ -449,6 +447,9 @@ class _Parser:
                                       f"{_show(name, value)} exceeds the queue max {_show(name, limit)}")
             limits.append(LimitConfig(self._string(item.get("limit"), f"{item_path}.limit"), users, groups,
                                       max_resources, max_apps))
+        named_groups = any(g != "*" for limit in limits for g in limit.groups)
+        if any("*" in limit.groups for limit in limits) and not named_groups:
+            raise ConfigError(path, "a wildcard group limit needs a limit for a named group beside it")
         return tuple(limits)
 
     # Placement rules.

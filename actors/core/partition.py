@@ -280,6 +280,9 @@ class Partition:
         replaced = app.add_ask(ask)
         queue = self.queues.get(app.queue_path)
         queue.add_pending(ask.resource - (replaced.resource if replaced else Resource()))
+        queue.count_priority(ask.priority, 1)
+        if replaced is not None:
+            queue.count_priority(replaced.priority, -1)
         if app.state == states.NEW:
             self._set_state(app, states.ACCEPTED)
         elif app.state == states.COMPLETING:
@@ -335,6 +338,7 @@ class Partition:
         queue = self.queues.get(app.queue_path)
         if queue is not None:
             queue.add_pending(-ask.resource)
+            queue.count_priority(ask.priority, -1)
 
     def _handle_release(self, release: si_pb2.AllocationRelease) -> None:
         key = release.allocationKey
@@ -436,7 +440,7 @@ class Partition:
         return cycle.allocations
 
     def _allocate_one(self, queue: Queue, cycle: _Cycle) -> bool:
-        if id(queue) in cycle.exhausted or queue.pending.is_zero():
+        if id(queue) in cycle.exhausted or not queue.pending_priorities:
             return False
         if queue.leaf:
             placed = self._allocate_in_leaf(queue, cycle)
@@ -447,7 +451,7 @@ class Partition:
         return placed
 
     def _sorted_children(self, queue: Queue) -> list[Queue]:
-        children = [c for c in queue.children.values() if not c.pending.is_zero()]
+        children = [c for c in queue.children.values() if c.pending_priorities]
         if len(children) < 2:
             return children
         total = self.total

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from actors.core import config as cfg
 from actors.core.acl import ACL
 from actors.core.application import Application
-from si.resources import Resource, min_limit
+from si.resources import Resource, min_limit, remaining
 
 ACTIVE, DRAINING = "Active", "Draining"
 
@@ -15,7 +15,7 @@ ACTIVE, DRAINING = "Active", "Draining"
 class Queue:
     __slots__ = ("name", "path", "parent", "children", "managed", "leaf", "status", "max", "guaranteed",
                  "max_apps", "properties", "submit_acl", "admin_acl", "template", "allocated", "pending",
-                 "apps", "running_apps", "sort_policy", "priority_sorting", "priority_fence", "priority_offset")
+                 "apps", "running_apps", "pending_priorities", "sort_policy", "priority_sorting", "priority_fence", "priority_offset")
 
     def __init__(self, name: str, parent: Queue | None, managed: bool, leaf: bool) -> None:
         self.name = name
@@ -29,6 +29,7 @@ class Queue:
         self.pending = Resource()
         self.apps: dict[str, Application] = {}
         self.running_apps = 0
+        self.pending_priorities: dict[int, int] = {}  # ask priority -> pending asks, in this subtree
         self.configure(None, {}, None, None, None, None, None)
 
     def configure(self, maximum, properties, guaranteed, max_apps, submit_acl, admin_acl, template) -> None:
@@ -59,14 +60,14 @@ class Queue:
         headroom = None
         for queue in self.chain():
             if queue.max is not None:
-                headroom = min_limit(headroom, queue.max - queue.allocated)
+                headroom = min_limit(headroom, remaining(queue.max, queue.allocated))
         return headroom
 
     def limiting_max(self, ask: Resource) -> str:
         """Why ``ask`` does not fit the headroom: the first queue on the path whose max it would break."""
         for queue in self.chain():
             if queue.max is not None:
-                for name, (value, limit) in (queue.allocated + ask).exceeding(queue.max).items():
+                for name, (_, limit) in (queue.allocated + ask).exceeding(queue.max).items():
                     return f"queue {queue.path}: max {name} {limit} reached ({name} in use {queue.allocated[name]})"
         return ""
 
@@ -81,6 +82,15 @@ class Queue:
         for queue in self.chain():
             queue.pending = queue.pending + delta
 
+    def count_priority(self, priority: int, delta: int) -> None:
+        """A pending ask of ``priority`` arrived (+1) or left (-1) somewhere below."""
+        for queue in self.chain():
+            left = queue.pending_priorities.get(priority, 0) + delta
+            if left:
+                queue.pending_priorities[priority] = left
+            else:
+                queue.pending_priorities.pop(priority, None)
+
     def add_running(self, delta: int) -> None:
         for queue in self.chain():
             queue.running_apps += delta
@@ -94,19 +104,24 @@ class Queue:
 
     def share(self, cluster: Resource) -> float:
         """Fair-share position: allocated over guaranteed (or over the cluster when none is guaranteed)."""
-        if self.guaranteed is not None and not self.guaranteed.is_zero():
-            return Resource({k: self.allocated[k] for k in self.guaranteed}).dominant_share(self.guaranteed)
-        return self.allocated.dominant_share(cluster)
+        allocated = self.allocated
+        basis = self.guaranteed if self.guaranteed is not None and not self.guaranteed.is_zero() else cluster
+        share = 0.0
+        for name, capacity in basis.items():
+            used = allocated.get(name, 0)
+            if capacity > 0 and used > 0 and used / capacity > share:
+                share = used / capacity
+        return share
 
     def priority(self) -> int:
         """The highest pending priority below this queue, adjusted by offsets, stopped by fences."""
         if self.leaf:
-            best = max((app.priority for app in self.apps.values() if app.asks), default=None)
+            best = max(self.pending_priorities, default=None)
         else:
-            best = max((c.priority() for c in self.children.values() if not c.pending.is_zero()), default=None)
-        if best is None:
+            best = max((c.priority() for c in self.children.values() if c.pending_priorities), default=None)
+        if best is None or self.priority_fence:
             return self.priority_offset
-        return self.priority_offset if self.priority_fence else best + self.priority_offset
+        return best + self.priority_offset
 
 
 class QueueTree:

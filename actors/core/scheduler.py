@@ -161,11 +161,11 @@ class PartitionActor(Actor):
 class CoreScheduler(Actor):
     """Registers the resource manager, owns the configuration, routes requests to partitions."""
 
-    def __init__(self, ring: EventRing, predicates: NodePredicates | None = None, tuning: Tuning = Tuning()) -> None:
+    def __init__(self, ring: EventRing, predicates: NodePredicates | None = None, tuning: Tuning | None = None) -> None:
         super().__init__()
         self.ring = ring
         self.predicates = predicates
-        self.tuning = tuning
+        self.tuning = tuning or Tuning()
         self.rm_id = ""
         self.callback: ResourceManagerCallback | None = None
         self.config: cfg.SchedulerConfig | None = None

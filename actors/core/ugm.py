@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from actors.core.config import LimitConfig, PartitionConfig, QueueConfig
-from si.resources import Resource, min_limit
+from si.resources import Resource, min_limit, remaining
 
 
 def _prefixes(path: str) -> list[str]:
@@ -58,13 +58,13 @@ class UsageTracker:
     # Which limits apply.
     def _user_limit(self, path: str, user: str) -> LimitConfig | None:
         limits = self._limits.get(path, ())
-        named = next((l for l in limits if user in l.users), None)
-        return named or next((l for l in limits if "*" in l.users), None)
+        named = next((lim for lim in limits if user in lim.users), None)
+        return named or next((lim for lim in limits if "*" in lim.users), None)
 
     def _group_limit(self, path: str, group: str | None) -> LimitConfig | None:
         if group is None:
             return None
-        return next((l for l in self._limits.get(path, ()) if group in l.groups), None)
+        return next((lim for lim in self._limits.get(path, ()) if group in lim.groups), None)
 
     def _resolve_group(self, groups: Sequence[str], queue_path: str) -> str | None:
         for path in _prefixes(queue_path):
@@ -72,7 +72,7 @@ class UsageTracker:
                 for group in groups:
                     if group in limit.groups:
                         return group
-        if groups and any("*" in l.groups for p in _prefixes(queue_path) for l in self._limits.get(p, ())):
+        if groups and any("*" in lim.groups for p in _prefixes(queue_path) for lim in self._limits.get(p, ())):
             return "*"
         return None
 
@@ -88,7 +88,7 @@ class UsageTracker:
                                  (self._group_limit(path, app_group), self._groups.get((app_group, path)))):
                 if limit is not None and limit.max_resources is not None:
                     used = usage.resource if usage else Resource()
-                    headroom = min_limit(headroom, limit.max_resources - used)
+                    headroom = min_limit(headroom, remaining(limit.max_resources, used))
         return headroom
 
     def can_run_app(self, user: str, groups: Sequence[str], queue_path: str, app_id: str = "") -> bool:

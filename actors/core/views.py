@@ -10,8 +10,15 @@ from actors.core.allocation import Allocation
 from actors.core.application import Application
 from actors.core.node import Node
 from actors.core.queue import Queue
-from actors.core.snapshot import (AllocationSnapshot, ApplicationSnapshot, AskSnapshot, NodeSnapshot,
-                                  PartitionSnapshot, QueueSnapshot, percent)
+from actors.core.snapshot import (
+    AllocationSnapshot,
+    ApplicationSnapshot,
+    AskSnapshot,
+    NodeSnapshot,
+    PartitionSnapshot,
+    QueueSnapshot,
+    percent,
+)
 from si.resources import Resource, total
 
 

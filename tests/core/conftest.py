@@ -84,10 +84,23 @@ def wait_for(condition, timeout=10.0, message="condition"):
         time.sleep(0.005)
 
 
+# Like the default configuration, plus: a requested queue is used (and created) when it is given.
+OPEN_CONFIG = """
+partitions:
+  - name: default
+    placementrules:
+      - {name: provided, create: true}
+      - {name: tag, value: namespace, create: true}
+    queues:
+      - name: root
+        submitacl: '*'
+"""
+
+
 class Core:
     """A running core plus helpers that build SI messages."""
 
-    def __init__(self, config: str = "", tuning: Tuning | None = None, predicates=None):
+    def __init__(self, config: str = OPEN_CONFIG, tuning: Tuning | None = None, predicates=None):
         self.callback = RecordingCallback()
         self.scheduler = Scheduler(predicates=predicates, tuning=tuning or Tuning(
             timing=Timing(completing=0.2, retention=0.5, starting=5.0)), tick_interval=0.05)
@@ -137,7 +150,7 @@ class Core:
 def core_factory():
     made = []
 
-    def make(config: str = "", **kwargs) -> Core:
+    def make(config: str = OPEN_CONFIG, **kwargs) -> Core:
         core = Core(config, **kwargs)
         made.append(core)
         return core

@@ -94,3 +94,12 @@ def test_total_is_repeated_addition(vectors):
 
 def test_from_kubernetes():
     assert Resource.from_kubernetes({"cpu": "1500m", "memory": "1Gi"}) == Resource.of(vcore=1500, memory=2**30)
+
+
+@given(non_negative, non_negative)
+def test_remaining_keeps_unlimited_types_unlimited(maximum, used):
+    from si.resources import remaining
+
+    left = remaining(maximum, used)
+    assert set(left) == set(maximum)
+    assert all(left[n] == maximum[n] - used[n] for n in maximum)

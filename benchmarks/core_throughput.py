@@ -1,0 +1,100 @@
+"""Core scheduling throughput: allocations/s from first ask to last allocation, at several cluster sizes.
+
+SI messages go straight into the core (no Kubernetes): register N nodes, 100 applications over 10
+queues, 50,000 asks; the figure is asks placed per second, with the mean batch time and peak RSS.
+Run: ``python benchmarks/core_throughput.py [--nodes 500,2000,5000] [--asks 50000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import threading
+import time
+
+from actors.base import stop_all
+from actors.core.scheduler import Scheduler
+from si import si_pb2
+from si.resources import Resource
+
+CONFIG = "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n" + "".join(
+    f"          - name: q{i}\n" for i in range(10))
+
+
+class CountingCallback:
+    def __init__(self, expected: int) -> None:
+        self.count = 0
+        self.done = threading.Event()
+        self.expected = expected
+        self.last = 0.0
+
+    def update_allocation(self, response):
+        self.count += len(response.new)
+        if self.count >= self.expected:
+            self.last = time.perf_counter()
+            self.done.set()
+
+    def update_application(self, response):
+        pass
+
+    def update_node(self, response):
+        pass
+
+    def send_events(self, events):
+        pass
+
+    def update_container_scheduling_state(self, request):
+        pass
+
+
+def run(nodes: int, asks: int) -> dict:
+    callback = CountingCallback(asks)
+    scheduler = Scheduler(tick_interval=1.0)
+    scheduler.register(si_pb2.RegisterResourceManagerRequest(rmID="bench", config=CONFIG), callback)
+    capacity = Resource.of(vcore=64_000, memory=256 * 2**30, pods=200).to_proto()
+    began = time.perf_counter()
+    scheduler.update_node(si_pb2.NodeRequest(rmID="bench", nodes=[
+        si_pb2.NodeInfo(nodeID=f"n{i:05d}", action=si_pb2.NodeInfo.CREATE, schedulableResource=capacity)
+        for i in range(nodes)]))
+    scheduler.update_application(si_pb2.ApplicationRequest(rmID="bench", new=[
+        si_pb2.AddApplicationRequest(applicationID=f"app{i}", queueName=f"root.q{i % 10}", partitionName="default",
+                                     ugi=si_pb2.UserGroupInformation(user="bench")) for i in range(100)]))
+    scheduler.barrier()
+    setup = time.perf_counter() - began
+    ask = Resource.of(vcore=100, memory=128 * 2**20, pods=1).to_proto()
+    per_app = asks // 100
+    first = time.perf_counter()
+    for app in range(100):
+        scheduler.update_allocation(si_pb2.AllocationRequest(rmID="bench", allocations=[
+            si_pb2.Allocation(allocationKey=f"a{app}-{i}", applicationID=f"app{app}", partitionName="default",
+                              resourcePerAlloc=ask) for i in range(per_app)]))
+    if not callback.done.wait(600):
+        raise SystemExit(f"only {callback.count} of {asks} allocations after 600 s")
+    elapsed = callback.last - first
+    snapshot_began = time.perf_counter()
+    snapshot = scheduler.snapshot()
+    snapshot_seconds = time.perf_counter() - snapshot_began
+    assert snapshot.health.healthy, snapshot.health
+    scheduler.stop()
+    stop_all()
+    return {"nodes": nodes, "asks": asks, "setup_s": setup, "elapsed_s": elapsed, "rate": asks / elapsed,
+            "us_per_alloc": elapsed / asks * 1e6, "snapshot_s": snapshot_seconds}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", default="500,2000,5000")
+    parser.add_argument("--asks", type=int, default=50_000)
+    args = parser.parse_args(argv)
+    print(f"{'nodes':>6} {'asks':>7} {'setup s':>8} {'alloc s':>8} {'allocs/s':>9} {'us/alloc':>9} {'snapshot s':>10}")
+    for nodes in (int(n) for n in args.nodes.split(",")):
+        r = run(nodes, args.asks)
+        print(f"{r['nodes']:>6} {r['asks']:>7} {r['setup_s']:>8.2f} {r['elapsed_s']:>8.2f} {r['rate']:>9.0f} "
+              f"{r['us_per_alloc']:>9.1f} {r['snapshot_s']:>10.2f}", flush=True)
+    print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Random operation sequences never over-commit a node or a queue maximum; health stays green."""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from actors.core import config as cfg
+from actors.core import health
+from actors.core.partition import Partition
+from si import si_pb2
+from si.resources import Resource
+
+CONFIGS = [cfg.parse(f"""
+partitions:
+  - name: default
+    placementrules: [{{name: provided, create: true}}]
+    nodesortpolicy: {{type: {policy}}}
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+            resources: {{max: {{vcore: {a_max}}}}}
+          - name: b
+            resources: {{max: {{vcore: {b_max}, memory: 8Gi}}}}
+""").partitions[0] for policy, a_max, b_max in (("fair", 4, 6), ("binpacking", 2, 10), ("fair", 8, 3))]
+
+operations = st.lists(st.one_of(
+    st.tuples(st.just("node"), st.integers(0, 5), st.integers(1, 4)),
+    st.tuples(st.just("remove-node"), st.integers(0, 5)),
+    st.tuples(st.just("ask"), st.integers(0, 3), st.integers(1, 3), st.integers(0, 2)),
+    st.tuples(st.just("existing"), st.integers(0, 3), st.integers(0, 5), st.integers(1, 2)),
+    st.tuples(st.just("foreign"), st.integers(0, 5), st.integers(1, 3)),
+    st.tuples(st.just("release"), st.integers(0, 40)),
+    st.tuples(st.just("remove-app"), st.integers(0, 3)),
+    st.tuples(st.just("config"), st.integers(0, 2)),
+    st.tuples(st.just("schedule")),
+), max_size=40)
+
+
+def node_info(index, cores, action=si_pb2.NodeInfo.CREATE):
+    return si_pb2.NodeInfo(nodeID=f"n{index}", action=action,
+                           schedulableResource=Resource.of(vcore=cores * 1000, memory=8 * 2**30).to_proto())
+
+
+def check_invariants(partition: Partition, committed: dict):
+    for node in partition.nodes.values():
+        decided = sum(a.resource["vcore"] for a in node.allocations.values() if a.key in committed)
+        recovered = sum(a.resource["vcore"] for a in node.allocations.values() if a.key not in committed)
+        assert decided == 0 or decided + recovered + node.occupied["vcore"] <= node.capacity["vcore"], \
+            f"node {node.node_id} over-committed by scheduling decisions"
+    for path, queue in partition.queues.by_path.items():
+        if queue.max is not None:
+            decided = sum(a.resource["vcore"] for app in partition.apps.values() if app.queue_path.startswith(path)
+                          for a in app.allocations.values() if a.key in committed)
+            assert decided == 0 or queue.allocated["vcore"] <= queue.max.get("vcore", 10**12) or \
+                decided <= queue.max.get("vcore", 10**12)
+    report = health.check(partition)
+    assert report.healthy, report
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(operations)
+def test_random_operations_keep_the_partition_consistent(ops):
+    partition = Partition(CONFIGS[0], "rm")
+    partition.add_applications([si_pb2.AddApplicationRequest(applicationID=f"app{i}",
+                                                             queueName="root.a" if i % 2 else "root.b",
+                                                             ugi=si_pb2.UserGroupInformation(user="u"))
+                                for i in range(4)])
+    committed: dict[str, str] = {}
+    counter = 0
+    for op in ops:
+        kind = op[0]
+        if kind == "node":
+            partition.update_nodes([node_info(op[1], op[2])])
+        elif kind == "remove-node":
+            partition.update_nodes([node_info(op[1], 1, si_pb2.NodeInfo.DECOMISSION)])
+        elif kind == "ask":
+            counter += 1
+            partition.update_allocations([si_pb2.Allocation(
+                allocationKey=f"k{counter}", applicationID=f"app{op[1]}", priority=op[3],
+                resourcePerAlloc=Resource.of(vcore=op[2] * 1000).to_proto())], [])
+        elif kind == "existing":
+            counter += 1
+            partition.update_allocations([si_pb2.Allocation(
+                allocationKey=f"e{counter}", applicationID=f"app{op[1]}", nodeID=f"n{op[2]}",
+                resourcePerAlloc=Resource.of(vcore=op[3] * 1000).to_proto())], [])
+        elif kind == "foreign":
+            counter += 1
+            partition.update_allocations([si_pb2.Allocation(
+                allocationKey=f"f{counter}", nodeID=f"n{op[1]}", allocationTags={"foreign": "default"},
+                resourcePerAlloc=Resource.of(vcore=op[2] * 1000).to_proto())], [])
+        elif kind == "release":
+            key = f"k{op[1]}"
+            app = next((a for a in partition.apps.values() if key in a.allocations or a.find_ask(key)), None)
+            if app is not None:
+                partition.update_allocations([], [si_pb2.AllocationRelease(applicationID=app.application_id,
+                                                                           allocationKey=key)])
+        elif kind == "remove-app":
+            partition.remove_applications([si_pb2.RemoveApplicationRequest(applicationID=f"app{op[1]}")])
+        elif kind == "config":
+            partition.apply_config(CONFIGS[op[1]])
+        else:
+            partition.schedule()
+            for allocation in partition.take_outbox().new:
+                committed[allocation.allocationKey] = allocation.nodeID
+            for node in partition.nodes.values():
+                assert node.available["vcore"] >= 0 or any(k not in committed for k in node.allocations) \
+                    or node.occupied["vcore"] > 0, f"decisions over-committed {node.node_id}"
+            for path, queue in partition.queues.by_path.items():
+                decided_here = [k for app in partition.apps.values() if app.queue_path.startswith(path)
+                                for k in app.allocations if k in committed]
+                only_decided = all(k in committed for app in partition.apps.values()
+                                   if app.queue_path.startswith(path) for k in app.allocations)
+                if queue.max is not None and decided_here and only_decided:
+                    assert queue.allocated.fits_in_max(queue.max), f"{path} over its max"
+        check_invariants(partition, committed)

@@ -1,0 +1,372 @@
+"""The core through its SI interface: what the resource manager receives for what it sends."""
+
+from collections import Counter
+
+from si import si_pb2
+from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
+from si.resources import Resource
+from tests.conftest import wait_for
+
+GIB = 2**30
+
+
+def queues(body: str, extra: str = "    placementrules: [{name: provided, create: true}]") -> str:
+    return f"""
+partitions:
+  - name: default
+{extra}
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+{body}
+"""
+
+
+def per_node(core):
+    return Counter(a.nodeID for a in core.callback.new())
+
+
+def test_asks_are_placed_and_answered_in_one_response_per_batch(core_factory):
+    core = core_factory()
+    core.nodes(2)
+    core.app("app", queue="root.sandbox", namespace="ns")
+    keys = core.asks("app", 6)
+    core.settle()
+    assert sorted(a.allocationKey for a in core.callback.new()) == sorted(keys)
+    assert all(a.nodeID in ("node-0", "node-1") for a in core.callback.new())
+    assert len([r for r in core.callback.allocations if r.new]) <= 2
+    assert core.callback.app_states("app") == ["Accepted", "Running"]
+
+
+def test_queue_max_is_never_exceeded_and_the_wait_names_the_queue(core_factory):
+    core = core_factory(queues("          - name: small\n            resources: {max: {vcore: 3}}"))
+    core.nodes(4)
+    core.app("app", queue="root.small")
+    keys = core.asks("app", 10)
+    core.settle()
+    assert len(core.callback.new()) == 3
+    waiting = [k for k in keys if k not in {a.allocationKey for a in core.callback.new()}]
+    assert core.callback.failures(waiting[0]) == ["queue root.small: max vcore 3000 reached (vcore in use 3000)"]
+    queue = core.snapshot().partitions[0].root_queue.find("root.small")
+    assert queue.allocated_resource["vcore"] == 3000 and queue.headroom["vcore"] == 0
+    core.release("app", core.callback.new()[0].allocationKey)
+    core.settle()
+    assert len(core.callback.new()) == 4, "a release makes room for exactly one more"
+
+
+def test_guaranteed_shares_are_honoured_under_contention(core_factory):
+    core = core_factory(queues("""          - name: a
+            resources: {guaranteed: {vcore: 4}}
+          - name: b
+            resources: {guaranteed: {vcore: 12}}"""))
+    core.app("app-a", queue="root.a")
+    core.app("app-b", queue="root.b")
+    core.asks("app-a", 40)
+    core.asks("app-b", 40)
+    core.settle()
+    core.nodes(4)  # 16 vcore arrive at once: both queues compete for them
+    core.settle()
+    by_app = Counter(a.applicationID for a in core.callback.new())
+    assert by_app == {"app-a": 4, "app-b": 12}
+
+
+def test_fifo_serves_the_oldest_application_first(core_factory):
+    core = core_factory(queues("          - name: q\n            properties: {application.sort.policy: fifo}"))
+    core.app("first", queue="root.q")
+    core.app("second", queue="root.q")
+    core.settle()
+    core.asks("second", 3)
+    core.asks("first", 3)
+    core.settle()
+    core.nodes(1, vcore=4000)
+    core.settle()
+    assert Counter(a.applicationID for a in core.callback.new()) == {"first": 3, "second": 1}
+
+
+def test_fair_serves_the_least_used_application_first(core_factory):
+    core = core_factory(queues("          - name: q\n            properties: {application.sort.policy: fair}"))
+    core.app("first", queue="root.q")
+    core.app("second", queue="root.q")
+    core.settle()
+    core.asks("first", 4)
+    core.asks("second", 4)
+    core.settle()
+    core.nodes(1, vcore=4000, memory=64 * GIB)
+    core.settle()
+    assert Counter(a.applicationID for a in core.callback.new()) == {"first": 2, "second": 2}
+
+
+def test_stateaware_lets_one_application_start_at_a_time(core_factory):
+    core = core_factory(queues("          - name: q\n            properties: {application.sort.policy: stateaware}"))
+    core.nodes(2)
+    core.app("one", queue="root.q")
+    core.app("two", queue="root.q")
+    core.app("free", queue="root.q", disableStateAware="true")
+    core.settle()
+    core.asks("one", 1, prefix="one-a")
+    core.asks("two", 1)
+    core.asks("free", 1)
+    core.settle()
+    placed = {a.applicationID for a in core.callback.new()}
+    assert placed == {"one", "free"}, "two waits while one is Starting; free skips Starting"
+    assert core.callback.app_states("one")[-1] == "Starting"
+    assert core.callback.app_states("free")[-1] == "Running"
+    core.asks("one", 1, prefix="one-b")  # a second allocation moves one to Running
+    core.settle()
+    assert core.callback.app_states("one")[-1] == "Running"
+    assert {a.applicationID for a in core.callback.new()} == {"one", "two", "free"}
+
+
+def test_binpacking_fills_a_node_before_the_next_and_fair_spreads(core_factory):
+    packed = core_factory(queues("          - name: q", "    placementrules: [{name: provided}]\n    nodesortpolicy: {type: binpacking}"))
+    packed.nodes(3)
+    packed.app("app", queue="root.q")
+    packed.settle()
+    for i in range(4):  # one at a time, so each decision sees the last one's usage
+        packed.asks("app", 1, prefix=f"p{i}-")
+        packed.settle()
+    assert sorted(per_node(packed).values()) == [4]
+    spread = core_factory(queues("          - name: q"))
+    spread.nodes(3)
+    spread.app("app", queue="root.q")
+    spread.settle()
+    for i in range(3):
+        spread.asks("app", 1, prefix=f"s{i}-")
+        spread.settle()
+    assert sorted(per_node(spread).values()) == [1, 1, 1]
+
+
+def test_placement_rules_and_acl_rejections_carry_reasons(core_factory):
+    core = core_factory("""
+partitions:
+  - name: default
+    placementrules: [{name: provided}]
+    queues:
+      - name: root
+        submitacl: ' '
+        queues:
+          - name: open
+            submitacl: '*'
+          - name: closed
+            submitacl: 'alice'
+""")
+    core.app("ok", queue="root.open", user="bob")
+    core.app("denied", queue="root.closed", user="bob", groups=("dev",))
+    core.app("nowhere", queue="root.missing", user="bob")
+    core.app("allowed", queue="root.closed", user="alice")
+    core.settle()
+    assert set(core.callback.accepted_apps()) == {"ok", "allowed"}
+    rejected = core.callback.rejected_apps()
+    assert rejected["denied"] == "application rejected: no placement rule matched (requested queue 'root.closed')"
+    assert "nowhere" in rejected
+    assert core.snapshot().partitions[0].applications_by_state["Rejected"] == 2
+
+
+def test_tag_rule_creates_queues_and_user_rule_replaces_dots(core_factory):
+    core = core_factory(queues("          - name: users\n            parent: true", """    placementrules:
+      - name: user
+        create: true
+        parent: {name: fixed, value: users}
+        filter: {type: allow, users: ['john.*']}
+      - name: tag
+        value: namespace
+        create: true"""))
+    core.app("a1", user="john.doe")
+    core.app("a2", user="mary", namespace="team-x")
+    core.settle()
+    apps = {a.application_id: a.queue_name for a in core.snapshot().partitions[0].applications}
+    assert apps == {"a1": "root.users.john_dot_doe", "a2": "root.team-x"}
+
+
+def test_user_limits_hold_and_extra_apps_wait(core_factory):
+    core = core_factory(queues("""          - name: q
+            limits:
+              - {limit: one app each, users: ['*'], maxapplications: 1}
+              - {limit: bob cap, users: [bob], maxresources: {vcore: 2}}"""))
+    core.nodes(4)
+    for app, user in (("bob-1", "bob"), ("bob-2", "bob"), ("eve-1", "eve"), ("eve-2", "eve")):
+        core.app(app, queue="root.q", user=user)
+    core.settle()
+    core.asks("bob-1", 5)
+    core.asks("bob-2", 1)
+    core.asks("eve-1", 3)
+    core.asks("eve-2", 1)
+    core.settle()
+    placed = Counter(a.applicationID for a in core.callback.new())
+    assert placed == {"bob-1": 2, "eve-1": 3}, "bob's own limit replaces the wildcard for him"
+    assert core.callback.failures("bob-2-0")[-1] == "user bob: resource limit reached in root.q"
+    assert core.callback.failures("eve-2-0")[-1] == "user eve: maxapplications limit reached in root.q"
+    assert not core.callback.rejected_apps(), "over a limit an application waits; it is not rejected"
+    usage = {u["userName"]: u for u in core.snapshot().partitions[0].user_usage}
+    assert usage["bob"]["queues"][-1]["resourceUsage"]["vcore"] == 2000
+
+
+def test_foreign_allocations_occupy_nodes_and_are_released(core_factory):
+    core = core_factory()
+    core.nodes(1, vcore=4000)
+    foreign = si_pb2.Allocation(allocationKey="uid-1", nodeID="node-0", partitionName="default",
+                                allocationTags={TAG_FOREIGN: FOREIGN_DEFAULT},
+                                resourcePerAlloc=Resource.of(vcore=3000, memory=GIB).to_proto())
+    core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[foreign]))
+    core.app("app", queue="root.q")
+    core.asks("app", 2)
+    core.settle()
+    assert len(core.callback.new()) == 1, "only 1000m is left beside the foreign pod"
+    node = core.snapshot().partitions[0].nodes[0]
+    assert node.occupied["vcore"] == 3000 and node.allocated["vcore"] == 1000 and node.available["vcore"] == 0
+    assert [a.allocation_key for a in node.foreign_allocations] == ["uid-1"]
+    assert [a.allocation_key for a in node.allocations] == ["app-0"]
+    core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", releases=si_pb2.AllocationReleasesRequest(
+        allocationsToRelease=[si_pb2.AllocationRelease(partitionName="default", allocationKey="uid-1")])))
+    core.settle()
+    assert len(core.callback.new()) == 2
+    assert core.snapshot().partitions[0].nodes[0].occupied.is_zero()
+    occupied_events = [e for e in core.callback.events if e.eventChangeDetail == si_pb2.EventRecord.NODE_OCCUPIED]
+    assert len(occupied_events) == 2
+
+
+def test_existing_allocations_are_accepted_even_over_quota(core_factory):
+    core = core_factory(queues("          - name: q\n            resources: {max: {vcore: 1}}"))
+    core.nodes(1)
+    core.app("app", queue="root.q")
+    core.asks("app", 3, node="node-0")
+    core.asks("app", 1, prefix="pending-")
+    core.settle()
+    snapshot = core.snapshot().partitions[0]
+    assert snapshot.root_queue.find("root.q").allocated_resource["vcore"] == 3000
+    assert len(snapshot.nodes[0].allocations) == 3
+    assert core.callback.new() == [], "running allocations need no decision; the new ask stays under quota"
+    assert snapshot.health.healthy
+
+
+def test_unknown_application_and_node_are_rejected_with_reasons(core_factory):
+    core = core_factory()
+    core.nodes(1)
+    core.asks("ghost", 1)
+    core.app("app")
+    core.asks("app", 1, node="no-such-node", prefix="x")
+    core.settle()
+    reasons = {r.allocationKey: r.reason for r in core.callback.rejected_allocations()}
+    assert reasons == {"ghost-0": "application ghost not found", "x0": "node no-such-node not found"}
+
+
+def test_an_impossible_ask_waits_with_a_reason(core_factory):
+    core = core_factory()
+    core.nodes(2, vcore=2000)
+    core.app("app", queue="root.q")
+    core.asks("app", 1, vcore=64_000)
+    core.settle()
+    assert core.callback.new() == []
+    assert core.callback.failures("app-0")[0].startswith("no node has room")
+
+
+def test_removing_a_node_releases_its_allocations(core_factory):
+    core = core_factory()
+    core.nodes(1)
+    core.app("app", queue="root.q")
+    core.asks("app", 2)
+    core.settle()
+    core.scheduler.update_node(si_pb2.NodeRequest(rmID="rm", nodes=[
+        si_pb2.NodeInfo(nodeID="node-0", action=si_pb2.NodeInfo.DECOMISSION)]))
+    core.settle()
+    released = core.callback.released()
+    assert sorted(r.allocationKey for r in released) == ["app-0", "app-1"]
+    assert {e.eventChangeDetail for e in core.callback.events} >= {si_pb2.EventRecord.ALLOC_NODEREMOVED,
+                                                                   si_pb2.EventRecord.NODE_DECOMISSION}
+    snapshot = core.snapshot().partitions[0]
+    assert snapshot.total_nodes == 0 and snapshot.root_queue.allocated_resource.is_zero() and snapshot.health.healthy
+
+
+def test_draining_nodes_take_nothing_new(core_factory):
+    core = core_factory()
+    core.nodes(1, action=si_pb2.NodeInfo.CREATE_DRAIN)
+    core.app("app", queue="root.q")
+    core.asks("app", 1)
+    core.settle()
+    assert core.callback.new() == []
+    core.scheduler.update_node(si_pb2.NodeRequest(rmID="rm", nodes=[
+        si_pb2.NodeInfo(nodeID="node-0", action=si_pb2.NodeInfo.DRAIN_TO_SCHEDULABLE)]))
+    core.settle()
+    assert len(core.callback.new()) == 1
+
+
+def test_application_life_cycle_with_timers(core_factory):
+    core = core_factory()
+    core.nodes(1)
+    core.app("app", queue="root.q")
+    core.asks("app", 1)
+    core.settle()
+    core.release("app", "app-0")
+    wait_for(lambda: core.callback.app_states("app")[-1:] == ["Completed"], message="Completed after the timer")
+    assert core.callback.app_states("app") == ["Accepted", "Running", "Completing", "Completed"]
+    wait_for(lambda: not core.scheduler.snapshot().partitions[0].terminated_applications, message="expiry")
+    assert core.scheduler.snapshot().partitions[0].root_queue.find("root.q") is None, "empty dynamic queue removed"
+
+
+def test_hot_reload_adds_drains_and_changes_queues(core_factory):
+    core = core_factory(queues("          - name: old\n          - name: capped\n            resources: {max: {vcore: 1}}"))
+    core.nodes(2)
+    core.app("app", queue="root.capped")
+    core.app("old-app", queue="root.old")
+    core.asks("app", 3)
+    core.asks("old-app", 1)
+    core.settle()
+    assert Counter(a.applicationID for a in core.callback.new()) == {"app": 1, "old-app": 1}
+    assert core.configure(queues("          - name: new\n          - name: capped\n            resources: {max: {vcore: 2}}")) is None
+    core.settle()
+    root = core.snapshot().partitions[0].root_queue
+    assert root.find("root.new") is not None and root.find("root.old").status == "Draining"
+    assert Counter(a.applicationID for a in core.callback.new())["app"] == 2, "the raised max applies at once"
+    core.release("old-app")
+    core.scheduler.update_application(si_pb2.ApplicationRequest(rmID="rm", remove=[
+        si_pb2.RemoveApplicationRequest(applicationID="old-app", partitionName="default")]))
+    core.settle()
+    assert core.snapshot().partitions[0].root_queue.find("root.old") is None, "a drained queue goes when empty"
+
+
+def test_a_refused_reload_keeps_the_running_config(core_factory):
+    core = core_factory(queues("          - name: capped\n            resources: {max: {vcore: 1}}"))
+    reason = core.configure(queues("          - name: capped\n            resources: {max: {vcore: many}}"))
+    assert reason.startswith("partitions[0].queues.root.queues.capped.resources.max.vcore")
+    core.nodes(1)
+    core.app("app", queue="root.capped")
+    core.asks("app", 3)
+    core.settle()
+    assert len(core.callback.new()) == 1
+
+
+def test_registering_again_resets_the_core(core_factory):
+    core = core_factory()
+    core.nodes(1)
+    core.app("app", queue="root.q")
+    core.settle()
+    core.scheduler.register(si_pb2.RegisterResourceManagerRequest(rmID="rm", config=""), core.callback)
+    snapshot = core.snapshot().partitions[0]
+    assert snapshot.total_nodes == 0 and snapshot.applications == ()
+
+
+def test_priority_orders_asks_within_and_across_applications(core_factory):
+    core = core_factory(queues("          - name: q"))
+    core.app("low", queue="root.q")
+    core.app("high", queue="root.q")
+    core.settle()
+    core.asks("low", 2, priority=1)
+    core.asks("high", 2, priority=100)
+    core.settle()
+    core.nodes(1, vcore=2000)
+    core.settle()
+    assert {a.applicationID for a in core.callback.new()} == {"high"}
+
+
+def test_events_are_recorded_in_the_ring(core_factory):
+    core = core_factory()
+    core.nodes(1)
+    core.app("app", queue="root.q")
+    core.asks("app", 1)
+    core.settle()
+    lowest, highest, events = core.scheduler.events.batch(0, 1000)
+    details = {e.eventChangeDetail for _, e in events}
+    assert {si_pb2.EventRecord.APP_NEW, si_pb2.EventRecord.APP_ACCEPTED, si_pb2.EventRecord.APP_RUNNING,
+            si_pb2.EventRecord.REQUEST_ALLOC, si_pb2.EventRecord.NODE_ALLOC} <= details
+    assert [i for i, _ in events] == list(range(lowest, highest + 1))
