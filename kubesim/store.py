@@ -12,7 +12,7 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from kubesim import errors
