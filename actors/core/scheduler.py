@@ -24,12 +24,13 @@ from actors.core.config import ConfigError, PartitionConfig
 from actors.core.events import EventRing
 from actors.core.partition import Outbox, Partition, Timing
 from actors.core.plugins import NodePredicates, ResourceManagerCallback
-from actors.core.snapshot import CoreSnapshot, HealthReport
+from actors.core.snapshot import CoreSnapshot, HealthReport, SchedulingStats
 from actors.core.views import partition_snapshot
 from si import si_pb2
 from si.constants import DEFAULT_PARTITION, NODE_ATTR_PARTITION
 
 log = logging.getLogger(__name__)
+CYCLE_BUCKETS = (0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
 
 @message
@@ -97,8 +98,12 @@ class PartitionActor(Actor):
         self.ring = ring
         self.tuning = tuning
         self.cycle_queued = False
+        self.cycles = 0
         self.scheduling_seconds = 0.0
         self.allocations_made = 0
+        self.waiting_reasons = 0
+        self.rejected = 0
+        self.cycle_buckets = {bound: 0 for bound in CYCLE_BUCKETS}
 
     def on_NodeUpdates(self, msg: NodeUpdates) -> None:
         self.partition.update_nodes(msg.nodes)
@@ -125,12 +130,19 @@ class PartitionActor(Actor):
         self.cycle_queued = False
         began = time.perf_counter()
         made = self.partition.schedule(self.tuning.batch_allocations, self.tuning.batch_seconds)
-        self.scheduling_seconds += time.perf_counter() - began
+        took = time.perf_counter() - began
+        self.cycles += 1
+        self.scheduling_seconds += took
         self.allocations_made += made
+        for bound in CYCLE_BUCKETS:
+            if took <= bound:
+                self.cycle_buckets[bound] += 1
         self._after()
 
     def on_TakeSnapshot(self, msg: TakeSnapshot):
-        return partition_snapshot(self.partition)
+        stats = SchedulingStats(self.cycles, self.allocations_made, self.waiting_reasons, self.rejected,
+                                self.scheduling_seconds, tuple(self.cycle_buckets.items()))
+        return partition_snapshot(self.partition, stats)
 
     def on_Barrier(self, msg: Barrier) -> None:
         return None
@@ -143,6 +155,8 @@ class PartitionActor(Actor):
 
     def _flush(self, out: Outbox) -> None:
         callback = self.callback
+        self.waiting_reasons += len(out.scheduling_states)
+        self.rejected += len(out.rejected_allocations) + len(out.rejected_apps)
         if out.new or out.released or out.rejected_allocations:
             callback.update_allocation(si_pb2.AllocationResponse(
                 new=out.new, released=out.released, rejectedAllocations=out.rejected_allocations))

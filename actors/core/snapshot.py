@@ -129,6 +129,18 @@ class HealthReport:
 
 
 @dataclass(frozen=True, slots=True)
+class SchedulingStats:
+    """Cumulative figures of a partition's scheduling loop (the metrics endpoint renders them)."""
+
+    cycles: int
+    allocations: int
+    waiting_reasons: int  # asks told they wait (a new reason each time)
+    rejected: int  # asks, allocations, applications refused outright
+    seconds: float
+    cycle_buckets: tuple[tuple[float, int], ...]  # (upper bound in seconds, cycles at most that long)
+
+
+@dataclass(frozen=True, slots=True)
 class PartitionSnapshot:
     name: str
     cluster_id: str
@@ -152,6 +164,7 @@ class PartitionSnapshot:
     user_usage: tuple[Mapping, ...]
     group_usage: tuple[Mapping, ...]
     health: HealthReport
+    scheduling: SchedulingStats
 
 
 @dataclass(frozen=True, slots=True)

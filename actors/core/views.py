@@ -66,7 +66,7 @@ def queue_snapshot(queue: Queue, partition: str, preemption: bool) -> QueueSnaps
         tuple(sorted(queue.apps)))
 
 
-def partition_snapshot(partition) -> PartitionSnapshot:
+def partition_snapshot(partition, stats: SchedulingStats) -> PartitionSnapshot:
     nodes = tuple(node_snapshot(n) for n in partition.nodes.values())
     used = total(n.allocated + n.occupied for n in partition.nodes.values()) if partition.nodes else Resource()
     apps = tuple(application_snapshot(a) for a in partition.apps.values())
@@ -80,4 +80,4 @@ def partition_snapshot(partition) -> PartitionSnapshot:
         sum(len(a.allocations) for a in apps),
         queue_snapshot(partition.queues.root, partition.name, config.preemption.enabled), apps, terminated, nodes,
         tuple(partition.placement.describe()), tuple(partition.usage.users()), tuple(partition.usage.groups()),
-        health.check(partition))
+        health.check(partition), stats)

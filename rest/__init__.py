@@ -1,0 +1,1 @@
+"""The scheduler's REST API: YuniKorn's ``/ws/v1`` inspection endpoints, served in-process."""

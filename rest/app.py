@@ -1,0 +1,371 @@
+"""The Falcon application: routes of YuniKorn's ``/ws/v1`` API over core snapshots.
+
+Every read comes from a snapshot the core builds between scheduling batches (at most
+``max_age`` seconds old), so REST load never stalls a scheduling decision.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import pathlib
+import queue as queue_module
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import falcon
+import pykka
+
+from actors.core.config import parse
+from actors.core.scheduler import Scheduler
+from rest import daos, metrics
+
+log = logging.getLogger(__name__)
+OPENAPI = pathlib.Path(__file__).with_name("openapi.json")
+APP_STATES = ("new", "accepted", "starting", "running", "completing", "failing", "resuming")
+MAX_EVENTS = 10_000
+MAX_BODY = 4 * 2**20
+
+
+@dataclass
+class SchedulerView:
+    """What the REST API reads: the core, and optionally the shim's state."""
+
+    scheduler: Scheduler
+    shim_state: Callable[[], object | None] | None = None
+    max_age: float = 0.5
+    started: int = field(default_factory=time.time_ns)
+
+    def snapshot(self):
+        return self.scheduler.snapshot(self.max_age)
+
+
+def _fail(status, message: str, description: str = ""):
+    raise falcon.HTTPError(status, title=message, description=description or message)
+
+
+def _partition(view: SchedulerView, name: str):
+    partition = view.snapshot().partition(name)
+    if partition is None:
+        _fail(falcon.HTTP_404, "Partition not found", f"partition {name} not found")
+    return partition
+
+
+def _queue(partition, path: str):
+    found = partition.root_queue.find(path)
+    if found is None:
+        _fail(falcon.HTTP_404, "Queue not found", f"queue {path} not found in partition {partition.name}")
+    return found
+
+
+def _application(partition, app_id: str, queue_path: str | None = None):
+    for app in partition.applications + partition.terminated_applications:
+        if app.application_id == app_id and (queue_path is None or app.queue_name == queue_path):
+            return app
+    _fail(falcon.HTTP_404, "Application not found", f"application {app_id} not found")
+
+
+def _status_filter(req: falcon.Request):
+    status = req.get_param("status")
+    if status is None:
+        return None
+    if status.lower() not in APP_STATES:
+        _fail(falcon.HTTP_400, "Invalid status", f"status {status!r} is not one of {', '.join(APP_STATES)}")
+    return status.lower()
+
+
+def _int_param(req: falcon.Request, name: str, default: int, low: int, high: int) -> int:
+    raw = req.get_param(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        _fail(falcon.HTTP_400, "Invalid parameter", f"{name} must be a whole number, got {raw!r}")
+    if not low <= value <= high:
+        _fail(falcon.HTTP_400, "Invalid parameter", f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+class Cluster:
+    def __init__(self, view: SchedulerView) -> None:
+        self.view = view
+
+    def on_get_clusters(self, req, resp):
+        snapshot = self.view.snapshot()
+        resp.media = [{"startTime": self.view.started, "rmBuildInformation": [{"rmId": snapshot.rm_id,
+                                                                               "buildVersion": "yunikorn-py"}],
+                       "partition": p.name, "clusterName": "kubernetes"} for p in snapshot.partitions]
+
+    def on_get_partitions(self, req, resp):
+        resp.media = [daos.partition(p) for p in self.view.snapshot().partitions]
+
+    def on_get_health(self, req, resp):
+        resp.media = daos.health(self.view.snapshot().health)
+
+    def on_get_utilizations(self, req, resp):
+        resp.media = [daos.utilizations(p) for p in self.view.snapshot().partitions]
+
+    def on_get_config(self, req, resp):
+        snapshot = self.view.snapshot()
+        if req.get_header("Accept") == "application/json":
+            config = parse(snapshot.config_yaml)
+            resp.media = {"Partitions": [_config_json(p) for p in config.partitions], "Checksum": snapshot.checksum,
+                          "Extra": dict(snapshot.extra_config)}
+        else:
+            resp.content_type = "application/x-yaml"
+            resp.text = snapshot.config_yaml
+
+    def on_post_validate(self, req, resp):
+        if (req.content_length or 0) > MAX_BODY:
+            _fail(falcon.HTTP_413, "Request body too large", f"at most {MAX_BODY} bytes")
+        text = req.bounded_stream.read().decode("utf-8", errors="replace")
+        reason = self.view.scheduler.validate(text) if text.strip() else "empty configuration"
+        resp.media = {"allowed": reason is None, "reason": reason or ""}
+
+    def on_get_live(self, req, resp):
+        resp.media = {"alive": True}
+
+    def on_get_ready(self, req, resp):
+        state = _shim_state_name(self.view)
+        ready = state in (None, "Running")
+        resp.status = falcon.HTTP_200 if ready else falcon.HTTP_503
+        resp.media = {"ready": ready, "shimState": state}
+
+    def on_get_metrics(self, req, resp):
+        _, highest, _ = self.view.scheduler.events.batch(0, 0)
+        resp.content_type = "text/plain; version=0.0.4; charset=utf-8"
+        resp.data = metrics.render(self.view.snapshot(), highest + 1)
+
+    def on_get_openapi(self, req, resp):
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = OPENAPI.read_bytes()
+
+    def on_get_dump(self, req, resp):
+        snapshot = self.view.snapshot()
+        shim = self.view.shim_state() if self.view.shim_state else None
+        resp.media = {
+            "timestamp": snapshot.taken_at,
+            "partitions": [daos.partition(p) for p in snapshot.partitions],
+            "applications": [daos.application(a) for p in snapshot.partitions
+                             for a in p.applications + p.terminated_applications],
+            "nodes": [daos.node(n) for p in snapshot.partitions for n in p.nodes],
+            "queues": [daos.queue(p.root_queue) for p in snapshot.partitions],
+            "placementRules": [{"partition": p.name, "rules": list(p.placement_rules)} for p in snapshot.partitions],
+            "clusterInfo": {"rmId": snapshot.rm_id},
+            "config": snapshot.config_yaml,
+            "health": daos.health(snapshot.health),
+            "rmDiagnostics": _jsonable(shim),
+        }
+
+
+def _shim_state_name(view: SchedulerView) -> str | None:
+    if view.shim_state is None:
+        return None
+    state = view.shim_state()
+    return getattr(state, "state", None) if state is not None else "New"
+
+
+def _jsonable(value):
+    """A dataclass tree (the shim's state) as JSON-ready data."""
+    import dataclasses
+    import enum
+
+    if dataclasses.is_dataclass(value):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if hasattr(value, "as_dict"):
+        return value.as_dict()
+    return str(value)
+
+
+def _config_json(partition) -> dict:
+    return {"Name": partition.name, "PlacementRules": [r.name for r in partition.placement_rules],
+            "NodeSortPolicy": {"Type": partition.node_sort_policy.type,
+                               "ResourceWeights": dict(partition.node_sort_policy.resource_weights)},
+            "Preemption": {"Enabled": partition.preemption.enabled,
+                           "QuotaPreemptionEnabled": partition.preemption.quota_preemption_enabled},
+            "Queues": [partition.root.name]}
+
+
+class Partitions:
+    def __init__(self, view: SchedulerView) -> None:
+        self.view = view
+
+    def on_get_queues(self, req, resp, partition):
+        resp.media = daos.queue(_partition(self.view, partition).root_queue)
+
+    def on_get_queue(self, req, resp, partition, queue):
+        resp.media = daos.queue(_queue(_partition(self.view, partition), queue), subtree=req.has_param("subtree"))
+
+    def on_get_apps(self, req, resp, partition, state):
+        snapshot = _partition(self.view, partition)
+        status = _status_filter(req)
+        if state == "active":
+            apps = [a for a in snapshot.applications if status is None or a.state.lower() == status]
+        elif state == "rejected":
+            apps = [a for a in snapshot.terminated_applications if a.state == "Rejected"]
+        elif state == "completed":
+            apps = [a for a in snapshot.terminated_applications if a.state in ("Completed", "Failed", "Expired")]
+        else:
+            _fail(falcon.HTTP_400, "Invalid application state",
+                  f"state {state!r} is not one of active, rejected, completed")
+        resp.media = [daos.application(a) for a in apps]
+
+    def on_get_queue_apps(self, req, resp, partition, queue, state=None):
+        snapshot = _partition(self.view, partition)
+        _queue(snapshot, queue)
+        if state not in (None, "active"):
+            _fail(falcon.HTTP_400, "Invalid application state", f"only active is allowed here, got {state!r}")
+        status = _status_filter(req)
+        resp.media = [daos.application(a) for a in snapshot.applications
+                      if a.queue_name == queue and (status is None or a.state.lower() == status)]
+
+    def on_get_app(self, req, resp, partition, app):
+        resp.media = daos.application(_application(_partition(self.view, partition), app))
+
+    def on_get_queue_app(self, req, resp, partition, queue, app):
+        snapshot = _partition(self.view, partition)
+        _queue(snapshot, queue)
+        resp.media = daos.application(_application(snapshot, app, queue))
+
+    def on_get_nodes(self, req, resp, partition):
+        resp.media = [daos.node(n) for n in _partition(self.view, partition).nodes]
+
+    def on_get_node(self, req, resp, partition, node):
+        for candidate in _partition(self.view, partition).nodes:
+            if candidate.node_id == node:
+                resp.media = daos.node(candidate)
+                return
+        _fail(falcon.HTTP_404, "Node not found", f"node {node} not found")
+
+    def on_get_rules(self, req, resp, partition):
+        resp.media = list(_partition(self.view, partition).placement_rules)
+
+    def on_get_users(self, req, resp, partition):
+        resp.media = list(_partition(self.view, partition).user_usage)
+
+    def on_get_user(self, req, resp, partition, user):
+        found = [u for u in _partition(self.view, partition).user_usage if u["userName"] == user]
+        if not found:
+            _fail(falcon.HTTP_404, "User not found", f"user {user} not found")
+        resp.media = found[0]
+
+    def on_get_groups(self, req, resp, partition):
+        resp.media = list(_partition(self.view, partition).group_usage)
+
+    def on_get_group(self, req, resp, partition, group):
+        found = [g for g in _partition(self.view, partition).group_usage if g["groupName"] == group]
+        if not found:
+            _fail(falcon.HTTP_404, "Group not found", f"group {group} not found")
+        resp.media = found[0]
+
+
+class Events:
+    def __init__(self, view: SchedulerView, max_streams: int) -> None:
+        self.view = view
+        self.ring = view.scheduler.events
+        self.ring.max_streams = max_streams
+
+    def on_get_batch(self, req, resp):
+        count = _int_param(req, "count", MAX_EVENTS, 1, MAX_EVENTS)
+        start = _int_param(req, "start", 0, 0, 2**62)
+        lowest, highest, events = self.ring.batch(start, count)
+        resp.media = {"InstanceUUID": self.ring.instance_uuid, "LowestID": lowest, "HighestID": highest,
+                      "EventRecords": [daos.event(i, e) for i, e in events]}
+
+    def on_get_stream(self, req, resp):
+        limit = _int_param(req, "count", 0, 0, 10**9)
+        stream = self.ring.subscribe()
+        if stream is None:
+            _fail(falcon.HTTP_503, "Too many streaming connections", "the event stream limit is reached")
+        resp.content_type = "application/x-ndjson"
+        resp.stream = self._lines(stream, limit)
+
+    def _lines(self, stream, limit: int):
+        try:
+            yield json.dumps({"InstanceUUID": self.ring.instance_uuid}).encode() + b"\n"
+            sent = 0
+            while not limit or sent < limit:
+                try:
+                    event_id, event = stream.get(timeout=5)
+                except queue_module.Empty:
+                    yield b"\n"  # a keep-alive line lets a dead reader be noticed
+                    continue
+                yield json.dumps(daos.event(event_id, event)).encode() + b"\n"
+                sent += 1
+        finally:
+            self.ring.unsubscribe(stream)
+
+
+def _serialize_error(req, resp, error: falcon.HTTPError) -> None:
+    resp.content_type = falcon.MEDIA_JSON
+    resp.data = json.dumps({"status_code": int(error.status_code), "message": error.title or "",
+                            "description": error.description or error.title or ""}).encode()
+
+
+def _unexpected(req, resp, error, params) -> None:
+    if isinstance(error, falcon.HTTPError):
+        raise error
+    if isinstance(error, pykka.ActorDeadError):
+        raise falcon.HTTPError(falcon.HTTP_503, title="Scheduler not running",
+                               description="the scheduler core has stopped")
+    log.exception("REST handler failed on %s %s", req.method, req.path)
+    raise falcon.HTTPError(falcon.HTTP_500, title="Internal error", description=type(error).__name__)
+
+
+def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
+    app = falcon.App(cors_enable=True)
+    app.req_options.strip_url_path_trailing_slash = True
+    app.set_error_serializer(_serialize_error)
+    app.add_error_handler(Exception, _unexpected)
+    cluster, partitions, events = Cluster(view), Partitions(view), Events(view, max_streams)
+    routes = [
+        ("/ws/v1/clusters", cluster, "clusters"), ("/ws/v1/partitions", cluster, "partitions"),
+        ("/ws/v1/scheduler/healthcheck", cluster, "health"),
+        ("/ws/v1/scheduler/node-utilizations", cluster, "utilizations"),
+        ("/ws/v1/config", cluster, "config"), ("/ws/v1/validate-conf", cluster, "validate"),
+        ("/ws/v1/metrics", cluster, "metrics"), ("/ws/v1/openapi.json", cluster, "openapi"),
+        ("/ws/v1/health/live", cluster, "live"), ("/ws/v1/health/ready", cluster, "ready"),
+        ("/ws/v1/fullstatedump", cluster, "dump"), ("/debug/fullstatedump", cluster, "dump"),
+        ("/ws/v1/partition/{partition}/queues", partitions, "queues"),
+        ("/ws/v1/partition/{partition}/queue/{queue}", partitions, "queue"),
+        ("/ws/v1/partition/{partition}/applications/{state}", partitions, "apps"),
+        ("/ws/v1/partition/{partition}/queue/{queue}/applications", partitions, "queue_apps"),
+        ("/ws/v1/partition/{partition}/queue/{queue}/applications/{state}", partitions, "queue_apps"),
+        ("/ws/v1/partition/{partition}/application/{app}", partitions, "app"),
+        ("/ws/v1/partition/{partition}/queue/{queue}/application/{app}", partitions, "queue_app"),
+        ("/ws/v1/partition/{partition}/nodes", partitions, "nodes"),
+        ("/ws/v1/partition/{partition}/node/{node}", partitions, "node"),
+        ("/ws/v1/partition/{partition}/placementrules", partitions, "rules"),
+        ("/ws/v1/partition/{partition}/usage/users", partitions, "users"),
+        ("/ws/v1/partition/{partition}/usage/user/{user}", partitions, "user"),
+        ("/ws/v1/partition/{partition}/usage/groups", partitions, "groups"),
+        ("/ws/v1/partition/{partition}/usage/group/{group}", partitions, "group"),
+        ("/ws/v1/events/batch", events, "batch"), ("/ws/v1/events/stream", events, "stream"),
+    ]
+    for path, resource, suffix in routes:
+        app.add_route(path, resource, suffix=suffix)
+    return app
+
+
+def routes(app: falcon.App) -> list[tuple[str, str]]:
+    """(method, path template) of every route: the OpenAPI test holds the document to this list."""
+    from falcon import inspect
+
+    found = []
+    for route in inspect.inspect_routes(app):
+        for method in route.methods:
+            if method.method in ("GET", "POST") and "on_options" not in method.function_name:
+                if method.function_name.startswith(f"on_{method.method.lower()}"):
+                    found.append((method.method, route.path))
+    return sorted(set(found))
+

@@ -1,0 +1,127 @@
+"""Snapshots as YuniKorn's REST API spells them (field names of upstream's DAOs; the seed's
+``foreign_allocations`` for a node's foreign pods)."""
+
+from __future__ import annotations
+
+from actors.core.snapshot import (
+    AllocationSnapshot,
+    ApplicationSnapshot,
+    AskSnapshot,
+    HealthReport,
+    NodeSnapshot,
+    PartitionSnapshot,
+    QueueSnapshot,
+)
+
+
+def resource(value) -> dict | None:
+    return None if value is None else value.as_dict()
+
+
+def allocation(a: AllocationSnapshot) -> dict:
+    return {"allocationKey": a.allocation_key, "allocationTags": dict(a.allocation_tags),
+            "requestTime": a.request_time, "allocationTime": a.allocation_time,
+            "allocationDelay": max(a.allocation_time - a.request_time, 0), "resource": resource(a.resource),
+            "priority": str(a.priority), "nodeId": a.node_id, "applicationId": a.application_id,
+            "placeholder": a.placeholder, "placeholderUsed": False, "taskGroupName": a.task_group_name,
+            "preempted": False, "originator": False}
+
+
+def foreign_allocation(a: AllocationSnapshot) -> dict:
+    return {"allocationKey": a.allocation_key, "allocationTags": dict(a.allocation_tags),
+            "allocationTime": a.allocation_time, "resource": resource(a.resource), "priority": str(a.priority),
+            "nodeId": a.node_id, "preemptable": a.preemptable}
+
+
+def ask(a: AskSnapshot) -> dict:
+    log = [{"message": a.last_failure, "lastOccurrence": a.request_time, "count": 1}] if a.last_failure else []
+    return {"allocationKey": a.allocation_key, "allocationTags": dict(a.allocation_tags), "requestTime": a.request_time,
+            "resource": resource(a.resource), "priority": str(a.priority), "requiredNodeId": a.required_node_id,
+            "applicationId": a.application_id, "placeholder": a.placeholder, "taskGroupName": a.task_group_name,
+            "allocationLog": log, "triggeredPreemption": False, "originator": False,
+            "schedulingAttempted": a.scheduling_attempted, "triggeredScaleUp": False}
+
+
+def application(app: ApplicationSnapshot) -> dict:
+    return {"applicationID": app.application_id, "usedResource": resource(app.used_resource),
+            "maxUsedResource": resource(app.max_used_resource), "pendingResource": resource(app.pending_resource),
+            "partition": app.partition, "queueName": app.queue_name, "submissionTime": app.submission_time,
+            "finishedTime": app.finished_time or None, "requests": [ask(r) for r in app.requests],
+            "allocations": [allocation(a) for a in app.allocations], "applicationState": app.state,
+            "user": app.user, "groups": list(app.groups), "rejectedMessage": app.rejected_message,
+            "stateLog": [{"time": t, "applicationState": s} for t, s in app.state_log], "placeholderData": [],
+            "hasReserved": False, "reservations": [],
+            "maxRequestPriority": max((r.priority for r in app.requests), default=0)}
+
+
+def queue(q: QueueSnapshot, subtree: bool = True) -> dict:
+    template = None
+    if q.template is not None:
+        template = {"maxApplications": q.template["maxApplications"],
+                    "maxResource": resource(q.template["maxResource"]),
+                    "guaranteedResource": resource(q.template["guaranteedResource"]),
+                    "properties": dict(q.template["properties"])}
+    body = {"queuename": q.queue_name, "status": q.status, "partition": q.partition,
+            "pendingResource": resource(q.pending_resource), "maxResource": resource(q.max_resource),
+            "guaranteedResource": resource(q.guaranteed_resource), "allocatedResource": resource(q.allocated_resource),
+            "preemptingResource": {}, "headroom": resource(q.headroom), "isLeaf": q.is_leaf, "isManaged": q.is_managed,
+            "properties": dict(q.properties), "parent": q.parent, "template": template,
+            "childNames": [c.queue_name.rsplit(".", 1)[-1] for c in q.children],
+            "absUsedCapacity": dict(q.abs_used_capacity), "maxRunningApps": q.max_running_apps,
+            "runningApps": q.running_apps, "currentPriority": q.current_priority, "allocatingAcceptedApps": [],
+            "sortingPolicy": q.sorting_policy, "prioritySorting": q.priority_sorting,
+            "preemptionEnabled": q.preemption_enabled, "isPreemptionFence": False,
+            "isPriorityFence": q.properties.get("priority.policy", "default") == "fence",
+            "priorityOffset": int(q.properties.get("priority.offset", 0))}
+    if subtree:
+        body["children"] = [queue(c) for c in q.children]
+    return body
+
+
+def node(n: NodeSnapshot) -> dict:
+    return {"nodeID": n.node_id, "hostName": n.host_name, "rackName": n.rack_name, "attributes": dict(n.attributes),
+            "capacity": resource(n.capacity), "allocated": resource(n.allocated), "occupied": resource(n.occupied),
+            "available": resource(n.available), "utilized": dict(n.utilized),
+            "allocations": [allocation(a) for a in n.allocations],
+            "foreign_allocations": [foreign_allocation(a) for a in n.foreign_allocations],
+            "schedulable": n.schedulable, "isReserved": n.is_reserved, "reservations": []}
+
+
+def partition(p: PartitionSnapshot) -> dict:
+    return {"clusterId": p.cluster_id, "name": p.name,
+            "capacity": {"capacity": resource(p.capacity), "usedCapacity": resource(p.used_capacity),
+                         "utilization": dict(p.utilization)},
+            "nodeSortingPolicy": {"type": p.node_sort_policy, "resourceWeights": dict(p.resource_weights)},
+            "preemptionEnabled": p.preemption_enabled, "quotaPreemptionEnabled": False, "totalNodes": p.total_nodes,
+            "applications": {**dict(p.applications_by_state), "total": p.total_applications},
+            "totalContainers": p.total_containers, "state": p.state,
+            "lastStateTransitionTime": p.last_state_transition_time}
+
+
+def health(report: HealthReport) -> dict:
+    return {"Healthy": report.healthy, "HealthChecks": [
+        {"Name": c.name, "Succeeded": c.succeeded, "Description": c.description,
+         "DiagnosisMessage": c.diagnosis_message} for c in report.checks]}
+
+
+def event(event_id: int, record) -> dict:
+    return {"id": event_id, "type": int(record.type), "objectID": record.objectID, "message": record.message,
+            "timestampNano": record.timestampNano, "eventChangeType": int(record.eventChangeType),
+            "eventChangeDetail": int(record.eventChangeDetail), "referenceID": record.referenceID,
+            "resource": {"resources": {k: {"value": v.value} for k, v in record.resource.resources.items()}}}
+
+
+def utilizations(p: PartitionSnapshot) -> dict:
+    """Nodes bucketed by utilization (0-10% ... 90-100%) per resource type."""
+    kinds = sorted({name for n in p.nodes for name in n.capacity})
+    result = []
+    for kind in kinds:
+        buckets = [{"bucketName": f"{i * 10}-{(i + 1) * 10}%", "numOfNodes": 0, "nodeNames": []} for i in range(10)]
+        for n in p.nodes:
+            if n.capacity[kind] > 0:
+                share = n.utilized.get(kind, 0)
+                bucket = buckets[min(max(share, 0) // 10, 9)]
+                bucket["numOfNodes"] += 1
+                bucket["nodeNames"].append(n.node_id)
+        result.append({"type": kind, "utilization": buckets})
+    return {"clusterId": p.cluster_id, "partition": p.name, "utilizations": result}

@@ -1,0 +1,230 @@
+"""The REST API over real HTTP against a running core."""
+
+import json
+import pathlib
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from si import si_pb2
+from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
+from si.resources import Resource
+
+BAD = sorted((pathlib.Path(__file__).parents[1] / "core" / "configs" / "bad").glob("*.yaml"))
+
+
+def scheduled(core):
+    core.nodes(2)
+    core.app("app-1", queue="root.team", user="alice", groups=("dev",))
+    core.asks("app-1", 3)
+    core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[si_pb2.Allocation(
+        allocationKey="foreign-uid", nodeID="node-0", partitionName="default", allocationTags={TAG_FOREIGN: FOREIGN_DEFAULT},
+        resourcePerAlloc=Resource.of(vcore=500, memory=2**28).to_proto())]))
+    core.settle()
+
+
+def test_partitions_and_clusters(rest):
+    core, client = rest
+    scheduled(core)
+    status, partitions = client.get("/ws/v1/partitions")
+    assert status == 200
+    partition = partitions[0]
+    assert partition["name"] == "default" and partition["clusterId"] == "rm" and partition["totalNodes"] == 2
+    assert partition["applications"] == {"Running": 1, "total": 1} and partition["totalContainers"] == 3
+    assert partition["capacity"]["capacity"]["vcore"] == 8000
+    assert partition["capacity"]["usedCapacity"]["vcore"] == 3500
+    assert partition["nodeSortingPolicy"] == {"type": "fair", "resourceWeights": {"vcore": 1.0, "memory": 1.0}}
+    status, clusters = client.get("/ws/v1/clusters")
+    assert status == 200 and clusters[0]["partition"] == "default"
+
+
+def test_nodes_add_up_and_foreign_allocations_are_listed_apart(rest):
+    core, client = rest
+    scheduled(core)
+    status, nodes = client.get("/ws/v1/partition/default/nodes")
+    assert status == 200
+    for node in nodes:
+        assert node["allocated"].get("vcore", 0) == sum(a["resource"]["vcore"] for a in node["allocations"])
+        for name, capacity in node["capacity"].items():
+            assert node["available"][name] == capacity - node["allocated"].get(name, 0) - node["occupied"].get(name, 0)
+    node0 = next(n for n in nodes if n["nodeID"] == "node-0")
+    assert [a["allocationKey"] for a in node0["foreign_allocations"]] == ["foreign-uid"]
+    assert set(node0["foreign_allocations"][0]) == {"allocationKey", "allocationTags", "allocationTime", "resource",
+                                                    "priority", "nodeId", "preemptable"}
+    assert "foreign-uid" not in [a["allocationKey"] for a in node0["allocations"]]
+    assert node0["occupied"]["vcore"] == 500
+    status, one = client.get("/ws/v1/partition/default/node/node-0")
+    assert status == 200 and one["nodeID"] == "node-0"
+
+
+def test_queues_and_applications(rest):
+    core, client = rest
+    scheduled(core)
+    core.asks("app-1", 1, vcore=10**9, prefix="huge-")
+    core.settle()
+    status, root = client.get("/ws/v1/partition/default/queues")
+    assert status == 200 and root["queuename"] == "root" and root["childNames"] == ["team"]
+    team = root["children"][0]
+    assert team["allocatedResource"]["vcore"] == 3000 and team["isLeaf"] is True and team["isManaged"] is False
+    assert isinstance(team["runningApps"], int) and team["runningApps"] == 1
+    status, queue = client.get("/ws/v1/partition/default/queue/root.team")
+    assert status == 200 and "children" not in queue
+    status, queue = client.get("/ws/v1/partition/default/queue/root?subtree")
+    assert status == 200 and len(queue["children"]) == 1
+    status, apps = client.get("/ws/v1/partition/default/applications/active")
+    assert [a["applicationID"] for a in apps] == ["app-1"]
+    app = apps[0]
+    assert app["applicationState"] == "Running" and app["user"] == "alice" and app["groups"] == ["dev"]
+    assert app["usedResource"]["vcore"] == sum(a["resource"]["vcore"] for a in app["allocations"]) == 3000
+    assert [r["allocationKey"] for r in app["requests"]] == ["huge-0"]
+    assert app["requests"][0]["allocationLog"][0]["message"].startswith("no node has room")
+    assert [s["applicationState"] for s in app["stateLog"]] == ["New", "Accepted", "Running"]
+    for path in ("/ws/v1/partition/default/application/app-1", "/ws/v1/partition/default/queue/root.team/application/app-1"):
+        status, body = client.get(path)
+        assert status == 200 and body["applicationID"] == "app-1"
+    status, apps = client.get("/ws/v1/partition/default/queue/root.team/applications/active?status=running")
+    assert status == 200 and len(apps) == 1
+    status, apps = client.get("/ws/v1/partition/default/applications/active?status=new")
+    assert status == 200 and apps == []
+
+
+def test_not_found_and_bad_parameters(rest):
+    core, client = rest
+    scheduled(core)
+    cases = {
+        "/ws/v1/partition/nope/nodes": (404, "Partition not found"),
+        "/ws/v1/partition/default/queue/root.nope": (404, "Queue not found"),
+        "/ws/v1/partition/default/application/nope": (404, "Application not found"),
+        "/ws/v1/partition/default/node/nope": (404, "Node not found"),
+        "/ws/v1/partition/default/usage/user/nobody-here": (404, "User not found"),
+        "/ws/v1/partition/default/applications/sleeping": (400, "Invalid application state"),
+        "/ws/v1/partition/default/applications/active?status=bogus": (400, "Invalid status"),
+        "/ws/v1/events/batch?count=0": (400, "Invalid parameter"),
+        "/ws/v1/events/batch?start=x": (400, "Invalid parameter"),
+    }
+    for path, (code, message) in cases.items():
+        status, body = client.get(path)
+        assert (status, body["message"]) == (code, message), path
+        assert body["status_code"] == code and body["description"]
+
+
+def test_validate_conf_accepts_good_and_refuses_every_bad_config_with_its_reason(rest):
+    _, client = rest
+    status, _, body = client.request("POST", "/ws/v1/validate-conf", b"partitions:\n  - name: default\n    queues: [{name: root}]\n")
+    assert status == 200 and json.loads(body) == {"allowed": True, "reason": ""}
+    for path in BAD:
+        expected = path.read_text().splitlines()[0][len("# expect: "):]
+        status, _, body = client.request("POST", "/ws/v1/validate-conf", path.read_bytes())
+        answer = json.loads(body)
+        assert status == 200 and answer["allowed"] is False and expected in answer["reason"], path.name
+
+
+def test_config_as_yaml_and_json(rest):
+    _, client = rest
+    status, headers, body = client.request("GET", "/ws/v1/config")
+    assert status == 200 and headers["Content-Type"] == "application/x-yaml" and b"partitions" in body
+    status, config = client.get("/ws/v1/config", Accept="application/json")
+    assert status == 200 and config["Partitions"][0]["Name"] == "default" and len(config["Checksum"]) == 64
+
+
+def test_events_batch_paging(rest):
+    core, client = rest
+    scheduled(core)
+    status, first = client.get("/ws/v1/events/batch?count=3")
+    assert status == 200 and len(first["EventRecords"]) == 3 and first["LowestID"] == 0
+    status, rest_of = client.get(f"/ws/v1/events/batch?start=3&count={first['HighestID']}")
+    ids = [e["id"] for e in first["EventRecords"] + rest_of["EventRecords"]]
+    assert ids == list(range(first["HighestID"] + 1))
+    status, past = client.get(f"/ws/v1/events/batch?start={first['HighestID'] + 100}")
+    assert status == 200 and past["EventRecords"] == []
+
+
+def test_event_stream_is_ndjson_and_bounded(rest):
+    import http.client
+    import threading
+
+    core, client = rest
+    host, port = client.url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    connection.request("GET", "/ws/v1/events/stream?count=2")
+    response = connection.getresponse()
+    assert response.status == 200
+    first = json.loads(response.readline())
+    assert "InstanceUUID" in first
+    threading.Thread(target=lambda: (core.nodes(2), core.settle())).start()
+    lines = []
+    while len(lines) < 2:
+        line = response.readline()
+        if line.strip():  # blank lines are keep-alives
+            lines.append(json.loads(line))
+    assert all("eventChangeDetail" in line for line in lines)
+    connection.close()
+
+
+def test_event_stream_limit_answers_503(rest, core_factory):
+    import falcon.testing
+
+    from rest.app import SchedulerView, create_app
+
+    core = core_factory()
+    app = create_app(SchedulerView(core.scheduler), max_streams=0)
+    result = falcon.testing.TestClient(app).simulate_get("/ws/v1/events/stream")
+    assert result.status_code == 503 and result.json["message"] == "Too many streaming connections"
+
+
+def test_health_metrics_and_probes(rest):
+    core, client = rest
+    scheduled(core)
+    status, health = client.get("/ws/v1/scheduler/healthcheck")
+    assert status == 200 and health["Healthy"] is True
+    assert {c["Name"] for c in health["HealthChecks"]} >= {"Consistency of data", "Negative resources"}
+    status, _, body = client.request("GET", "/ws/v1/metrics")
+    families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+    attempts = {s.labels["state"]: s.value for s in families["yunikorn_scheduler_container_allocation_attempt"].samples
+                if s.name.endswith("_total")}
+    assert attempts["allocated"] == 3
+    assert {s.labels["state"]: s.value for s in families["yunikorn_scheduler_application"].samples} == {"Running": 1}
+    assert "yunikorn_scheduler_scheduling_cycle_seconds" in families
+    assert client.get("/ws/v1/health/live")[0] == 200
+    assert client.get("/ws/v1/health/ready") == (200, {"ready": True, "shimState": None})
+    status, utilizations = client.get("/ws/v1/scheduler/node-utilizations")
+    assert status == 200 and utilizations[0]["utilizations"][0]["type"] in ("memory", "vcore")
+
+
+def test_readiness_follows_the_shim_state(core_factory):
+    from types import SimpleNamespace
+
+    import falcon.testing
+
+    from rest.app import SchedulerView, create_app
+
+    core = core_factory()
+    state = {"value": SimpleNamespace(state="Recovering")}
+    client = falcon.testing.TestClient(create_app(SchedulerView(core.scheduler, shim_state=lambda: state["value"])))
+    assert client.simulate_get("/ws/v1/health/ready").status_code == 503
+    state["value"] = SimpleNamespace(state="Running")
+    assert client.simulate_get("/ws/v1/health/ready").status_code == 200
+    dump = client.simulate_get("/debug/fullstatedump").json
+    assert dump["rmDiagnostics"] == {"state": "Running"} or dump["rmDiagnostics"] == "namespace(state='Running')"
+
+
+def test_full_state_dump_and_usage(rest):
+    core, client = rest
+    scheduled(core)
+    for path in ("/ws/v1/fullstatedump", "/debug/fullstatedump"):
+        status, dump = client.get(path)
+        assert status == 200
+        assert {"partitions", "applications", "nodes", "queues", "placementRules", "config", "rmDiagnostics"} <= set(dump)
+    status, users = client.get("/ws/v1/partition/default/usage/users")
+    assert status == 200 and users[0]["userName"] == "alice"
+    status, user = client.get("/ws/v1/partition/default/usage/user/alice")
+    assert status == 200 and user["queues"][-1]["resourceUsage"]["vcore"] == 3000
+    status, rules = client.get("/ws/v1/partition/default/placementrules")
+    assert status == 200 and rules[-1]["name"] == "recovery"
+
+
+@pytest.mark.parametrize("path", ["/ws/v1/partition/default/queue/root.%20bad", "/ws/v1/nothing"])
+def test_unknown_paths_answer_json_errors(rest, path):
+    _, client = rest
+    status, body = client.get(path)
+    assert status == 404 and body["status_code"] == 404
