@@ -4,7 +4,9 @@ import threading
 
 import pytest
 
+from actors.base import live_actors, stop_all
 from kubesim import KubeSim
+from tests.coreharness import OPEN_CONFIG, Core
 
 
 @pytest.fixture
@@ -41,3 +43,19 @@ def no_thread_leak():
     yield
     wait_for(lambda: not [t for t in threading.enumerate() if t.ident not in before and t.is_alive()
                           and not t.daemon], timeout=5, message="threads started by the test to end")
+
+
+@pytest.fixture
+def core_factory():
+    made = []
+
+    def make(config: str = OPEN_CONFIG, **kwargs) -> Core:
+        core = Core(config, **kwargs)
+        made.append(core)
+        return core
+
+    yield make
+    for core in made:
+        core.scheduler.stop()
+    stop_all()
+    assert not live_actors()

@@ -6,7 +6,6 @@ import pytest
 
 from rest.app import SchedulerView
 from rest.server import RestServer
-from tests.core.conftest import Core, core_factory  # noqa: F401 - a fixture used here too
 
 
 class Client:

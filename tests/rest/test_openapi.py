@@ -7,7 +7,7 @@ import falcon.testing
 import pytest
 
 from rest.app import OPENAPI, SchedulerView, create_app, routes
-from tests.core.conftest import Core
+from tests.coreharness import Core
 
 
 def documented():

@@ -1,11 +1,10 @@
-"""Drive the core with SI messages and record what its resource-manager callback receives."""
+"""A core driven with SI messages, recording what its resource-manager callback receives."""
 
 import threading
 import time
 
 import pytest
 
-from actors.base import live_actors, stop_all
 from actors.core.partition import Timing
 from actors.core.scheduler import Scheduler, Tuning
 from si import si_pb2
@@ -146,17 +145,3 @@ class Core:
         return self.scheduler.update_configuration(si_pb2.UpdateConfigurationRequest(rmID="rm", config=config))
 
 
-@pytest.fixture
-def core_factory():
-    made = []
-
-    def make(config: str = OPEN_CONFIG, **kwargs) -> Core:
-        core = Core(config, **kwargs)
-        made.append(core)
-        return core
-
-    yield make
-    for core in made:
-        core.scheduler.stop()
-    stop_all()
-    assert not live_actors()
