@@ -1,4 +1,6 @@
-"""Fixtures shared by every test folder: a fresh kubesim and an official-client ApiClient for it."""
+"""Fixtures shared by every test folder: a fresh kubesim, an official-client ApiClient for it, a core.
+
+The whole run must leave no actor alive: a session check fails the run otherwise."""
 
 import threading
 
@@ -59,3 +61,11 @@ def core_factory():
         core.scheduler.stop()
     stop_all()
     assert not live_actors()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_actor_outlives_the_run():
+    yield
+    left = live_actors()
+    stop_all()
+    assert not left, f"actors still running after the test run: {left}"
