@@ -10,65 +10,22 @@ from __future__ import annotations
 import argparse
 import resource
 import sys
-import threading
 import time
+
+from benchmarks_common import CONFIG, CountingCallback, feed
 
 from actors.base import stop_all
 from actors.core.scheduler import Scheduler
 from si import si_pb2
-from si.resources import Resource
-
-CONFIG = "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n" + "".join(
-    f"          - name: q{i}\n" for i in range(10))
-
-
-class CountingCallback:
-    def __init__(self, expected: int) -> None:
-        self.count = 0
-        self.done = threading.Event()
-        self.expected = expected
-        self.last = 0.0
-
-    def update_allocation(self, response):
-        self.count += len(response.new)
-        if self.count >= self.expected:
-            self.last = time.perf_counter()
-            self.done.set()
-
-    def update_application(self, response):
-        pass
-
-    def update_node(self, response):
-        pass
-
-    def send_events(self, events):
-        pass
-
-    def update_container_scheduling_state(self, request):
-        pass
 
 
 def run(nodes: int, asks: int) -> dict:
     callback = CountingCallback(asks)
     scheduler = Scheduler(tick_interval=1.0)
     scheduler.register(si_pb2.RegisterResourceManagerRequest(rmID="bench", config=CONFIG), callback)
-    capacity = Resource.of(vcore=64_000, memory=256 * 2**30, pods=200).to_proto()
     began = time.perf_counter()
-    scheduler.update_node(si_pb2.NodeRequest(rmID="bench", nodes=[
-        si_pb2.NodeInfo(nodeID=f"n{i:05d}", action=si_pb2.NodeInfo.CREATE, schedulableResource=capacity)
-        for i in range(nodes)]))
-    scheduler.update_application(si_pb2.ApplicationRequest(rmID="bench", new=[
-        si_pb2.AddApplicationRequest(applicationID=f"app{i}", queueName=f"root.q{i % 10}", partitionName="default",
-                                     ugi=si_pb2.UserGroupInformation(user="bench")) for i in range(100)]))
-    scheduler.barrier()
-    setup = time.perf_counter() - began
-    ask = Resource.of(vcore=100, memory=128 * 2**20, pods=1).to_proto()
-    per_app = asks // 100
-    first = time.perf_counter()
-    for app in range(100):
-        scheduler.update_allocation(si_pb2.AllocationRequest(rmID="bench", allocations=[
-            si_pb2.Allocation(allocationKey=f"a{app}-{i}", applicationID=f"app{app}", partitionName="default",
-                              resourcePerAlloc=ask) for i in range(per_app)]))
+    first = feed(scheduler, nodes, asks)
+    setup = first - began
     if not callback.done.wait(600):
         raise SystemExit(f"only {callback.count} of {asks} allocations after 600 s")
     elapsed = callback.last - first

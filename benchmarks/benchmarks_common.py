@@ -1,0 +1,60 @@
+"""What the core benchmarks share: a 10-queue configuration, a counting callback, the SI feed."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from si import si_pb2
+from si.resources import Resource
+
+CONFIG = "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n" + "".join(
+    f"          - name: q{i}\n" for i in range(10))
+
+
+class CountingCallback:
+    """A resource manager that counts new allocations and notes when the expected number arrived."""
+
+    def __init__(self, expected: int) -> None:
+        self.count = 0
+        self.done = threading.Event()
+        self.expected = expected
+        self.last = 0.0
+
+    def update_allocation(self, response):
+        self.count += len(response.new)
+        if self.count >= self.expected:
+            self.last = time.perf_counter()
+            self.done.set()
+
+    def update_application(self, response):
+        pass
+
+    def update_node(self, response):
+        pass
+
+    def send_events(self, events):
+        pass
+
+    def update_container_scheduling_state(self, request):
+        pass
+
+
+def feed(scheduler, nodes: int, asks: int) -> float:
+    """Register nodes and 100 applications over 10 queues, then send the asks; returns when asks began."""
+    capacity = Resource.of(vcore=64_000, memory=256 * 2**30, pods=200).to_proto()
+    scheduler.update_node(si_pb2.NodeRequest(rmID="bench", nodes=[
+        si_pb2.NodeInfo(nodeID=f"n{i:05d}", action=si_pb2.NodeInfo.CREATE, schedulableResource=capacity)
+        for i in range(nodes)]))
+    scheduler.update_application(si_pb2.ApplicationRequest(rmID="bench", new=[
+        si_pb2.AddApplicationRequest(applicationID=f"app{i}", queueName=f"root.q{i % 10}", partitionName="default",
+                                     ugi=si_pb2.UserGroupInformation(user="bench")) for i in range(100)]))
+    scheduler.barrier()
+    ask = Resource.of(vcore=100, memory=128 * 2**20, pods=1).to_proto()
+    per_app = asks // 100
+    first = time.perf_counter()
+    for app in range(100):
+        scheduler.update_allocation(si_pb2.AllocationRequest(rmID="bench", allocations=[
+            si_pb2.Allocation(allocationKey=f"a{app}-{i}", applicationID=f"app{app}", partitionName="default",
+                              resourcePerAlloc=ask) for i in range(per_app)]))
+    return first
