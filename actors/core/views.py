@@ -23,7 +23,8 @@ from si.resources import Resource, total
 
 
 def allocation_snapshot(a: Allocation) -> AllocationSnapshot:
-    return AllocationSnapshot(a.key, MappingProxyType(dict(a.tags)), a.request_time, a.allocation_time, a.resource,
+    # The tags dict is never changed after the allocation is created: a read-only view suffices.
+    return AllocationSnapshot(a.key, MappingProxyType(a.tags), a.request_time, a.allocation_time, a.resource,
                               a.priority, a.node_id, a.application_id, a.placeholder, a.task_group, a.foreign,
                               a.preemptable)
 
@@ -33,19 +34,27 @@ def ask_snapshot(a: Allocation) -> AskSnapshot:
                        a.required_node, a.application_id, a.placeholder, a.task_group, a.attempted, a.last_failure)
 
 
-def application_snapshot(app: Application) -> ApplicationSnapshot:
+def application_snapshot(app: Application, shared: dict[str, AllocationSnapshot]) -> ApplicationSnapshot:
     return ApplicationSnapshot(
         app.application_id, app.partition, app.queue_path, app.user, app.groups, app.state, app.submission_time,
         app.finished_time, app.used, app.max_used, app.pending, tuple(ask_snapshot(a) for a in app.asks),
-        tuple(allocation_snapshot(a) for a in app.allocations.values()), app.rejected_message,
+        tuple(_shared(a, shared) for a in app.allocations.values()), app.rejected_message,
         tuple(app.state_log), MappingProxyType(dict(app.tags)))
 
 
-def node_snapshot(node: Node) -> NodeSnapshot:
+def _shared(allocation: Allocation, shared: dict[str, AllocationSnapshot]) -> AllocationSnapshot:
+    """One snapshot per allocation, whether a node or an application lists it."""
+    found = shared.get(allocation.key)
+    if found is None:
+        found = shared[allocation.key] = allocation_snapshot(allocation)
+    return found
+
+
+def node_snapshot(node: Node, shared: dict[str, AllocationSnapshot]) -> NodeSnapshot:
     return NodeSnapshot(node.node_id, node.host_name, node.rack_name, MappingProxyType(dict(node.attributes)),
                         node.capacity, node.allocated, node.occupied, node.available,
                         percent(node.allocated + node.occupied, node.capacity),
-                        tuple(allocation_snapshot(a) for a in node.allocations.values()),
+                        tuple(_shared(a, shared) for a in node.allocations.values()),
                         tuple(allocation_snapshot(a) for a in node.foreign.values()), node.schedulable, False)
 
 
@@ -67,10 +76,11 @@ def queue_snapshot(queue: Queue, partition: str, preemption: bool) -> QueueSnaps
 
 
 def partition_snapshot(partition, stats: SchedulingStats) -> PartitionSnapshot:
-    nodes = tuple(node_snapshot(n) for n in partition.nodes.values())
+    shared: dict[str, AllocationSnapshot] = {}
+    nodes = tuple(node_snapshot(n, shared) for n in partition.nodes.values())
     used = total(n.allocated + n.occupied for n in partition.nodes.values()) if partition.nodes else Resource()
-    apps = tuple(application_snapshot(a) for a in partition.apps.values())
-    terminated = tuple(application_snapshot(a) for a in partition.terminated.values())
+    apps = tuple(application_snapshot(a, shared) for a in partition.apps.values())
+    terminated = tuple(application_snapshot(a, shared) for a in partition.terminated.values())
     by_state = Counter(a.state for a in apps + terminated)
     config = partition.config
     return PartitionSnapshot(
