@@ -17,6 +17,7 @@ from actors.core.snapshot import (
     NodeSnapshot,
     PartitionSnapshot,
     QueueSnapshot,
+    SchedulingStats,
     percent,
 )
 from si.resources import Resource, total
