@@ -49,7 +49,7 @@ class InvalidTransition(RuntimeError):
 class Application:
     __slots__ = ("application_id", "partition", "queue_path", "user", "groups", "tags", "state", "state_since",
                  "state_log", "submission_time", "finished_time", "asks", "ask_index", "allocations", "used", "max_used",
-                 "pending", "rejected_message", "state_aware", "placeholder_ask")
+                 "pending", "rejected_message", "state_aware", "placeholder_ask", "version")
 
     def __init__(self, request: si_pb2.AddApplicationRequest, partition: str, queue_path: str) -> None:
         now = time.time_ns()
@@ -74,9 +74,11 @@ class Application:
         disable = (self.tags.get(APP_TAG_DISABLE_STATE_AWARE, "") or self.tags.get("disableStateAware", ""))
         self.state_aware = disable.lower() != "true"
         self.placeholder_ask = Resource.from_proto(request.placeholderAsk)
+        self.version = 0  # bumped on every change, so snapshots rebuild only what changed
 
     def transition(self, state: str, now: int | None = None) -> bool:
         """Move to ``state``; False when already there. Raises on a transition YuniKorn forbids."""
+        self.version += 1
         if state == self.state:
             return False
         if state not in TRANSITIONS[self.state]:
@@ -92,6 +94,7 @@ class Application:
     # Asks.
     def add_ask(self, ask: Allocation) -> Allocation | None:
         """Add or replace a pending ask; returns the replaced one."""
+        self.version += 1
         old = self.find_ask(ask.key)
         if old is not None:
             self.asks.remove(old)
@@ -105,6 +108,7 @@ class Application:
         return self.ask_index.get(key)
 
     def remove_ask(self, ask: Allocation) -> None:
+        self.version += 1
         self.asks.remove(ask)
         del self.ask_index[ask.key]
         self.pending = self.pending - ask.resource
@@ -119,17 +123,20 @@ class Application:
 
     # Allocations.
     def add_allocation(self, allocation: Allocation) -> None:
+        self.version += 1
         self.allocations[allocation.key] = allocation
         self.used = self.used + allocation.resource
         self.max_used = component_max(self.max_used, self.used)
 
     def remove_allocation(self, key: str) -> Allocation | None:
+        self.version += 1
         allocation = self.allocations.pop(key, None)
         if allocation is not None:
             self.used = self.used - allocation.resource
         return allocation
 
     def resize(self, allocation: Allocation, resource: Resource) -> None:
+        self.version += 1
         self.used = self.used + (resource - allocation.resource)
         self.max_used = component_max(self.max_used, self.used)
 

@@ -13,7 +13,7 @@ from si.resources import Resource
 
 class Node:
     __slots__ = ("node_id", "attributes", "capacity", "allocated", "occupied", "schedulable", "allocations",
-                 "foreign", "restricted", "index_key")
+                 "foreign", "restricted", "index_key", "version")
 
     def __init__(self, node_id: str, capacity: Resource, attributes: Mapping[str, str], schedulable: bool) -> None:
         self.node_id = node_id
@@ -26,6 +26,7 @@ class Node:
         self.foreign: dict[str, Allocation] = {}
         self.restricted = False  # set by the partition from the predicates plugin
         self.index_key: tuple | None = None
+        self.version = 0  # bumped on every change, so snapshots rebuild only what changed
 
     @property
     def available(self) -> Resource:
@@ -40,6 +41,7 @@ class Node:
         return self.attributes.get(NODE_ATTR_RACKNAME, "")
 
     def add(self, allocation: Allocation) -> None:
+        self.version += 1
         if allocation.foreign:
             self.foreign[allocation.key] = allocation
             self.occupied = self.occupied + allocation.resource
@@ -48,6 +50,7 @@ class Node:
             self.allocated = self.allocated + allocation.resource
 
     def remove(self, key: str) -> Allocation | None:
+        self.version += 1
         allocation = self.allocations.pop(key, None)
         if allocation is not None:
             self.allocated = self.allocated - allocation.resource
@@ -58,6 +61,7 @@ class Node:
         return allocation
 
     def resize(self, allocation: Allocation, resource: Resource) -> None:
+        self.version += 1
         delta = resource - allocation.resource
         if allocation.foreign:
             self.occupied = self.occupied + delta
@@ -91,7 +95,8 @@ class NodeIndex:
         return (-score if self.policy == "binpacking" else score, node.node_id)
 
     def update(self, node: Node) -> None:
-        """Place (or re-place) ``node`` after its usage or schedulable flag changed."""
+        """Place (or re-place) ``node`` after its usage, capacity or schedulable flag changed."""
+        node.version += 1
         if node.index_key is not None:
             self._sorted.remove(node.index_key)
             node.index_key = None

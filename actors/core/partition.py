@@ -78,6 +78,7 @@ class Partition:
         self.outbox = Outbox()
         self.created = time.time_ns()
         self.dirty = True  # something changed that may allow a new allocation
+        self.snapshot_cache: dict[tuple[str, str], tuple[int, object]] = {}  # (kind, id) -> (version, snapshot)
         self.apply_config(config)
 
     # Configuration.
@@ -516,7 +517,9 @@ class Partition:
         for ask in app.asks:
             if ask.shape is not None and ask.shape in cycle.failed_shapes:
                 continue
-            ask.attempted = True
+            if not ask.attempted:
+                ask.attempted = True
+                app.version += 1
             if user_headroom is not None and not ask.resource.fits_in_max(user_headroom):
                 self._note_failure(app, ask, f"user {app.user}: resource limit reached in {queue.path}")
                 continue
@@ -564,6 +567,9 @@ class Partition:
         if ask.last_failure == reason:
             return
         ask.last_failure = reason
+        owner = app or self.apps.get(ask.application_id)
+        if owner is not None:
+            owner.version += 1
         self.outbox.scheduling_states.append(si_pb2.UpdateContainerSchedulingStateRequest(
             applicationID=ask.application_id, allocationKey=ask.key,
             state=si_pb2.UpdateContainerSchedulingStateRequest.FAILED, reason=reason))

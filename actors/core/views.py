@@ -76,12 +76,28 @@ def queue_snapshot(queue: Queue, partition: str, preemption: bool) -> QueueSnaps
         tuple(sorted(queue.apps)))
 
 
+def _cached(cache: dict, kind: str, key: str, version: int, build):
+    """The snapshot of an object that has not changed since it was last taken is reused."""
+    entry = cache.get((kind, key))
+    if entry is None or entry[0] != version:
+        entry = cache[(kind, key)] = (version, build())
+    return entry[1]
+
+
 def partition_snapshot(partition, stats: SchedulingStats) -> PartitionSnapshot:
     shared: dict[str, AllocationSnapshot] = {}
-    nodes = tuple(node_snapshot(n, shared) for n in partition.nodes.values())
+    cache = partition.snapshot_cache
+    nodes = tuple(_cached(cache, "node", n.node_id, n.version, lambda n=n: node_snapshot(n, shared))
+                  for n in partition.nodes.values())
     used = total(n.allocated + n.occupied for n in partition.nodes.values()) if partition.nodes else Resource()
-    apps = tuple(application_snapshot(a, shared) for a in partition.apps.values())
-    terminated = tuple(application_snapshot(a, shared) for a in partition.terminated.values())
+    apps = tuple(_cached(cache, "app", a.application_id, a.version, lambda a=a: application_snapshot(a, shared))
+                 for a in partition.apps.values())
+    terminated = tuple(_cached(cache, "app", a.application_id, a.version, lambda a=a: application_snapshot(a, shared))
+                       for a in partition.terminated.values())
+    live = {("node", k) for k in partition.nodes} | {("app", k) for k in partition.apps} | {
+        ("app", k) for k in partition.terminated}
+    for key in [k for k in cache if k not in live]:
+        del cache[key]
     by_state = Counter(a.state for a in apps + terminated)
     config = partition.config
     return PartitionSnapshot(
