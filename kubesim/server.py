@@ -72,6 +72,10 @@ class Handler(BaseHTTPRequestHandler):
 
     # Plumbing.
     def _send(self, code: int, body: dict | list, headers: dict[str, str] | None = None) -> None:
+        if self._record is not None:  # logged before the answer leaves, so a client never outruns the log
+            self._record[5] = code
+            self.server.sim.log_request(*self._record)
+            self._record = None
         payload = json.dumps(body, separators=(",", ":")).encode()
         head = [f"HTTP/1.1 {code} {self.responses.get(code, ('',))[0]}", "Content-Type: application/json",
                 f"Content-Length: {len(payload)}"]
@@ -95,18 +99,16 @@ class Handler(BaseHTTPRequestHandler):
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         verb = _VERBS.get(self.command, "unknown")
         target = None
-        record = [verb, "", "", "", "", 0]
+        record = self._record = [verb, "", "", "", "", 0]
         try:
             if split.path.startswith("/kubesim/"):
                 record[1] = "kubesim"
                 code, body = self._admin(split.path, verb)
-                record[5] = code
                 self._send(code, body)
                 return
             static = discovery.answer(split.path)
             if static is not None:
                 record[1:3] = ["discovery", split.path]
-                record[5] = 200
                 self._send(200, static)
                 return
             target = route(split.path)
@@ -126,24 +128,25 @@ class Handler(BaseHTTPRequestHandler):
                 raise failure
             if verb == "watch":
                 record[5] = 200
+                sim.log_request(*record)
+                self._record = None
                 self._watch(target, query)
                 return
             code, body = self._dispatch(verb, target, query)
-            record[5] = code
             self._send(code, body)
         except errors.ApiError as error:
             if self.command in ("POST", "PUT", "PATCH"):
                 self._drain()
-            record[5] = error.code
             self._send(error.code, error.status(), error.headers)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         except Exception:  # a bug in kubesim must answer 500, as a real server would, not kill the thread
             log.exception("kubesim failed on %s %s", self.command, self.path)
-            record[5] = 500
             self._send(500, errors.ApiError(500, "InternalError", "kubesim internal error").status())
         finally:
-            sim.log_request(*record)
+            if self._record is not None:  # nothing was answered (the client went away)
+                sim.log_request(*self._record)
+                self._record = None
 
     def _drain(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
