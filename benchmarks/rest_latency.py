@@ -40,7 +40,7 @@ def run(nodes: int, asks: int, with_load: bool) -> dict:
     callback = CountingCallback(asks)
     scheduler = Scheduler(tick_interval=1.0)
     scheduler.register(si_pb2.RegisterResourceManagerRequest(rmID="bench", config=CONFIG), callback)
-    server = RestServer(SchedulerView(scheduler, max_age=0.5), host="127.0.0.1", port=0)
+    server = RestServer(SchedulerView(scheduler), host="127.0.0.1", port=0)
     stop, counts = threading.Event(), {}
     loaders = [threading.Thread(target=load, args=(server.port, path, stop, counts), daemon=True)
                for path in ("/ws/v1/partition/default/nodes", "/ws/v1/partition/default/queues")] if with_load else []

@@ -30,11 +30,15 @@ MAX_BODY = 4 * 2**20
 
 @dataclass
 class SchedulerView:
-    """What the REST API reads: the core, and optionally the shim's state."""
+    """What the REST API reads: the core, and optionally the shim's state.
+
+    Reads are at most ``max_age`` seconds old: a snapshot costs the partition actor time it would
+    otherwise spend scheduling, so readers share one per interval.
+    """
 
     scheduler: Scheduler
     shim_state: Callable[[], object | None] | None = None
-    max_age: float = 0.5
+    max_age: float = 2.0
     started: int = field(default_factory=time.time_ns)
 
     def snapshot(self):
@@ -322,8 +326,52 @@ def _unexpected(req, resp, error, params) -> None:
     raise falcon.HTTPError(falcon.HTTP_500, title="Internal error", description=type(error).__name__)
 
 
+class SnapshotCache:
+    """Serves a GET again from the bytes it produced for the same snapshot.
+
+    Serializing thousands of nodes takes the interpreter's lock away from the scheduler; with this,
+    each snapshot is serialized at most once per path, however many clients poll it.
+    """
+
+    UNCACHED = ("/ws/v1/events/", "/ws/v1/health/", "/ws/v1/openapi.json", "/ws/v1/metrics")
+
+    def __init__(self, view: SchedulerView, size: int = 64) -> None:
+        self.view = view
+        self.size = size
+        self.entries: dict[tuple, tuple[int, bytes, str]] = {}
+
+    def _key(self, req: falcon.Request) -> tuple | None:
+        if req.method != "GET" or req.path.startswith(self.UNCACHED):
+            return None
+        return (req.path, req.query_string, req.get_header("Accept") or "")
+
+    def process_request(self, req, resp) -> None:
+        key = self._key(req)
+        if key is None:
+            return
+        req.context.snapshot_time = self.view.snapshot().taken_at
+        entry = self.entries.get(key)
+        if entry is not None and entry[0] == req.context.snapshot_time:
+            resp.content_type = entry[2]
+            resp.data = entry[1]
+            resp.complete = True
+
+    def process_response(self, req, resp, resource, succeeded) -> None:
+        key = self._key(req)
+        if key is None or not succeeded or resp.status_code != 200 or "snapshot_time" not in req.context:
+            return
+        if key in self.entries and self.entries[key][0] == req.context.snapshot_time:
+            return
+        body = resp.render_body()
+        if body is None:
+            return
+        if len(self.entries) >= self.size:
+            self.entries.pop(next(iter(self.entries)))
+        self.entries[key] = (req.context.snapshot_time, body, resp.content_type)
+
+
 def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
-    app = falcon.App(cors_enable=True)
+    app = falcon.App(cors_enable=True, middleware=[SnapshotCache(view)])
     app.req_options.strip_url_path_trailing_slash = True
     app.set_error_serializer(_serialize_error)
     app.add_error_handler(Exception, _unexpected)

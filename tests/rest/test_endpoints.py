@@ -228,3 +228,20 @@ def test_unknown_paths_answer_json_errors(rest, path):
     _, client = rest
     status, body = client.get(path)
     assert status == 404 and body["status_code"] == 404
+
+
+def test_reads_share_a_snapshot_for_max_age_seconds(core_factory):
+    import falcon.testing
+
+    from rest.app import SchedulerView, create_app
+
+    core = core_factory()
+    core.nodes(1)
+    view = SchedulerView(core.scheduler, max_age=3600)
+    client = falcon.testing.TestClient(create_app(view))
+    first = client.simulate_get("/ws/v1/partition/default/nodes")
+    core.nodes(1, prefix="later-")
+    core.settle()
+    assert client.simulate_get("/ws/v1/partition/default/nodes").content == first.content, "same snapshot, same bytes"
+    view.max_age = 0.0
+    assert len(client.simulate_get("/ws/v1/partition/default/nodes").json) == 2, "a new snapshot is read afresh"
