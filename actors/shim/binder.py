@@ -1,0 +1,163 @@
+"""The binder: carries out the core's decisions on pods through the API, concurrently.
+
+Binding is the throughput limit of the whole scheduler, so binds run on a pool of worker threads
+sharing the client's connection pool. Each bind is retried by the client (5xx, 429, connection errors)
+and ends in one ``BindOutcome`` told to the listener: bound (including "already bound to that node"),
+gone (the pod was deleted), or failed. The binder keeps the set of pods being bound and drops a second
+request for a pod already in flight, so a pod is never bound twice. It also deletes pods the core
+preempted. ``Drain`` (an ask) waits until every accepted bind has finished; later requests are
+answered as failed. ``BinderStatsRequest`` (an ask) answers counts and the time of the last bind.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pykka
+
+from actors.shim.client import BindError, KubeClient
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class BindRequest:
+    uid: str
+    namespace: str
+    name: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class BindOutcome:
+    uid: str
+    node: str
+    bound: bool
+    gone: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeletePod:
+    uid: str
+    namespace: str
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Drain:
+    """Ask: returns once every accepted bind has finished."""
+
+
+@dataclass(frozen=True, slots=True)
+class BinderStatsRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class BinderStats:
+    """``last_bound_at``: ``time.monotonic()`` when the latest bind finished (0.0 before any)."""
+
+    bound: int
+    failed: int
+    in_flight: int
+    last_bound_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Finished:
+    outcome: BindOutcome
+    at: float
+
+
+class Binder(pykka.ThreadingActor):
+    """See the module docstring."""
+
+    def __init__(self, client: KubeClient, listener: pykka.ActorRef, workers: int = 16) -> None:
+        super().__init__()
+        self._client = client
+        self._listener = listener
+        self._workers = workers
+        self._pool: ThreadPoolExecutor | None = None
+        self._in_flight: set[str] = set()
+        self._draining = False
+        self._bound = 0
+        self._failed = 0
+        self._last_bound_at = 0.0
+
+    def on_start(self) -> None:
+        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="binder")
+
+    def on_stop(self) -> None:
+        self._shutdown_pool()
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, BindRequest):
+            self._accept(message)
+        elif isinstance(message, _Finished):
+            self._finished(message)
+        elif isinstance(message, DeletePod):
+            if not self._draining:
+                self._pool.submit(self._delete, message)
+        elif isinstance(message, Drain):
+            self._draining = True
+            self._shutdown_pool()
+        elif isinstance(message, BinderStatsRequest):
+            return BinderStats(self._bound, self._failed, len(self._in_flight), self._last_bound_at)
+        else:
+            raise TypeError(f"binder: unexpected message {message!r}")
+        return None
+
+    def _finished(self, message: _Finished) -> None:
+        outcome = message.outcome
+        self._in_flight.discard(outcome.uid)
+        if outcome.bound:
+            self._bound += 1
+            self._last_bound_at = message.at
+        else:
+            self._failed += 1
+        self._listener.tell(outcome)
+
+    def _accept(self, request: BindRequest) -> None:
+        if self._draining:
+            self._listener.tell(BindOutcome(request.uid, request.node, False, reason="scheduler is shutting down"))
+            return
+        if request.uid in self._in_flight:
+            log.warning("pod %s/%s is already being bound; duplicate request dropped", request.namespace,
+                        request.name)
+            return
+        self._in_flight.add(request.uid)
+        self._pool.submit(self._bind, request)
+
+    def _bind(self, request: BindRequest) -> None:
+        try:
+            self._client.bind(request.namespace, request.name, request.node, request.uid)
+            outcome = BindOutcome(request.uid, request.node, True)
+        except BindError as error:
+            outcome = BindOutcome(request.uid, request.node, False, gone=error.gone, reason=str(error))
+        except Exception as error:  # the outcome must reach the listener whatever went wrong
+            log.exception("binding %s/%s failed unexpectedly", request.namespace, request.name)
+            outcome = BindOutcome(request.uid, request.node, False, reason=f"unexpected error: {error}")
+        self._report(outcome)
+
+    def _report(self, outcome: BindOutcome) -> None:
+        try:
+            self.actor_ref.tell(_Finished(outcome, time.monotonic()))
+        except pykka.ActorDeadError:
+            self._listener.tell(outcome)  # draining: the binder thread is gone, report directly
+
+    def _delete(self, request: DeletePod) -> None:
+        try:
+            if self._client.delete_pod(request.namespace, request.name, request.uid):
+                log.info("deleted pod %s/%s: %s", request.namespace, request.name, request.reason)
+        except Exception:  # logged; the next informer event shows whether the pod is still there
+            log.exception("deleting pod %s/%s failed", request.namespace, request.name)
+
+    def _shutdown_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)

@@ -1,0 +1,343 @@
+"""The shim's Kubernetes API client: the official client's configuration, authentication and connection
+pool, with plain JSON in and out.
+
+The generated API methods validate every argument and build a model for every object; on the shim's
+hot paths (a list of 50,000 pods, a watch, thousands of binds) that costs more than the scheduling.
+``KubeClient`` therefore takes its configuration (kubeconfig, tokens, TLS) from the official
+``ApiClient``, sends lists and watches through it, sends the many small requests on a leaner
+transport (``transport``), and parses every response with ``json``. Writes that must survive a flaky API
+server (binding) are retried with tenacity: 5xx, 429 (honouring ``Retry-After``) and connection errors,
+exponential backoff with jitter, bounded in attempts and time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import tenacity
+import urllib3
+
+from actors.shim.transport import FastTransport, TransportError
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+TOKEN_REFRESH_PERIOD = 60.0
+
+
+class _Throttled:
+    """Runs a configuration's token-refresh hook at most once per ``period`` seconds. The official
+    client calls it before every request, and it rebuilds part of the configuration each time (about
+    0.4 ms, a third of a bind's CPU); tokens live far longer than the period."""
+
+    def __init__(self, hook: Any, period: float) -> None:
+        self._hook = hook
+        self._period = period
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def __call__(self, configuration: Any) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now < self._next:
+                return
+            self._next = now + self._period
+        self._hook(configuration)
+        replaced = configuration.refresh_api_key_hook
+        if replaced is not self:  # the kubeconfig loader installs a fresh hook each time it runs
+            self._hook = replaced
+            configuration.refresh_api_key_hook = self
+
+
+class ApiError(Exception):
+    """A non-2xx answer; ``message`` and ``reason`` come from the Kubernetes ``Status`` when present."""
+
+    def __init__(self, status: int, reason: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+
+
+class WatchExpired(Exception):
+    """The watch's resourceVersion is too old (410 Gone): the caller must list again."""
+
+
+class BindError(Exception):
+    """A binding that finally failed; ``gone`` when the pod no longer exists."""
+
+    def __init__(self, message: str, gone: bool = False) -> None:
+        super().__init__(message)
+        self.gone = gone
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How hard a write is retried: up to ``attempts`` tries within ``deadline`` seconds, waiting a
+    random time up to ``initial * 2**n`` (at most ``maximum``), or the server's ``Retry-After``."""
+
+    attempts: int = 6
+    deadline: float = 30.0
+    initial: float = 0.05
+    maximum: float = 2.0
+
+
+CONNECTION_ERRORS = (urllib3.exceptions.HTTPError, TransportError)
+
+
+def is_transient(error: BaseException) -> bool:
+    """Worth retrying: the server was overloaded or failing, or the connection broke."""
+    if isinstance(error, ApiError):
+        return error.status in TRANSIENT_STATUS
+    return isinstance(error, CONNECTION_ERRORS)
+
+
+class _WaitRetryAfterOrBackoff(tenacity.wait.wait_base):
+    def __init__(self, policy: RetryPolicy) -> None:
+        self._backoff = tenacity.wait_random_exponential(multiplier=policy.initial, max=policy.maximum)
+        self._maximum = policy.maximum
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        wait = self._backoff(retry_state)
+        error = retry_state.outcome.exception() if retry_state.outcome else None
+        if isinstance(error, ApiError) and error.retry_after is not None:
+            wait = max(wait, min(error.retry_after, self._maximum))
+        return wait
+
+
+class KubeClient:
+    """Plain-JSON access to the API server through an official ``kubernetes.client.ApiClient``."""
+
+    def __init__(self, api_client: Any, retry: RetryPolicy = RetryPolicy(),
+                 request_timeout: float = 30.0) -> None:
+        self.api_client = api_client
+        self.retry = retry
+        self.request_timeout = request_timeout
+        self._transport = FastTransport(api_client, request_timeout) if FastTransport.usable(api_client) else None
+        self._retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(retry.attempts) | tenacity.stop_after_delay(retry.deadline),
+            wait=_WaitRetryAfterOrBackoff(retry),
+            retry=tenacity.retry_if_exception(is_transient),
+            reraise=True,
+            before_sleep=lambda state: log.debug("retrying after %s", state.outcome.exception()),
+        )
+
+    @classmethod
+    def connect(cls, kubeconfig: str | None = None, pool_size: int = 32, **kwargs: Any) -> KubeClient:
+        """A client from a kubeconfig file, else from the in-cluster service account.
+
+        Raises ``RuntimeError`` with a hint when neither is available.
+        """
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        try:
+            if kubeconfig:
+                config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+            else:
+                config.load_incluster_config(client_configuration=configuration)
+        except (config.ConfigException, OSError) as error:
+            where = f"kubeconfig {kubeconfig}" if kubeconfig else "the in-cluster service account"
+            raise RuntimeError(f"cannot configure the Kubernetes client from {where}: {error}. "
+                               "Pass --kubeconfig PATH (or run inside a cluster, or use --embedded).") from None
+        configuration.connection_pool_maxsize = pool_size
+        if configuration.refresh_api_key_hook is not None:
+            configuration.refresh_api_key_hook = _Throttled(configuration.refresh_api_key_hook, TOKEN_REFRESH_PERIOD)
+        return cls(client.ApiClient(configuration), **kwargs)
+
+    def close(self) -> None:
+        self.api_client.close()
+
+    # ---- plain requests ------------------------------------------------------------------------
+
+    def _send(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
+              content_type: str = JSON, timeout: Any = None) -> Any:
+        headers = {"Accept": JSON}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        request = self.api_client.param_serialize(method, path, query_params=query or [], header_params=headers,
+                                                  body=body, auth_settings=["BearerToken"])
+        return self.api_client.call_api(*request, _request_timeout=timeout or self.request_timeout)
+
+    def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
+                content_type: str = JSON) -> dict:
+        """One request; the decoded JSON answer, or ``ApiError`` for a non-2xx status."""
+        if self._transport is not None:
+            headers = {"Accept": JSON}
+            payload = None
+            if body is not None:
+                headers["Content-Type"] = content_type
+                payload = json.dumps(body, separators=(",", ":")).encode()
+            status, reason, retry_after, data = self._transport.exchange(method, path, query, payload, headers)
+        else:
+            response = self._send(method, path, query, body, content_type)
+            status, reason, retry_after, data = (response.status, response.reason,
+                                                 response.getheader("Retry-After"), response.read())
+        if not 200 <= status <= 299:
+            raise _error(status, reason, data, retry_after)
+        return json.loads(data) if data else {}
+
+    def request_retrying(self, method: str, path: str, **kwargs: Any) -> dict:
+        """``request`` under the retry policy."""
+        return self._retrying(self.request, method, path, **kwargs)
+
+    # ---- list and watch ------------------------------------------------------------------------
+
+    def list(self, path: str, page_size: int = 5000) -> tuple[list[dict], str]:
+        """Every object under ``path`` (following ``continue`` tokens) and the list's resourceVersion."""
+        items: list[dict] = []
+        token = ""
+        while True:
+            query = [("limit", str(page_size))]
+            if token:
+                query.append(("continue", token))
+            page = self.request_retrying("GET", path, query=query)
+            items.extend(page.get("items") or ())
+            metadata = page.get("metadata") or {}
+            token = metadata.get("continue") or ""
+            if not token:
+                return items, metadata.get("resourceVersion", "")
+
+    def watch(self, path: str, resource_version: str, timeout_seconds: int, read_timeout: float) -> WatchStream:
+        """Open a watch from ``resource_version`` with bookmarks; the server ends it after
+        ``timeout_seconds``, and a connection silent for ``read_timeout`` seconds fails."""
+        query = [("watch", "true"), ("allowWatchBookmarks", "true"), ("resourceVersion", resource_version),
+                 ("timeoutSeconds", str(timeout_seconds))]
+        response = self._send("GET", path, query, timeout=(10.0, read_timeout))
+        if response.status == 410:
+            response.read()
+            raise WatchExpired(f"watch {path} from resourceVersion {resource_version}: 410 Gone")
+        if not 200 <= response.status <= 299:
+            data = response.read()
+            raise _error(response.status, response.reason, data, response.getheader("Retry-After"))
+        return WatchStream(response.response)
+
+    # ---- writes --------------------------------------------------------------------------------
+
+    def bind(self, namespace: str, name: str, node: str, uid: str = "") -> None:
+        """Bind the pod to ``node`` (retrying transient failures). Already bound to that very node
+        counts as success; anything else that finally fails raises ``BindError``."""
+        body: dict = {"apiVersion": "v1", "kind": "Binding",
+                      "metadata": {"name": name, "namespace": namespace},
+                      "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        if uid:
+            body["metadata"]["uid"] = uid
+        try:
+            self.request_retrying("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body)
+        except ApiError as error:
+            if error.status == 404:
+                raise BindError(f"pod {namespace}/{name} no longer exists", gone=True) from None
+            if error.status == 409:
+                self._confirm_bound(namespace, name, node, uid, error)
+                return
+            raise BindError(f"binding {namespace}/{name} to {node} failed: {error}") from None
+        except CONNECTION_ERRORS as error:
+            raise BindError(f"binding {namespace}/{name} to {node} failed: {error}") from None
+
+    def _confirm_bound(self, namespace: str, name: str, node: str, uid: str, conflict: ApiError) -> None:
+        try:
+            pod = self.request_retrying("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
+        except ApiError as error:
+            raise BindError(f"pod {namespace}/{name} no longer exists", gone=error.status == 404) from None
+        except CONNECTION_ERRORS as error:
+            raise BindError(f"binding {namespace}/{name}: conflict, and the pod cannot be read: {error}") from None
+        if uid and (pod.get("metadata") or {}).get("uid") != uid:
+            raise BindError(f"pod {namespace}/{name} was replaced by another pod of that name", gone=True)
+        bound_to = (pod.get("spec") or {}).get("nodeName")
+        if bound_to != node:
+            raise BindError(f"binding {namespace}/{name} to {node} refused: {conflict.message}"
+                            + (f" (bound to {bound_to})" if bound_to else ""))
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> bool:
+        """Delete the pod if it is still the one with ``uid`` (checked before, and sent as a
+        precondition); ``False`` when it is gone or was replaced by another pod of that name."""
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+        try:
+            current = self.request_retrying("GET", path)
+            if (current.get("metadata") or {}).get("uid") != uid:
+                return False
+            self.request_retrying("DELETE", path, body=body)
+        except ApiError as error:
+            if error.status in (404, 409):
+                return False
+            raise
+        return True
+
+
+def _error(status: int, reason: str, data: bytes, retry_after: str | None) -> ApiError:
+    message = data.decode("utf-8", "replace")[:500]
+    try:
+        document = json.loads(data)
+        if isinstance(document, dict):
+            message = document.get("message", message)
+            reason = document.get("reason") or reason
+    except ValueError:
+        pass
+    try:
+        seconds = float(retry_after) if retry_after else None
+    except ValueError:
+        seconds = None
+    return ApiError(status, reason or "", message, seconds)
+
+
+class WatchStream:
+    """The events of one watch as ``(type, object)`` pairs: ``ADDED``, ``MODIFIED``, ``DELETED`` with the
+    object's JSON, ``BOOKMARK`` with only its metadata. An ``ERROR`` event with status 410 raises
+    ``WatchExpired``; a broken connection raises urllib3's error. ``close`` may be called from another
+    thread to end a blocked read."""
+
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self._response = response
+        self._closed = threading.Event()
+
+    def __iter__(self) -> Iterator[tuple[str, dict]]:
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[tuple[str, dict]]]:
+        """The events as they arrive: one list per chunk read from the connection."""
+        pending = b""
+        try:
+            for chunk in self._response.stream(65536, decode_content=True):
+                pending += chunk
+                if b"\n" not in chunk:
+                    continue
+                *lines, pending = pending.split(b"\n")
+                yield [_event(json.loads(line)) for line in lines if line.strip()]
+            if pending.strip():
+                yield [_event(json.loads(pending))]
+        except Exception:
+            if self._closed.is_set():
+                return
+            raise
+        finally:
+            self._response.release_conn()
+
+    def close(self) -> None:
+        self._closed.set()
+        try:
+            self._response.shutdown()
+        except Exception:  # the stream may already be gone: closing is best effort
+            log.debug("closing a watch stream", exc_info=True)
+
+
+def _event(document: Mapping) -> tuple[str, dict]:
+    kind = document.get("type", "")
+    obj = document.get("object") or {}
+    if kind == "ERROR":
+        code = obj.get("code")
+        if code == 410:
+            raise WatchExpired(f"410 Gone: {obj.get('message', 'resource version expired')}")
+        raise ApiError(code or 500, obj.get("reason", ""), obj.get("message", "watch error"))
+    return kind, obj

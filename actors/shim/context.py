@@ -1,0 +1,745 @@
+"""The shim context: the one actor that turns the cluster's state into SI requests and the core's
+answers into bindings and Kubernetes events.
+
+State machine (resilience design): ``New`` until every informer has listed; then it registers with the
+core (``Registered``), recovers (``Recovering``: nodes registered draining, the applications of pods
+already on nodes, then their allocations, YuniKorn and foreign, oldest first, in batches the core
+confirms), makes the recovered nodes schedulable and only then submits pending pods (``Running``).
+``Shutdown`` moves it to ``Draining``; cluster changes are then ignored. A start-up error leads to
+``Failed``.
+
+Pods: ``spec.schedulerName == yunikorn`` pods are tasks of applications, with state machines
+(``lifecycle``); other pods on a node are foreign allocations. Everything the context sends goes through
+an ``Outbox``, sent when no further message waits (or when it grows large), so a burst of informer
+batches becomes one SI request per kind.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pykka
+
+from actors.shim import kinds, translate
+from actors.shim.binder import BindOutcome, BindRequest, DeletePod
+from actors.shim.corelink import CoreEvents, CoreLink, ShimCallback
+from actors.shim.eventbuffer import NORMAL, WARNING, KubeEvent, PodCondition
+from actors.shim.informer import Changes, Deleted, Listed, Updated
+from actors.shim.keys import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
+from actors.shim.lifecycle import (
+    APP_TERMINAL,
+    APP_TRANSITIONS,
+    SCHEDULER_TRANSITIONS,
+    TASK_TERMINAL,
+    TASK_TRANSITIONS,
+    AppState,
+    SchedulerState,
+    StateMachine,
+    TaskState,
+)
+from actors.shim.nodes import NodeRecord
+from actors.shim.outbox import Outbox
+from actors.shim.pods import FAILED, PodRecord
+from actors.shim.schedconfig import SchedulerConfigError, ShimConfig, merge
+from actors.shim.state import (
+    AppView,
+    NodeView,
+    PodView,
+    RecoveryProgress,
+    ShimStateRequest,
+    ShimStateSnapshot,
+    StateBoard,
+)
+from si import constants, si_pb2
+
+log = logging.getLogger(__name__)
+
+PARTITION = constants.DEFAULT_PARTITION
+FLUSH_AT = 2000  # requests collected before the outbox is sent even though messages still wait
+ALL_KINDS = frozenset({kinds.PODS, kinds.NODES, kinds.CONFIGMAPS, kinds.NAMESPACES, kinds.PRIORITY_CLASSES})
+_CORE_APP_EVENTS = {"Accepted": ("accept",), "Starting": ("run",), "Running": ("run",),
+                    "Completed": ("complete",), "Failing": ("fail",), "Failed": ("fail", "failed")}
+
+
+@dataclass(frozen=True, slots=True)
+class Connect:
+    """Tell the context where the binder and the event recorder are (sent once, before informers start)."""
+
+    binder: pykka.ActorRef
+    recorder: pykka.ActorRef
+
+
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    """Ask: stop taking cluster changes (``Draining``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """Ask: the shim has shut down (``Stopped``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Publish:
+    """Publish a snapshot if something changed (told by the service's timer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSettings:
+    """``namespace`` is the scheduler's (where its configmaps live); ``recovery_batch`` allocations go
+    to the core per confirmed recovery step."""
+
+    namespace: str = "default"
+    recovery_batch: int = 1000
+    required_kinds: frozenset[str] = ALL_KINDS
+
+
+class Task:
+    """A YuniKorn pod and its state."""
+
+    __slots__ = ("pod", "machine", "node")
+
+    def __init__(self, pod: PodRecord) -> None:
+        self.pod = pod
+        self.machine = StateMachine(TASK_TRANSITIONS, TaskState.NEW, f"task {pod.full_name}")
+        self.node = ""
+
+    @property
+    def state(self) -> str:
+        return self.machine.state
+
+
+class App:
+    """An application and the UIDs of its tasks."""
+
+    __slots__ = ("app_id", "queue", "user", "machine", "tasks")
+
+    def __init__(self, pod: PodRecord) -> None:
+        self.app_id = pod.app_id
+        self.queue = pod.queue
+        self.user = pod.user
+        self.machine = StateMachine(APP_TRANSITIONS, AppState.NEW, f"application {pod.app_id}")
+        self.tasks: set[str] = set()
+
+
+class ShimContext(pykka.ThreadingActor):
+    """See the module docstring."""
+
+    def __init__(self, core: CoreLink, board: StateBoard, settings: ContextSettings = ContextSettings()) -> None:
+        super().__init__()
+        self._core = core
+        self._board = board
+        self._settings = settings
+        self._machine = StateMachine(SCHEDULER_TRANSITIONS, SchedulerState.NEW, "scheduler")
+        self._binder: pykka.ActorRef | None = None
+        self._recorder: pykka.ActorRef | None = None
+        self._listed: set[str] = set()
+        self._nodes: dict[str, NodeRecord] = {}
+        self._schedulable: dict[str, bool] = {}
+        self._namespaces: dict[str, Any] = {}
+        self._priority_classes: dict[str, int] = {}
+        self._configmaps: dict[str, Any] = {}
+        self._pods: dict[str, PodRecord] = {}
+        self._tasks: dict[str, Task] = {}
+        self._apps: dict[str, App] = {}
+        self._foreign: dict[str, PodRecord] = {}
+        self._orphans: dict[str, dict[str, PodRecord]] = defaultdict(dict)
+        self._config: ShimConfig | None = None
+        self._outbox = Outbox("")
+        self._registered_at = 0
+        self._recovering: dict[str, set[str]] = {}
+        self._nodes_total = 0
+        self._pods_recovered = 0
+        self._dirty = True
+
+    # ---- dispatch ------------------------------------------------------------------------------
+
+    def on_start(self) -> None:
+        self._publish()
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, ShimStateRequest):
+            self._flush()  # what a reader sees has been sent to the core
+            return self._snapshot()
+        if isinstance(message, Publish):
+            self._flush()
+            if self._dirty:
+                self._publish()
+            return None
+        if isinstance(message, Changes):
+            self._on_changes(message)
+        elif isinstance(message, si_pb2.AllocationResponse):
+            self._on_allocations(message)
+        elif isinstance(message, BindOutcome):
+            self._on_bind_outcome(message)
+        elif isinstance(message, si_pb2.ApplicationResponse):
+            self._on_applications(message)
+        elif isinstance(message, si_pb2.UpdateContainerSchedulingStateRequest):
+            self._on_scheduling_state(message)
+        elif isinstance(message, CoreEvents):
+            self._on_core_events(message.events)
+        elif isinstance(message, si_pb2.NodeResponse):
+            self._on_node_response(message)
+        elif isinstance(message, Listed):
+            self._on_listed(message)
+        elif isinstance(message, Connect):
+            self._binder, self._recorder = message.binder, message.recorder
+        elif isinstance(message, Shutdown):
+            self._flush()
+            self._fire("drain")
+        elif isinstance(message, Stopped):
+            self._fire("stop")
+        else:
+            raise TypeError(f"shim context: unexpected message {type(message).__name__}")
+        # Group commit: while more messages wait, keep collecting, so a burst of small informer
+        # batches reaches the core as a few large requests; an idle context sends at once.
+        if len(self._outbox) >= FLUSH_AT or self.actor_inbox.empty():
+            self._flush()
+        self._dirty = True
+        return None
+
+    @property
+    def _running(self) -> bool:
+        return self._machine.state == SchedulerState.RUNNING
+
+    def _fire(self, event: str) -> None:
+        state = self._machine.fire(event)
+        log.info("scheduler state: %s", state)
+        self._publish()
+
+    def _flush(self) -> None:
+        if not self._outbox:
+            return
+        for message in self._outbox.drain():
+            if isinstance(message, si_pb2.AllocationRequest):
+                self._core.update_allocation(message)
+            elif isinstance(message, si_pb2.ApplicationRequest):
+                self._core.update_application(message)
+            else:
+                self._core.update_node(message)
+
+    # ---- informers -----------------------------------------------------------------------------
+
+    def _on_listed(self, message: Listed) -> None:
+        for record in message.records:
+            self._remember(message.kind, record)
+        self._listed.add(message.kind)
+        log.info("listed %d %s", len(message.records), message.kind)
+        if self._machine.state == SchedulerState.NEW and self._listed >= self._settings.required_kinds:
+            self._start_up()
+
+    def _remember(self, kind: str, record: Any, deleted: bool = False) -> None:
+        """Keep the latest record of every object (the caches recovery and lookups read)."""
+        cache = {kinds.PODS: self._pods, kinds.NODES: self._nodes, kinds.NAMESPACES: self._namespaces,
+                 kinds.CONFIGMAPS: self._configmaps}.get(kind)
+        if kind == kinds.PRIORITY_CLASSES:
+            cache, record_value = self._priority_classes, record.value
+        else:
+            record_value = record
+        if cache is None:
+            return
+        if deleted:
+            cache.pop(record.key, None)
+        else:
+            cache[record.key] = record_value
+
+    def _on_changes(self, message: Changes) -> None:
+        state = self._machine.state
+        if state in (SchedulerState.DRAINING, SchedulerState.STOPPED):
+            return
+        live = state == SchedulerState.RUNNING
+        kind = message.kind
+        for change in message.changes:
+            if isinstance(change, Deleted):
+                self._remember(kind, change.record, deleted=True)
+                if live:
+                    self._deleted(kind, change.record)
+            else:
+                record = change.new if isinstance(change, Updated) else change.record
+                old = change.old if isinstance(change, Updated) else None
+                self._remember(kind, record)
+                if live:
+                    self._seen(kind, old, record)
+
+    def _seen(self, kind: str, old: Any, record: Any) -> None:
+        if kind == kinds.PODS:
+            self._pod_seen(record)
+        elif kind == kinds.NODES:
+            self._node_seen(old, record)
+        elif kind == kinds.CONFIGMAPS:
+            self._config_changed()
+
+    def _deleted(self, kind: str, record: Any) -> None:
+        if kind == kinds.PODS:
+            self._pod_gone(record)
+        elif kind == kinds.NODES:
+            self._node_gone(record)
+        elif kind == kinds.CONFIGMAPS:
+            self._config_changed()
+
+    # ---- start-up and recovery -----------------------------------------------------------------
+
+    def _start_up(self) -> None:
+        try:
+            self._register()
+        except Exception as error:  # any refusal or failure of the core ends start-up in Failed
+            log.exception("registration with the core failed")
+            self._fire("fail")
+            self._event("ConfigMap", self._settings.namespace, CONFIGMAP_CONFIGS, "", WARNING,
+                        "SchedulerFailed", f"registration with the scheduler core failed: {error}")
+            return
+        self._fire("recover")
+        self._recover()
+        self._fire("recovered")
+        self._submit_pending()
+
+    def _register(self) -> None:
+        try:
+            config = merge(self._configmaps.get(CONFIGMAP_DEFAULTS), self._configmaps.get(CONFIGMAP_CONFIGS))
+        except SchedulerConfigError as error:
+            log.error("scheduler configuration unreadable, starting with the default: %s", error)
+            self._config_refused(str(error))
+            config = merge(None, None)
+        request = si_pb2.RegisterResourceManagerRequest(
+            rmID=config.cluster_id, version="yunikorn-py", policyGroup=config.policy_group,
+            config=config.queues_yaml, extraConfig=dict(config.extra), buildInfo={"shim": "yunikorn-py"})
+        self._core.register(request, ShimCallback(self.actor_ref))
+        self._config = config
+        self._outbox = Outbox(config.cluster_id)
+        self._registered_at = time.time_ns()
+        self._fire("register")
+
+    def _recover(self) -> None:
+        """Nodes (draining), applications, then existing allocations in confirmed batches."""
+        for node in self._nodes.values():
+            self._add_node(node, draining=True)
+        self._recovering = {name: set() for name in self._nodes}
+        self._nodes_total = len(self._nodes)
+        self._flush()
+        assigned = sorted((p for p in self._pods.values() if p.assigned and not p.terminated),
+                          key=lambda p: (p.created, p.uid))
+        for pod in assigned:
+            if pod.node_name in self._recovering:
+                self._recovering[pod.node_name].add(pod.uid)
+            if pod.yunikorn and not pod.invalid:
+                self._ensure_app(pod, force=True)
+        self._flush()
+        batch = self._settings.recovery_batch
+        for start in range(0, len(assigned), batch):
+            chunk = assigned[start:start + batch]
+            for pod in chunk:
+                self._pod_seen(pod)
+            self._flush()
+            self._core.barrier()
+            self._recovered(chunk)
+        for name in list(self._recovering):
+            self._node_recovered(name)
+        self._flush()
+
+    def _recovered(self, pods: Iterable[PodRecord]) -> None:
+        for pod in pods:
+            waiting = self._recovering.get(pod.node_name)
+            if waiting is not None and pod.uid in waiting:
+                waiting.discard(pod.uid)
+                self._pods_recovered += 1
+                if not waiting:
+                    self._node_recovered(pod.node_name)
+        self._publish()
+
+    def _node_recovered(self, name: str) -> None:
+        if self._recovering.pop(name, None) is None:
+            return
+        node = self._nodes.get(name)
+        if node is not None and not node.unschedulable and not node.invalid:
+            self._outbox.node(si_pb2.NodeInfo(nodeID=name, action=si_pb2.NodeInfo.DRAIN_TO_SCHEDULABLE))
+            self._schedulable[name] = True
+
+    def _submit_pending(self) -> None:
+        for pod in sorted(self._pods.values(), key=lambda p: (p.created, p.uid)):
+            if pod.uid not in self._tasks and pod.uid not in self._foreign:
+                self._pod_seen(pod)
+
+    # ---- pods ----------------------------------------------------------------------------------
+
+    def _pod_seen(self, pod: PodRecord) -> None:
+        if pod.yunikorn:
+            self._task_seen(pod)
+        else:
+            self._foreign_seen(pod)
+
+    def _pod_gone(self, pod: PodRecord) -> None:
+        self._orphans.get(pod.node_name, {}).pop(pod.uid, None)
+        if pod.uid in self._foreign:
+            del self._foreign[pod.uid]
+            self._outbox.release(translate.release(pod, "pod deleted", PARTITION))
+            return
+        task = self._tasks.pop(pod.uid, None)
+        if task is None:
+            return
+        if task.state in (TaskState.SCHEDULING, TaskState.ALLOCATED, TaskState.BOUND):
+            self._outbox.release(translate.release(task.pod, "pod deleted", PARTITION))
+        if task.machine.can("kill"):
+            task.machine.fire("kill")
+        self._detach(task)
+
+    def _foreign_seen(self, pod: PodRecord) -> None:
+        known = self._foreign.get(pod.uid)
+        if pod.assigned and not pod.terminated:
+            if pod.invalid:
+                log.warning("foreign pod %s not counted: %s", pod.full_name, pod.invalid)
+                return
+            if known is not None and known.resource == pod.resource and known.node_name == pod.node_name:
+                self._foreign[pod.uid] = pod
+                return
+            if pod.node_name not in self._nodes:
+                self._orphans[pod.node_name][pod.uid] = pod
+                return
+            self._foreign[pod.uid] = pod
+            self._outbox.allocate(translate.allocation(pod, self._priority(pod), PARTITION, pod.node_name))
+        elif known is not None:
+            del self._foreign[pod.uid]
+            self._outbox.release(translate.release(known, "pod terminated", PARTITION))
+        else:
+            self._orphans.get(pod.node_name, {}).pop(pod.uid, None)
+
+    def _task_seen(self, pod: PodRecord) -> None:
+        task = self._tasks.get(pod.uid)
+        if task is None:
+            if pod.terminated:
+                return  # finished before we knew it: nothing to schedule or count
+            self._new_task(pod)
+            return
+        previous, task.pod = task.pod, pod
+        state = task.state
+        if pod.terminated:
+            self._finish_task(task, "fail" if pod.phase == FAILED else "complete")
+        elif state in TASK_TERMINAL:
+            return
+        elif pod.assigned and state == TaskState.ALLOCATED and pod.node_name == task.node:
+            self._task_bound(task)
+        elif pod.assigned and state in (TaskState.PENDING, TaskState.SCHEDULING):
+            self._task_placed_elsewhere(task)
+        elif state == TaskState.BOUND and pod.resource != previous.resource:
+            self._outbox.allocate(translate.allocation(pod, self._priority(pod), PARTITION, task.node))
+        elif state == TaskState.PENDING and previous.gated and not pod.gated:
+            self._submit(task)
+
+    def _new_task(self, pod: PodRecord) -> None:
+        task = Task(pod)
+        self._tasks[pod.uid] = task
+        if pod.invalid:
+            task.machine.fire("reject")
+            self._task_unschedulable(task, "TaskRejected", f"task {pod.full_name} rejected: {pod.invalid}")
+            return
+        self._ensure_app(pod, force=pod.assigned).tasks.add(pod.uid)
+        if pod.assigned:
+            self._recover_task(task)
+            return
+        task.machine.fire("init")
+        if not pod.gated:
+            self._submit(task)
+
+    def _recover_task(self, task: Task) -> None:
+        pod = task.pod
+        if pod.node_name not in self._nodes:
+            self._orphans[pod.node_name][pod.uid] = pod
+        else:
+            self._outbox.allocate(translate.allocation(pod, self._priority(pod), PARTITION, pod.node_name))
+        task.node = pod.node_name
+        task.machine.fire("recover")
+
+    def _submit(self, task: Task) -> None:
+        pod = task.pod
+        task.machine.fire("submit")
+        self._outbox.allocate(translate.allocation(pod, self._priority(pod), PARTITION))
+        self._pod_event(pod, NORMAL, "Scheduling", f"{pod.full_name} is queued and waiting for allocation")
+
+    def _task_placed_elsewhere(self, task: Task) -> None:
+        """A pending pod got a node without us (bound by another party, or a bind we gave up on
+        succeeded after all): withdraw the ask and count it where it is."""
+        if task.state == TaskState.SCHEDULING:
+            self._outbox.release(translate.release(task.pod, "pod bound outside the scheduler", PARTITION))
+        self._recover_task(task)
+
+    def _task_bound(self, task: Task) -> None:
+        task.machine.fire("bind")
+        pod = task.pod
+        self._pod_event(pod, NORMAL, "Scheduled", f"Successfully assigned {pod.full_name} to node {task.node}")
+        self._pod_event(pod, NORMAL, "PodBindSuccessful",
+                        f"Pod {pod.full_name} is successfully bound to node {task.node}")
+
+    def _finish_task(self, task: Task, event: str) -> None:
+        if task.state in (TaskState.SCHEDULING, TaskState.ALLOCATED, TaskState.BOUND):
+            self._outbox.release(translate.release(task.pod, f"pod {task.pod.phase.lower()}", PARTITION))
+        if task.machine.can(event):
+            task.machine.fire(event)
+
+    def _detach(self, task: Task) -> None:
+        app = self._apps.get(task.pod.app_id)
+        if app is None:
+            return
+        app.tasks.discard(task.pod.uid)
+        if app.tasks:
+            return
+        if app.machine.can("kill"):
+            app.machine.fire("kill")
+            self._outbox.remove_application(app.app_id, PARTITION)
+            app.machine.fire("killed")
+        del self._apps[app.app_id]
+
+    def _priority(self, pod: PodRecord) -> int:
+        if pod.priority is not None:
+            return pod.priority
+        return self._priority_classes.get(pod.priority_class, 0)
+
+    # ---- applications --------------------------------------------------------------------------
+
+    def _ensure_app(self, pod: PodRecord, force: bool) -> App:
+        app = self._apps.get(pod.app_id)
+        if app is not None and app.machine.state not in APP_TERMINAL:
+            return app
+        fresh = App(pod)
+        if app is not None:
+            fresh.tasks = app.tasks  # the finished app's remaining pods stay accounted for here
+        self._apps[pod.app_id] = fresh
+        namespace = self._namespaces.get(pod.namespace)
+        tags = translate.application_tags(pod, namespace.app_tags if namespace else None, force)
+        self._outbox.add_application(translate.add_application(pod, tags, PARTITION))
+        fresh.machine.fire("submit")
+        return fresh
+
+    def _on_applications(self, response: si_pb2.ApplicationResponse) -> None:
+        for accepted in response.accepted:
+            self._app_event(accepted.applicationID, "accept")
+        for rejected in response.rejected:
+            self._app_rejected(rejected.applicationID, rejected.reason)
+        for updated in response.updated:
+            if updated.state == "Rejected":
+                self._app_rejected(updated.applicationID, updated.message)
+                continue
+            for event in _CORE_APP_EVENTS.get(updated.state, ()):
+                self._app_event(updated.applicationID, event)
+
+    def _app_event(self, app_id: str, event: str) -> None:
+        app = self._apps.get(app_id)
+        if app is None or not app.machine.can(event):
+            return
+        state = app.machine.fire(event)
+        log.debug("application %s: %s", app_id, state)
+        if state == AppState.COMPLETED:
+            self._outbox.remove_application(app_id, PARTITION)
+
+    def _app_rejected(self, app_id: str, reason: str) -> None:
+        app = self._apps.get(app_id)
+        if app is None or not app.machine.can("reject"):
+            return
+        app.machine.fire("reject")
+        log.info("application %s rejected: %s", app_id, reason)
+        for uid in app.tasks:
+            task = self._tasks.get(uid)
+            if task is not None and task.machine.can("reject"):
+                task.machine.fire("reject")
+                self._task_unschedulable(task, "TaskRejected", f"application {app_id} rejected: {reason}")
+
+    # ---- the core's decisions ------------------------------------------------------------------
+
+    def _on_allocations(self, response: si_pb2.AllocationResponse) -> None:
+        for allocation in response.new:
+            self._allocated(allocation)
+        for release in response.released:
+            self._released_by_core(release)
+        for rejected in response.rejectedAllocations:
+            task = self._tasks.get(rejected.allocationKey)
+            if task is not None and task.machine.can("reject"):
+                task.machine.fire("reject")
+                self._task_unschedulable(task, "TaskRejected", rejected.reason)
+
+    def _allocated(self, allocation: si_pb2.Allocation) -> None:
+        key, node = allocation.allocationKey, allocation.nodeID
+        task = self._tasks.get(key)
+        if task is None or task.state != TaskState.SCHEDULING:
+            if task is not None and task.node == node and task.state in (TaskState.ALLOCATED, TaskState.BOUND):
+                return  # the core repeating itself
+            log.warning("allocation %s on %s for a pod that does not wait for one (%s): releasing it", key, node,
+                        task.state if task else "unknown pod")
+            if task is None or task.state in TASK_TERMINAL:
+                self._outbox.release(si_pb2.AllocationRelease(
+                    partitionName=PARTITION, applicationID=allocation.applicationID, allocationKey=key,
+                    terminationType=si_pb2.STOPPED_BY_RM, message="no pod waits for this allocation"))
+            return
+        task.machine.fire("allocate")
+        task.node = node
+        app = self._apps.get(task.pod.app_id)
+        if app is not None and app.machine.can("run"):
+            app.machine.fire("run")
+        pod = task.pod
+        self._binder.tell(BindRequest(pod.uid, pod.namespace, pod.name, node))
+
+    def _released_by_core(self, release: si_pb2.AllocationRelease) -> None:
+        if release.terminationType != si_pb2.PREEMPTED_BY_SCHEDULER:
+            return  # our own releases confirmed, or node removal: the pod itself tells the rest
+        task = self._tasks.get(release.allocationKey)
+        if task is None:
+            return
+        pod = task.pod
+        self._pod_event(pod, WARNING, "Preempted", f"{pod.full_name} preempted: {release.message}")
+        self._binder.tell(DeletePod(pod.uid, pod.namespace, pod.name, release.message or "preempted"))
+
+    def _on_bind_outcome(self, outcome: BindOutcome) -> None:
+        task = self._tasks.get(outcome.uid)
+        if task is None or task.state != TaskState.ALLOCATED or task.node != outcome.node:
+            return  # already settled by the informer, or the pod is gone
+        if outcome.bound:
+            self._task_bound(task)
+            return
+        if outcome.gone:
+            return  # the informer's delete releases the allocation
+        pod = task.pod
+        log.warning("binding %s to %s failed, scheduling it again: %s", pod.full_name, outcome.node, outcome.reason)
+        self._outbox.release(translate.release(pod, f"bind failed: {outcome.reason}", PARTITION))
+        task.machine.fire("unbind")
+        task.node = ""
+        self._pod_event(pod, WARNING, "PodBindFailure", outcome.reason)
+        if self._running:
+            self._submit(task)
+
+    def _on_scheduling_state(self, request: si_pb2.UpdateContainerSchedulingStateRequest) -> None:
+        task = self._tasks.get(request.allocationKey)
+        if task is None or task.state != TaskState.SCHEDULING:
+            return
+        if request.state == si_pb2.UpdateContainerSchedulingStateRequest.FAILED:
+            self._task_unschedulable(task, "FailedScheduling", request.reason)
+
+    def _task_unschedulable(self, task: Task, reason: str, message: str) -> None:
+        pod = task.pod
+        self._pod_event(pod, WARNING, reason, message)
+        self._send(PodCondition(pod.namespace, pod.name, pod.uid, "Unschedulable", message))
+
+    def _on_core_events(self, events: Iterable[si_pb2.EventRecord]) -> None:
+        for record in events:
+            if record.type != si_pb2.EventRecord.REQUEST or record.eventChangeDetail == si_pb2.EventRecord.REQUEST_ALLOC:
+                continue
+            task = self._tasks.get(record.objectID)
+            if task is not None:
+                self._pod_event(task.pod, NORMAL, "Informational", record.message)
+
+    # ---- nodes ---------------------------------------------------------------------------------
+
+    def _add_node(self, node: NodeRecord, draining: bool) -> None:
+        if node.invalid:
+            self._node_event(node.name, WARNING, "NodeRejected", f"node {node.name} not registered: {node.invalid}")
+            return
+        action = si_pb2.NodeInfo.CREATE_DRAIN if draining or node.unschedulable else si_pb2.NodeInfo.CREATE
+        self._schedulable[node.name] = action == si_pb2.NodeInfo.CREATE
+        self._outbox.node(translate.node_info(node, action))
+
+    def _node_seen(self, old: NodeRecord | None, node: NodeRecord) -> None:
+        if old is None or node.name not in self._schedulable:
+            self._add_node(node, draining=False)
+            self._adopt_orphans(node.name)
+            return
+        if node.invalid:
+            return
+        if not old.same_offer(node):
+            self._outbox.node(translate.node_info(node, si_pb2.NodeInfo.UPDATE))
+        if node.unschedulable != (not self._schedulable[node.name]):
+            action = si_pb2.NodeInfo.DRAIN_NODE if node.unschedulable else si_pb2.NodeInfo.DRAIN_TO_SCHEDULABLE
+            self._schedulable[node.name] = not node.unschedulable
+            self._outbox.node(si_pb2.NodeInfo(nodeID=node.name, action=action))
+
+    def _adopt_orphans(self, name: str) -> None:
+        """Count the pods that were seen on this node before the node itself."""
+        for pod in self._orphans.pop(name, {}).values():
+            if not pod.yunikorn:
+                self._foreign_seen(pod)
+                continue
+            task = self._tasks.get(pod.uid)
+            if task is not None and task.state == TaskState.BOUND and task.node == name:
+                self._outbox.allocate(translate.allocation(task.pod, self._priority(task.pod), PARTITION, name))
+
+    def _node_gone(self, node: NodeRecord) -> None:
+        if self._schedulable.pop(node.name, None) is not None:
+            self._outbox.node(translate.node_info(node, si_pb2.NodeInfo.DECOMISSION))
+
+    def _on_node_response(self, response: si_pb2.NodeResponse) -> None:
+        for accepted in response.accepted:
+            self._node_event(accepted.nodeID, NORMAL, "NodeAccepted", f"node {accepted.nodeID} is accepted by the scheduler")
+        for rejected in response.rejected:
+            self._node_event(rejected.nodeID, WARNING, "NodeRejected",
+                             f"node {rejected.nodeID} is rejected by the scheduler: {rejected.reason}")
+
+    # ---- configuration -------------------------------------------------------------------------
+
+    def _config_changed(self) -> None:
+        if self._config is None:
+            return
+        if not self._config.hot_refresh:
+            log.info("configmaps changed; hot refresh is disabled, the configuration in force stays")
+            return
+        try:
+            config = merge(self._configmaps.get(CONFIGMAP_DEFAULTS), self._configmaps.get(CONFIGMAP_CONFIGS))
+        except SchedulerConfigError as error:
+            self._config_refused(str(error))
+            return
+        if config == self._config:
+            return
+        refusal = self._core.update_configuration(si_pb2.UpdateConfigurationRequest(
+            rmID=self._config.cluster_id, policyGroup=config.policy_group, config=config.queues_yaml,
+            extraConfig=dict(config.extra)))
+        if refusal:
+            self._config_refused(refusal)
+            return
+        log.info("scheduler configuration reloaded")
+        self._config = config
+
+    def _config_refused(self, reason: str) -> None:
+        log.error("scheduler configuration refused, the configuration in force stays: %s", reason)
+        self._event("ConfigMap", self._settings.namespace, CONFIGMAP_CONFIGS, "", WARNING, "ConfigurationRefused",
+                    f"configuration refused, the previous one stays in force: {reason}"[:1024])
+
+    # ---- feedback ------------------------------------------------------------------------------
+
+    def _send(self, message: Any) -> None:
+        if self._recorder is not None:
+            self._recorder.tell(message)
+
+    def _event(self, kind: str, namespace: str, name: str, uid: str, type_: str, reason: str, message: str) -> None:
+        self._send(KubeEvent(kind, namespace, name, uid, type_, reason, message))
+
+    def _pod_event(self, pod: PodRecord, type_: str, reason: str, message: str) -> None:
+        self._event("Pod", pod.namespace, pod.name, pod.uid, type_, reason, message)
+
+    def _node_event(self, name: str, type_: str, reason: str, message: str) -> None:
+        self._event("Node", "", name, "", type_, reason, message)
+
+    # ---- snapshots -----------------------------------------------------------------------------
+
+    def _publish(self) -> None:
+        self._board.publish(self._snapshot())
+        self._dirty = False
+
+    def _snapshot(self) -> ShimStateSnapshot:
+        pods_per_node: dict[str, int] = defaultdict(int)
+        pods = []
+        for task in self._tasks.values():
+            pod = task.pod
+            pods.append(PodView(pod.uid, pod.namespace, pod.name, pod.app_id, task.state, task.node, False))
+            if task.node and task.state in (TaskState.ALLOCATED, TaskState.BOUND):
+                pods_per_node[task.node] += 1
+        for pod in self._foreign.values():
+            pods.append(PodView(pod.uid, pod.namespace, pod.name, "", "Foreign", pod.node_name, True))
+            pods_per_node[pod.node_name] += 1
+        nodes = tuple(NodeView(name, self._schedulable.get(name, False), name not in self._recovering,
+                               node.allocatable, pods_per_node.get(name, 0))
+                      for name, node in self._nodes.items())
+        apps = tuple(AppView(app.app_id, app.queue, app.user, app.machine.state, len(app.tasks))
+                     for app in self._apps.values())
+        recovery = RecoveryProgress(self._nodes_total, self._nodes_total - len(self._recovering),
+                                    self._pods_recovered)
+        return ShimStateSnapshot(self._machine.state, self._registered_at, recovery, nodes, tuple(pods), apps,
+                                 time.time_ns())

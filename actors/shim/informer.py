@@ -1,0 +1,228 @@
+"""Informers: one actor per watched kind, keeping the listener's view of the cluster exact.
+
+An informer lists its kind, tells the listener ``Listed`` with every object, then watches from the
+list's resourceVersion (bookmarks on, ``timeoutSeconds`` so the server ends the watch, a read timeout
+so a dead connection fails instead of hanging) and tells ``Changes`` as events arrive, one message per
+chunk read. A watch that ends on time is resumed from the last resourceVersion seen; on ``410 Gone`` or
+a broken stream the informer lists again and tells the difference against what it had (adds, updates,
+deletes that happened while it was not watching). It keeps the last record of every object, so an
+event it has already delivered (same resourceVersion) is never delivered twice, and a delete of an
+object it never delivered is dropped.
+
+The blocking list/watch loop runs on the informer's own pump thread; the actor's thread only starts
+and stops it and answers ``InformerStatusRequest``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pykka
+
+from actors.shim.client import CONNECTION_ERRORS, ApiError, KubeClient, WatchExpired, WatchStream
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """A watched kind: its list/watch path and the parser of one object into a record (which has
+    ``key`` and ``resource_version``)."""
+
+    name: str
+    path: str
+    parse: Callable[[Mapping], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    record: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Updated:
+    old: Any
+    new: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    record: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """The first complete list of ``kind``: the listener's starting point."""
+
+    kind: str
+    records: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What changed since the previous message of this informer, in order."""
+
+    kind: str
+    changes: tuple[Added | Updated | Deleted, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InformerStatusRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class InformerStatus:
+    kind: str
+    synced: bool
+    objects: int
+    lists: int
+    watches: int
+    resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class WatchSettings:
+    """``timeout`` is the server-side watch length; a connection silent for ``read_timeout`` seconds
+    (more than the bookmark interval) is treated as dead; failures back off up to ``max_backoff``."""
+
+    timeout: int = 300
+    read_timeout: float = 330.0
+    max_backoff: float = 5.0
+
+
+class Informer(pykka.ThreadingActor):
+    """Lists and watches one kind and tells ``listener`` (see the module docstring)."""
+
+    def __init__(self, client: KubeClient, kind: Kind, listener: pykka.ActorRef,
+                 settings: WatchSettings = WatchSettings()) -> None:
+        super().__init__()
+        self._client = client
+        self._kind = kind
+        self._listener = listener
+        self._settings = settings
+        self._stopping = threading.Event()
+        self._stream: WatchStream | None = None
+        self._status = InformerStatus(kind.name, False, 0, 0, 0, "")
+        self._pump = threading.Thread(target=self._run, name=f"informer-{kind.name}", daemon=True)
+
+    def on_start(self) -> None:
+        self._pump.start()
+
+    def on_stop(self) -> None:
+        self._stopping.set()
+        stream = self._stream
+        if stream is not None:
+            stream.close()
+        self._pump.join(timeout=self._client.request_timeout + 5)
+        if self._pump.is_alive():
+            log.warning("informer %s: pump thread still busy at stop", self._kind.name)
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, InformerStatusRequest):
+            return self._status
+        raise TypeError(f"informer {self._kind.name}: unexpected message {message!r}")
+
+    # ---- the pump thread -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        store: dict[str, Any] = {}
+        resource_version = ""
+        must_list, delay = True, 0.0
+        lists = watches = 0
+        while not self._stopping.is_set():
+            try:
+                if must_list:
+                    resource_version = self._list(store, first=lists == 0)
+                    lists += 1
+                    must_list = False
+                    self._publish(store, lists, watches, resource_version)
+                stream = self._client.watch(self._kind.path, resource_version, self._settings.timeout,
+                                            self._settings.read_timeout)
+                watches += 1
+                self._stream = stream
+                if self._stopping.is_set():
+                    stream.close()
+                for batch in stream.batches():
+                    changes, resource_version = self._apply(store, batch, resource_version)
+                    if changes:
+                        self._listener.tell(Changes(self._kind.name, tuple(changes)))
+                    delay = 0.0
+                    self._publish(store, lists, watches, resource_version)
+            except WatchExpired as error:
+                log.info("informer %s: %s; listing again", self._kind.name, error)
+                must_list = True
+            except (ApiError, *CONNECTION_ERRORS, OSError, ValueError) as error:
+                if self._stopping.is_set():
+                    break
+                log.warning("informer %s: %s; listing again", self._kind.name, error)
+                must_list = True
+                delay = min(max(delay * 2, 0.1), self._settings.max_backoff)
+                self._stopping.wait(delay)
+            finally:
+                self._stream = None
+
+    def _list(self, store: dict[str, Any], first: bool) -> str:
+        items, resource_version = self._client.list(self._kind.path)
+        fresh = {}
+        for raw in items:
+            record = self._parse(raw)
+            if record is not None:
+                fresh[record.key] = record
+        if first:
+            store.update(fresh)
+            self._listener.tell(Listed(self._kind.name, tuple(fresh.values())))
+            return resource_version
+        changes: list[Added | Updated | Deleted] = []
+        for key, record in fresh.items():
+            old = store.get(key)
+            if old is None:
+                changes.append(Added(record))
+            elif old.resource_version != record.resource_version:
+                changes.append(Updated(old, record))
+        changes.extend(Deleted(store[key]) for key in store.keys() - fresh.keys())
+        store.clear()
+        store.update(fresh)
+        if changes:
+            self._listener.tell(Changes(self._kind.name, tuple(changes)))
+        log.info("informer %s: listed %d objects, %d changes while not watching", self._kind.name,
+                 len(fresh), len(changes))
+        return resource_version
+
+    def _apply(self, store: dict[str, Any], batch: list[tuple[str, dict]],
+               resource_version: str) -> tuple[list[Added | Updated | Deleted], str]:
+        changes: list[Added | Updated | Deleted] = []
+        for event, obj in batch:
+            version = (obj.get("metadata") or {}).get("resourceVersion") or resource_version
+            resource_version = version
+            if event == "BOOKMARK":
+                continue
+            record = self._parse(obj)
+            if record is None:
+                continue
+            old = store.get(record.key)
+            if event == "DELETED":
+                if old is not None:
+                    del store[record.key]
+                    changes.append(Deleted(record))
+            elif old is None:
+                store[record.key] = record
+                changes.append(Added(record))
+            elif old.resource_version != record.resource_version:
+                store[record.key] = record
+                changes.append(Updated(old, record))
+        return changes, resource_version
+
+    def _parse(self, raw: Mapping) -> Any:
+        try:
+            return self._kind.parse(raw)
+        except ValueError as error:
+            log.warning("informer %s: object skipped: %s", self._kind.name, error)
+            return None
+
+    def _publish(self, store: dict[str, Any], lists: int, watches: int, resource_version: str) -> None:
+        self._status = InformerStatus(self._kind.name, lists > 0, len(store), lists, watches, resource_version)

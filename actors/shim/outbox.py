@@ -1,0 +1,91 @@
+"""The SI requests one step of the shim context produces, batched but kept in a safe order.
+
+Requests go out in the order they were made, consecutive ones of one kind merged into a single SI
+message (one ``AllocationRequest`` for a whole informer batch). Two rules on top:
+- new applications go out first (before the asks that need them) unless an application was removed
+  earlier in the same step, in which case order is kept;
+- releasing a key drops an allocation for it still waiting in the outbox (a pod added and deleted in
+  one batch is never asked for), and the release goes out before any later allocation for that key
+  (a failed bind releases, then asks again).
+"""
+
+from __future__ import annotations
+
+from si import si_pb2
+
+_NODE, _APP_NEW, _APP_REMOVE, _ALLOCATE, _RELEASE = "node", "app-new", "app-remove", "allocate", "release"
+
+
+class Outbox:
+    """Collects requests; ``drain`` returns them as SI messages, in sending order."""
+
+    def __init__(self, rm_id: str) -> None:
+        self.rm_id = rm_id
+        self._segments: list[tuple[str, list]] = []
+        self._leading_apps: list[si_pb2.AddApplicationRequest] = []
+        self._removed_app = False
+        self._allocation_keys: set[str] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self._segments or self._leading_apps)
+
+    def __len__(self) -> int:
+        """Requests collected so far."""
+        return len(self._leading_apps) + sum(len(items) for _, items in self._segments)
+
+    def _append(self, kind: str, item: object) -> None:
+        if self._segments and self._segments[-1][0] == kind:
+            self._segments[-1][1].append(item)
+        else:
+            self._segments.append((kind, [item]))
+
+    def node(self, info: si_pb2.NodeInfo) -> None:
+        self._append(_NODE, info)
+
+    def add_application(self, request: si_pb2.AddApplicationRequest) -> None:
+        if self._removed_app:
+            self._append(_APP_NEW, request)
+        else:
+            self._leading_apps.append(request)
+
+    def remove_application(self, application_id: str, partition: str) -> None:
+        self._removed_app = True
+        self._append(_APP_REMOVE, si_pb2.RemoveApplicationRequest(applicationID=application_id,
+                                                                  partitionName=partition))
+
+    def allocate(self, allocation: si_pb2.Allocation) -> None:
+        self._allocation_keys.add(allocation.allocationKey)
+        self._append(_ALLOCATE, allocation)
+
+    def release(self, release: si_pb2.AllocationRelease) -> None:
+        key = release.allocationKey
+        if key in self._allocation_keys:
+            self._allocation_keys.discard(key)
+            for kind, items in self._segments:
+                if kind == _ALLOCATE:
+                    items[:] = [a for a in items if a.allocationKey != key]
+        self._append(_RELEASE, release)
+
+    def drain(self) -> list[si_pb2.NodeRequest | si_pb2.ApplicationRequest | si_pb2.AllocationRequest]:
+        messages: list = []
+        if self._leading_apps:
+            messages.append(si_pb2.ApplicationRequest(new=self._leading_apps, rmID=self.rm_id))
+        for kind, items in self._segments:
+            if not items:
+                continue
+            if kind == _NODE:
+                messages.append(si_pb2.NodeRequest(nodes=items, rmID=self.rm_id))
+            elif kind == _APP_NEW:
+                messages.append(si_pb2.ApplicationRequest(new=items, rmID=self.rm_id))
+            elif kind == _APP_REMOVE:
+                messages.append(si_pb2.ApplicationRequest(remove=items, rmID=self.rm_id))
+            elif kind == _ALLOCATE:
+                messages.append(si_pb2.AllocationRequest(allocations=items, rmID=self.rm_id))
+            else:
+                messages.append(si_pb2.AllocationRequest(
+                    releases=si_pb2.AllocationReleasesRequest(allocationsToRelease=items), rmID=self.rm_id))
+        self._segments = []
+        self._leading_apps = []
+        self._removed_app = False
+        self._allocation_keys = set()
+        return messages

@@ -1,0 +1,233 @@
+"""Pods as the shim sees them: a ``PodRecord`` parsed once from the API's JSON.
+
+The informer hands raw JSON dicts (no client models: they cost more than the scheduling) to
+``parse_pod``, which extracts what the shim needs: who schedules the pod, its application, queue and
+user, its resource request and its node constraints. Content the API server would have refused (a
+malformed quantity, a bad constraint, unreadable user info) does not raise: the record carries the
+reason in ``invalid`` and the shim rejects the task with that reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from actors.shim import constraints, keys
+from si.constants import PODS
+from si.quantity import QuantityError, from_kubernetes, si_name, to_si_value
+from si.resources import Resource
+
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+TERMINATED_PHASES = frozenset({SUCCEEDED, FAILED})
+_EMPTY: Mapping[str, str] = types.MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    """The facts of one pod the shim acts on; immutable, so actors may pass it around."""
+
+    uid: str
+    namespace: str
+    name: str
+    resource_version: str
+    scheduler_name: str
+    node_name: str
+    phase: str
+    deleting: bool
+    labels: Mapping[str, str]
+    app_id: str
+    queue: str
+    user: str
+    groups: tuple[str, ...]
+    disable_state_aware: bool
+    resource: Resource
+    priority: int | None
+    priority_class: str
+    static: bool
+    created: float
+    constraints: str
+    required_node: str
+    gated: bool
+    invalid: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.uid
+
+    @property
+    def yunikorn(self) -> bool:
+        """Scheduled by YuniKorn (else the pod is foreign: it only takes room on its node)."""
+        return self.scheduler_name == keys.SCHEDULER_NAME
+
+    @property
+    def assigned(self) -> bool:
+        return bool(self.node_name)
+
+    @property
+    def terminated(self) -> bool:
+        return self.phase in TERMINATED_PHASES
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def parse_pod(raw: Mapping) -> PodRecord:
+    """A ``PodRecord`` from a pod's JSON. Raises ``ValueError`` only when the pod has no identity."""
+    metadata = raw.get("metadata") or {}
+    spec = raw.get("spec") or {}
+    uid, namespace, name = metadata.get("uid"), metadata.get("namespace"), metadata.get("name")
+    if not uid or not namespace or not name:
+        raise ValueError(f"pod without uid, namespace or name: {metadata!r}")
+    labels = metadata.get("labels") or {}
+    annotations = metadata.get("annotations") or {}
+    problems = []
+    try:
+        resource = pod_resource(spec)
+    except (QuantityError, TypeError, AttributeError) as error:
+        problems.append(f"invalid resources: {error}")
+        resource = Resource({PODS: 1})
+    try:
+        constraint_tag = constraints.encode(spec, namespace)
+    except constraints.ConstraintError as error:
+        problems.append(f"invalid constraints: {error}")
+        constraint_tag = ""
+    try:
+        user, groups = user_info(annotations)
+    except ValueError as error:
+        problems.append(str(error))
+        user, groups = keys.DEFAULT_USER, ()
+    priority = spec.get("priority")
+    return PodRecord(
+        uid=uid,
+        namespace=namespace,
+        name=name,
+        resource_version=metadata.get("resourceVersion", ""),
+        scheduler_name=spec.get("schedulerName") or "default-scheduler",
+        node_name=spec.get("nodeName") or "",
+        phase=(raw.get("status") or {}).get("phase") or "Pending",
+        deleting=bool(metadata.get("deletionTimestamp")),
+        labels=types.MappingProxyType(dict(labels)) if labels else _EMPTY,
+        app_id=application_id(labels, annotations, namespace, uid),
+        queue=queue_name(labels, annotations),
+        user=user,
+        groups=groups,
+        disable_state_aware=labels.get(keys.LABEL_DISABLE_STATE_AWARE) == "true",
+        resource=resource,
+        priority=int(priority) if isinstance(priority, int) else None,
+        priority_class=spec.get("priorityClassName") or "",
+        static=any(ref.get("kind") == "Node" for ref in metadata.get("ownerReferences") or ()),
+        created=_timestamp(metadata.get("creationTimestamp")),
+        constraints=constraint_tag,
+        required_node=constraints.required_node(spec),
+        gated=bool(spec.get("schedulingGates")),
+        invalid="; ".join(problems),
+    )
+
+
+def application_id(labels: Mapping[str, str], annotations: Mapping[str, str], namespace: str, uid: str) -> str:
+    """The application a pod belongs to, by the documented precedence; generated when none is named."""
+    app_id = (labels.get(keys.LABEL_APP_ID) or annotations.get(keys.ANNOTATION_APP_ID)
+              or labels.get(keys.LABEL_APPLICATION_ID) or labels.get(keys.LABEL_SPARK_APP_ID))
+    if not app_id:
+        return keys.AUTOGEN_APP_FORMAT.format(namespace=namespace)
+    if app_id.endswith(keys.UNIQUE_AUTOGEN_SUFFIX):
+        return app_id[: -len(keys.UNIQUE_AUTOGEN_SUFFIX)] + "-" + uid
+    return app_id
+
+
+def queue_name(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str:
+    """The queue a pod asks for, or ``""`` to let the placement rules decide."""
+    return (labels.get(keys.LABEL_QUEUE) or annotations.get(keys.ANNOTATION_QUEUE)
+            or labels.get(keys.LABEL_QUEUE_LEGACY) or "")
+
+
+def user_info(annotations: Mapping[str, str]) -> tuple[str, tuple[str, ...]]:
+    """User and groups from the ``user.info`` annotation; ``nobody`` without one."""
+    text = annotations.get(keys.ANNOTATION_USER_INFO)
+    if not text:
+        return keys.DEFAULT_USER, ()
+    try:
+        info = json.loads(text)
+        user, groups = info.get("user") or keys.DEFAULT_USER, info.get("groups") or []
+    except (ValueError, AttributeError):
+        raise ValueError(f"annotation {keys.ANNOTATION_USER_INFO} is not a JSON object "
+                         '{"user": ..., "groups": [...]}') from None
+    if not isinstance(user, str) or not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        raise ValueError(f"annotation {keys.ANNOTATION_USER_INFO}: user must be a string and groups a "
+                         "list of strings")
+    return user, tuple(groups)
+
+
+def pod_resource(spec: Mapping) -> Resource:
+    """What the pod occupies while it runs, in SI units: the larger of the containers' sum and the
+    biggest init container (sidecars, i.e. init containers that keep running, count in both),
+    plus the pod overhead and one ``pods``."""
+    running: dict[str, int] = {}
+    for container in spec.get("containers") or ():
+        _add(running, container_request(container))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for container in spec.get("initContainers") or ():
+        request = container_request(container)
+        if container.get("restartPolicy") == "Always":
+            _add(sidecars, request)
+            _raise_to(init_peak, sidecars)
+        else:
+            _raise_to(init_peak, _sum(request, sidecars))
+    total = _sum(running, sidecars)
+    _raise_to(total, init_peak)
+    _add(total, from_kubernetes(spec.get("overhead")))
+    total[PODS] = total.get(PODS, 0) + 1
+    return Resource(total)
+
+
+def container_request(container: Mapping) -> dict[str, int]:
+    """A container's requests; a resource with a limit and no request requests its limit (as the
+    API server's defaulting does)."""
+    resources = container.get("resources") or {}
+    limits = resources.get("limits") or {}
+    requests = resources.get("requests") or {}
+    merged = {**limits, **requests} if limits else requests
+    result: dict[str, int] = {}
+    for name, text in merged.items():
+        key = si_name(name)
+        result[key] = result.get(key, 0) + _quantity(key, text)
+    return result
+
+
+@functools.lru_cache(maxsize=8192)
+def _quantity(name: str, text: str | int | float) -> int:
+    """Quantities repeat (every pod of a workload asks the same): parse each spelling once."""
+    return to_si_value(name, text)
+
+
+def _add(target: dict[str, int], more: Mapping[str, int]) -> None:
+    for name, value in more.items():
+        target[name] = target.get(name, 0) + value
+
+
+def _sum(left: Mapping[str, int], right: Mapping[str, int]) -> dict[str, int]:
+    result = dict(left)
+    _add(result, right)
+    return result
+
+
+def _raise_to(target: dict[str, int], floor: Mapping[str, int]) -> None:
+    for name, value in floor.items():
+        if value > target.get(name, 0):
+            target[name] = value
+
+
+def _timestamp(text: str | None) -> float:
+    if not text:
+        return 0.0
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return 0.0

@@ -1,0 +1,68 @@
+"""The scheduler's configuration as the configmaps hold it: ``yunikorn-defaults`` merged under
+``yunikorn-configs`` (a key in both takes the value of ``yunikorn-configs``).
+
+``binaryData`` entries are base64; a key ending in ``.gz`` is gzip-compressed and counts under its name
+without the suffix. The queues YAML is the key ``<service.policyGroup>.yaml`` (``queues.yaml`` by
+default); every other key goes to the core as extra configuration.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import types
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from actors.shim import keys
+from actors.shim.objects import ConfigMapRecord
+
+
+class SchedulerConfigError(ValueError):
+    """Configmap content the shim cannot read; the configuration in force stays."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShimConfig:
+    policy_group: str
+    queues_yaml: str
+    extra: Mapping[str, str]
+    hot_refresh: bool
+    cluster_id: str
+
+
+def merge(defaults: ConfigMapRecord | None, configs: ConfigMapRecord | None) -> ShimConfig:
+    """The configuration from the two configmaps (either may be missing)."""
+    merged: dict[str, str] = {}
+    for configmap in (defaults, configs):
+        if configmap is not None:
+            merged.update(flatten(configmap))
+    policy_group = merged.get(keys.CONF_POLICY_GROUP) or keys.DEFAULT_POLICY_GROUP
+    queues_key = f"{policy_group}.yaml"
+    hot_refresh = merged.get(keys.CONF_HOT_REFRESH, "true").strip().lower()
+    if hot_refresh not in ("true", "false"):
+        raise SchedulerConfigError(f"{keys.CONF_HOT_REFRESH}: {hot_refresh!r} is not true or false")
+    return ShimConfig(
+        policy_group=policy_group,
+        queues_yaml=merged.get(queues_key, ""),
+        extra=types.MappingProxyType({k: v for k, v in merged.items() if k != queues_key}),
+        hot_refresh=hot_refresh == "true",
+        cluster_id=merged.get(keys.CONF_CLUSTER_ID) or keys.DEFAULT_CLUSTER_ID,
+    )
+
+
+def flatten(configmap: ConfigMapRecord) -> dict[str, str]:
+    """A configmap's entries as text: ``data`` as is, ``binaryData`` decoded (``*.gz`` gunzipped)."""
+    entries = dict(configmap.data)
+    for key, encoded in configmap.binary_data.items():
+        try:
+            raw = base64.b64decode(encoded, validate=True)
+            if key.endswith(".gz"):
+                key, raw = key[:-3], gzip.decompress(raw)
+            entries[key] = raw.decode("utf-8")
+        except (binascii.Error, OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
+            raise SchedulerConfigError(f"configmap {configmap.name}: binaryData {key!r} is unreadable: "
+                                       f"{error}") from None
+    return entries

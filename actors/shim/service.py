@@ -1,0 +1,109 @@
+"""The shim assembled: context, binder, event recorder and one informer per kind, wired to a core.
+
+``SchedulerService(client, core).start()`` starts the actors in dependency order (context first, the
+informers last, so no event is told to an actor that is not there yet). ``stop()`` shuts down
+gracefully: the context stops taking changes (``Draining``), the informers stop, the binder finishes
+the binds it accepted, the recorder writes what the rate allows, and every actor stops (``Stopped``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import pykka
+
+from actors.shim.binder import Binder, Drain
+from actors.shim.client import KubeClient
+from actors.shim.context import Connect, ContextSettings, Publish, ShimContext, Shutdown, Stopped
+from actors.shim.corelink import CoreLink
+from actors.shim.informer import Informer, InformerStatus, InformerStatusRequest, WatchSettings
+from actors.shim.kinds import watched_kinds
+from actors.shim.recorder import EventRecorder, RecorderStats, RecorderStatsRequest
+from actors.shim.state import ShimStateRequest, ShimStateSnapshot, StateBoard
+from actors.shim.ticker import Ticker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSettings:
+    """``namespace``: where the scheduler's configmaps live. ``bind_workers``: concurrent binds.
+    ``event_qps``/``event_burst``: the API write budget of events and pod conditions.
+    ``publish_period``: how often a changed state is published for readers."""
+
+    namespace: str = "default"
+    bind_workers: int = 16
+    event_qps: float = 50.0
+    event_burst: int = 300
+    publish_period: float = 1.0
+    recovery_batch: int = 1000
+    watch: WatchSettings = field(default_factory=WatchSettings)
+
+
+class SchedulerService:
+    """See the module docstring."""
+
+    def __init__(self, client: KubeClient, core: CoreLink, settings: ServiceSettings = ServiceSettings()) -> None:
+        self.client = client
+        self.core = core
+        self.settings = settings
+        self.board = StateBoard()
+        self.context: pykka.ActorRef | None = None
+        self.binder: pykka.ActorRef | None = None
+        self.recorder: pykka.ActorRef | None = None
+        self.informers: list[pykka.ActorRef] = []
+        self._publisher: Ticker | None = None
+
+    def start(self) -> SchedulerService:
+        s = self.settings
+        self.context = ShimContext.start(self.core, self.board, ContextSettings(s.namespace, s.recovery_batch))
+        self.binder = Binder.start(self.client, self.context, s.bind_workers)
+        self.recorder = EventRecorder.start(self.client, s.event_qps, s.event_burst)
+        self.context.tell(Connect(self.binder, self.recorder))
+        self._publisher = Ticker(self.context, Publish(), s.publish_period, "shim-state-publisher").start()
+        self.informers = [Informer.start(self.client, kind, self.context, s.watch) for kind in watched_kinds(s.namespace)]
+        return self
+
+    def latest_state(self) -> ShimStateSnapshot | None:
+        """The last published state; never waits on the shim."""
+        return self.board.latest()
+
+    def state(self, timeout: float = 10.0) -> ShimStateSnapshot:
+        """A fresh state (asks the context)."""
+        return self.context.ask(ShimStateRequest(), timeout=timeout)
+
+    def wait_until(self, state: str, timeout: float) -> bool:
+        return self.board.wait_for_state(state, timeout)
+
+    def informer_status(self) -> list[InformerStatus]:
+        return [ref.ask(InformerStatusRequest()) for ref in self.informers]
+
+    def recorder_stats(self) -> RecorderStats:
+        return self.recorder.ask(RecorderStatsRequest())
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Graceful shutdown (see the module docstring); idempotent."""
+        if self.context is None:
+            return
+        try:
+            self.context.ask(Shutdown(), timeout=timeout)
+        except pykka.ActorDeadError:
+            log.warning("shim context was already gone at shutdown")
+        for informer in self.informers:
+            informer.stop(timeout=timeout)
+        if self._publisher is not None:
+            self._publisher.stop()
+        try:
+            self.binder.ask(Drain(), timeout=timeout)
+        except pykka.ActorDeadError:
+            log.warning("binder was already gone at shutdown")
+        self.binder.stop(timeout=timeout)
+        self.recorder.stop(timeout=timeout)
+        try:
+            self.context.ask(Stopped(), timeout=timeout)
+        except pykka.ActorDeadError:
+            pass
+        self.context.stop(timeout=timeout)
+        self.context = None
+        log.info("shim stopped")

@@ -1,0 +1,90 @@
+"""The shim's state as readers see it: immutable snapshots, and the board that holds the latest one.
+
+``ShimContext`` answers ``ShimStateRequest`` with a fresh ``ShimStateSnapshot`` and publishes one on
+the ``StateBoard`` on every state-machine transition and at most once per period while something
+changes, so REST reads ``board.latest()`` without stopping the shim.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from si.resources import Resource
+
+
+@dataclass(frozen=True, slots=True)
+class ShimStateRequest:
+    """Ask ``ShimContext`` for a fresh ``ShimStateSnapshot``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryProgress:
+    nodes_total: int
+    nodes_recovered: int
+    pods_recovered: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    name: str
+    schedulable: bool
+    recovered: bool
+    allocatable: Resource
+    pods: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    uid: str
+    namespace: str
+    name: str
+    application_id: str
+    state: str
+    node: str
+    foreign: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AppView:
+    application_id: str
+    queue: str
+    user: str
+    state: str
+    tasks: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShimStateSnapshot:
+    """``state`` is the scheduler state (``New`` ... ``Running``); times are ns since the epoch
+    (0 = not yet); ``pods`` holds YuniKorn tasks and the foreign pods counted on nodes."""
+
+    state: str
+    registered_at: int
+    recovery: RecoveryProgress
+    nodes: tuple[NodeView, ...]
+    pods: tuple[PodView, ...]
+    applications: tuple[AppView, ...]
+    taken_at: int
+
+
+class StateBoard:
+    """Holds the latest published snapshot; reading is one attribute load, safe from any thread."""
+
+    def __init__(self) -> None:
+        self._latest: ShimStateSnapshot | None = None
+        self._changed = threading.Condition()
+
+    def publish(self, snapshot: ShimStateSnapshot) -> None:
+        with self._changed:
+            self._latest = snapshot
+            self._changed.notify_all()
+
+    def latest(self) -> ShimStateSnapshot | None:
+        return self._latest
+
+    def wait_for_state(self, state: str, timeout: float) -> bool:
+        """Block until a snapshot in ``state`` is published (or ``timeout`` seconds pass)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._latest is not None and self._latest.state == state,
+                                          timeout)

@@ -1,0 +1,95 @@
+"""Pods, applications and nodes in SI messages: the only shapes the core ever receives from the shim.
+
+A YuniKorn pod without a node is an *ask* (an ``Allocation`` with no ``nodeID``); a pod already on a
+node is an *existing allocation* (with its ``nodeID``), and a pod of another scheduler is a *foreign*
+allocation: no application, tag ``foreign`` = ``static`` for a static (mirror) pod, else ``default``.
+The allocation key is the pod UID throughout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from actors.shim import keys
+from actors.shim.nodes import NodeRecord
+from actors.shim.pods import PodRecord
+from si import constants, si_pb2
+
+
+def allocation_tags(pod: PodRecord) -> dict[str, str]:
+    """Namespace, pod name, creation time, every label, and the constraints and required node when set."""
+    tags = {
+        constants.TAG_NAMESPACE: pod.namespace,
+        constants.TAG_POD_NAME: pod.name,
+        constants.TAG_CREATION_TIME: str(int(pod.created)),
+    }
+    prefix = constants.TAG_LABEL_PREFIX
+    for label, value in pod.labels.items():
+        tags[prefix + label] = value
+    if pod.constraints:
+        tags[keys.TAG_CONSTRAINTS] = pod.constraints
+    if pod.required_node:
+        tags[constants.TAG_REQUIRED_NODE] = pod.required_node
+    if not pod.yunikorn:
+        tags[constants.TAG_FOREIGN] = constants.FOREIGN_STATIC if pod.static else constants.FOREIGN_DEFAULT
+    return tags
+
+
+def allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT_PARTITION,
+               node_id: str = "") -> si_pb2.Allocation:
+    """The pod as an ask (no ``node_id``) or as an allocation already on ``node_id``."""
+    message = si_pb2.Allocation(
+        allocationKey=pod.uid,
+        allocationTags=allocation_tags(pod),
+        resourcePerAlloc=pod.resource.to_proto(),
+        priority=priority,
+        nodeID=node_id,
+        partitionName=partition,
+    )
+    if pod.yunikorn:
+        message.applicationID = pod.app_id
+    return message
+
+
+def release(pod: PodRecord, message: str, partition: str = constants.DEFAULT_PARTITION,
+            termination: int = si_pb2.STOPPED_BY_RM) -> si_pb2.AllocationRelease:
+    """Give back the pod's ask or allocation."""
+    return si_pb2.AllocationRelease(
+        partitionName=partition,
+        applicationID=pod.app_id if pod.yunikorn else "",
+        allocationKey=pod.uid,
+        terminationType=termination,
+        message=message,
+    )
+
+
+def application_tags(pod: PodRecord, namespace_tags: Mapping[str, str] | None, force: bool) -> dict[str, str]:
+    """The tags of a pod's application: the namespace's (name, parent queue, quota...), the
+    stateaware opt-out, and ``application.create.force`` for a recovered application."""
+    tags = dict(namespace_tags) if namespace_tags else {constants.APP_TAG_NAMESPACE: pod.namespace}
+    if pod.disable_state_aware:
+        tags[constants.APP_TAG_DISABLE_STATE_AWARE] = "true"
+        tags[keys.LABEL_DISABLE_STATE_AWARE] = "true"
+    if force:
+        tags[constants.APP_TAG_CREATE_FORCE] = "true"
+    return tags
+
+
+def add_application(pod: PodRecord, tags: Mapping[str, str],
+                    partition: str = constants.DEFAULT_PARTITION) -> si_pb2.AddApplicationRequest:
+    """The application of ``pod`` (its first pod decides queue and user)."""
+    return si_pb2.AddApplicationRequest(
+        applicationID=pod.app_id,
+        queueName=pod.queue,
+        partitionName=partition,
+        ugi=si_pb2.UserGroupInformation(user=pod.user, groups=pod.groups),
+        tags=tags,
+    )
+
+
+def node_info(node: NodeRecord, action: int) -> si_pb2.NodeInfo:
+    """A ``NodeInfo`` for ``action``; a decommission carries only the node id."""
+    if action == si_pb2.NodeInfo.DECOMISSION:
+        return si_pb2.NodeInfo(nodeID=node.name, action=action)
+    return si_pb2.NodeInfo(nodeID=node.name, action=action, attributes=node.attributes(),
+                           schedulableResource=node.allocatable.to_proto())

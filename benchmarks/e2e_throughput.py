@@ -1,0 +1,189 @@
+"""End-to-end scheduling throughput: pods bound per second, from the first create to the last bind.
+
+For each node count: kubesim runs as a subprocess (so it has a core of its own) with that many nodes;
+first a plain official client binds ``--raw-binds`` pods (of another scheduler) to measure kubesim's
+raw bind rate (after a creator process made those pods: kubesim's raw create rate); then the
+scheduler (core + shim, in this process) starts and ``--pods`` pending pods in ``--queues`` queues are
+created through the API by the same kind of creator process. Printed per size: pods bound/s from the
+first create to the last bind, kubesim's raw create and bind rates, the ratio to the raw bind rate, the
+raw create+bind rate (a plain client creating then binding each pod, ``1/(1/creates + 1/binds)``: what
+kubesim can sustain when it must also absorb the creates, as it does here) and the ratio to it, and the
+CPU seconds of the scheduler process and of kubesim during the run.
+
+    python benchmarks/e2e_throughput.py                      # 500, 2,000, 5,000 nodes; 50,000 pods
+    python benchmarks/e2e_throughput.py --nodes 500 --pods 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from actors.shim.binder import BinderStatsRequest  # noqa: E402
+from actors.shim.client import KubeClient  # noqa: E402
+from actors.shim.service import ServiceSettings  # noqa: E402
+
+SCHEDULER_NAME = "yunikorn"
+
+
+def queues_yaml(queues: int) -> str:
+    children = "".join(f"          - name: q{i}\n" for i in range(queues))
+    return ("partitions:\n  - name: default\n    placementrules:\n      - name: provided\n        create: false\n"
+            "    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n" + children)
+
+
+def pod(index: int, queues: int, scheduler: str = SCHEDULER_NAME) -> dict:
+    queue = index % queues
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{scheduler}-{index:06d}", "namespace": "default",
+                         "labels": {"queue": f"root.q{queue}", "applicationId": f"app-{queue}-{index // 5000}"}},
+            "spec": {"schedulerName": scheduler,
+                     "containers": [{"name": "main", "image": "busybox",
+                                     "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}
+
+
+def start_kubesim(nodes: int, kubeconfig: str) -> subprocess.Popen:
+    process = subprocess.Popen([sys.executable, "-m", "kubesim", "--port", "0", "--kubeconfig-out", kubeconfig,
+                                "--nodes", str(nodes), "--node-cpu", "64", "--node-memory", "256Gi"],
+                               cwd=REPO, stdout=subprocess.PIPE, text=True)
+    process.stdout.readline()  # "kubesim serving at ...": the kubeconfig is written
+    return process
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def create_pods(kubeconfig: str, count: int, queues: int, threads: int, scheduler: str, times) -> None:
+    """The creator process: ``count`` pending pods through the API; reports its start and end times."""
+    client = KubeClient.connect(kubeconfig, pool_size=threads)
+    times.put(time.time())
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda i: client.request_retrying("POST", "/api/v1/namespaces/default/pods",
+                                                        body=pod(i, queues, scheduler)), range(count)))
+    times.put(time.time())
+    client.close()
+
+
+def start_creator(kubeconfig: str, count: int, queues: int, threads: int, scheduler: str):
+    times = multiprocessing.Queue()
+    process = multiprocessing.Process(target=create_pods, args=(kubeconfig, count, queues, threads, scheduler,
+                                                                times))
+    process.start()
+    return process, times
+
+
+def raw_rates(kubeconfig: str, count: int, nodes: int, args: argparse.Namespace) -> tuple[float, float]:
+    """Creates per second of the creator process, then binds per second of a plain official client
+    (``create_namespaced_pod_binding`` from ``--bind-workers`` threads), on pods of another scheduler."""
+    from kubernetes import client as k8s
+    from kubernetes import config
+
+    creator, times = start_creator(kubeconfig, count, 1, args.create_threads, "raw-bench")
+    began, ended = times.get(timeout=60), times.get(timeout=600)
+    creator.join()
+    configuration = k8s.Configuration()
+    config.load_kube_config(kubeconfig, client_configuration=configuration)
+    configuration.connection_pool_maxsize = args.bind_workers
+    with k8s.ApiClient(configuration) as api_client:
+        core = k8s.CoreV1Api(api_client)
+
+        def bind(i: int) -> None:
+            body = k8s.V1Binding(metadata=k8s.V1ObjectMeta(name=f"raw-bench-{i:06d}"),
+                                 target=k8s.V1ObjectReference(api_version="v1", kind="Node",
+                                                              name=f"node-{i % nodes:05d}"))
+            response = core.create_namespaced_pod_binding(f"raw-bench-{i:06d}", "default", body,
+                                                          _preload_content=False)
+            response.read()
+            response.release_conn()
+
+        bind_began = time.perf_counter()
+        with ThreadPoolExecutor(args.bind_workers) as pool:
+            list(pool.map(bind, range(count)))
+        return count / (ended - began), count / (time.perf_counter() - bind_began)
+
+
+def run(nodes: int, args: argparse.Namespace) -> dict:
+    from actors.core.scheduler import Scheduler
+    from actors.shim.predicates import KubernetesPredicates
+    from actors.shim.service import SchedulerService
+
+    with tempfile.TemporaryDirectory() as scratch:
+        kubeconfig = str(Path(scratch) / "kubeconfig")
+        sim = start_kubesim(nodes, kubeconfig)
+        try:
+            raw_creates, raw = raw_rates(kubeconfig, args.raw_binds, nodes, args)
+            client = KubeClient.connect(kubeconfig, pool_size=args.bind_workers + 16)
+            client.request("POST", "/api/v1/namespaces/default/configmaps", body={
+                "metadata": {"name": "yunikorn-configs"}, "data": {"queues.yaml": queues_yaml(args.queues)}})
+            core = Scheduler(predicates=KubernetesPredicates())
+            service = SchedulerService(client, core, ServiceSettings(bind_workers=args.bind_workers)).start()
+            if not service.wait_until("Running", 120):
+                raise SystemExit(f"scheduler did not reach Running: {service.latest_state()}")
+            cpu_before, sim_before = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(sim.pid)
+            creator, times = start_creator(kubeconfig, args.pods, args.queues, args.create_threads,
+                                           SCHEDULER_NAME)
+            first_create = times.get(timeout=60)
+            while True:
+                stats = service.binder.ask(BinderStatsRequest())
+                if stats.bound >= args.pods:
+                    break
+                time.sleep(0.05)
+            last_bind = time.time() - (time.monotonic() - stats.last_bound_at)
+            cpu_after, sim_after = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(sim.pid)
+            creator.join()
+            created = times.get(timeout=60) - first_create
+            pods, _ = client.list("/api/v1/pods")
+            unbound = sum(1 for p in pods if p["spec"].get("schedulerName") == SCHEDULER_NAME
+                          and not p["spec"].get("nodeName"))
+            service.stop()
+            core.stop()
+            client.close()
+        finally:
+            sim.terminate()
+            sim.wait()
+    elapsed = last_bind - first_create
+    pipeline = 1 / (1 / raw_creates + 1 / raw)  # a plain client creating, then binding, each pod
+    return {"pipeline": pipeline, "pipeline_ratio": args.pods / elapsed / pipeline,
+        "nodes": nodes, "pods": args.pods, "seconds": elapsed, "create_rate": args.pods / created, "rate": args.pods / elapsed, "raw": raw,
+        "ratio": args.pods / elapsed / raw, "failed": stats.failed, "unbound": unbound,
+        "scheduler_cpu": (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime),
+        "kubesim_cpu": sim_after - sim_before,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", default="500,2000,5000", help="comma-separated node counts")
+    parser.add_argument("--pods", type=int, default=50_000)
+    parser.add_argument("--queues", type=int, default=10)
+    parser.add_argument("--raw-binds", type=int, default=2000)
+    parser.add_argument("--bind-workers", type=int, default=16)
+    parser.add_argument("--create-threads", type=int, default=8)
+    args = parser.parse_args()
+    header = ("nodes", "pods", "seconds", "pods/s", "creates/s", "raw binds/s", "ratio", "raw c+b/s", "ratio",
+              "sched cpu s", "kubesim cpu s", "failed", "unbound")
+    print(" ".join(f"{h:>{max(len(h), 7)}}" for h in header), flush=True)
+    for nodes in (int(n) for n in args.nodes.split(",")):
+        r = run(nodes, args)
+        row = (r["nodes"], r["pods"], f"{r['seconds']:.1f}", f"{r['rate']:.0f}", f"{r['create_rate']:.0f}",
+               f"{r['raw']:.0f}", f"{r['ratio']:.2f}", f"{r['pipeline']:.0f}", f"{r['pipeline_ratio']:.2f}",
+               f"{r['scheduler_cpu']:.1f}", f"{r['kubesim_cpu']:.1f}", r["failed"], r["unbound"])
+        print(" ".join(f"{v!s:>{max(len(h), 7)}}" for h, v in zip(header, row, strict=True)), flush=True)
+    print(f"peak RSS of the scheduler process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Recovery: seconds from scheduler start to ``Running`` over a cluster already full of running pods.
+
+kubesim runs as a subprocess with ``--nodes`` nodes and ``--pods`` pods already bound to them (a share
+``--foreign`` of them belong to another scheduler), created through the API by creator processes. Then
+the scheduler (core + shim) starts in this process: it registers, lists everything, sends the nodes,
+applications and existing allocations to the core in confirmed batches and makes the nodes
+schedulable. Printed: seconds to Running, what was recovered, the core's view of it, and peak RSS.
+
+    python benchmarks/recovery.py                       # 5,000 nodes, 50,000 pods
+    python benchmarks/recovery.py --nodes 500 --pods 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import resource
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from e2e_throughput import queues_yaml, start_kubesim  # noqa: E402
+
+from actors.shim.client import KubeClient  # noqa: E402
+
+
+def running_pod(index: int, nodes: int, foreign_every: int) -> dict:
+    foreign = foreign_every and index % foreign_every == 0
+    queue = index % 10
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"running-{index:06d}", "namespace": "default",
+                         "labels": {} if foreign else {"queue": f"root.q{queue}",
+                                                       "applicationId": f"app-{queue}-{index // 5000}"}},
+            "spec": {"schedulerName": "default-scheduler" if foreign else "yunikorn",
+                     "nodeName": f"node-{index % nodes:05d}",
+                     "containers": [{"name": "main", "image": "busybox",
+                                     "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}
+
+
+def create_range(kubeconfig: str, start: int, stop: int, nodes: int, foreign_every: int) -> None:
+    client = KubeClient.connect(kubeconfig, pool_size=8)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: client.request_retrying("POST", "/api/v1/namespaces/default/pods",
+                                                        body=running_pod(i, nodes, foreign_every)),
+                      range(start, stop)))
+    client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=50_000)
+    parser.add_argument("--foreign", type=float, default=0.2, help="share of pods of another scheduler")
+    parser.add_argument("--creators", type=int, default=2, help="creator processes")
+    args = parser.parse_args()
+    foreign_every = round(1 / args.foreign) if args.foreign > 0 else 0
+
+    from actors.core.scheduler import Scheduler
+    from actors.shim.predicates import KubernetesPredicates
+    from actors.shim.service import SchedulerService, ServiceSettings
+
+    with tempfile.TemporaryDirectory() as scratch:
+        kubeconfig = str(Path(scratch) / "kubeconfig")
+        sim = start_kubesim(args.nodes, kubeconfig)
+        try:
+            began = time.monotonic()
+            share = -(-args.pods // args.creators)
+            creators = [multiprocessing.Process(target=create_range, args=(
+                kubeconfig, i * share, min(args.pods, (i + 1) * share), args.nodes, foreign_every))
+                for i in range(args.creators)]
+            for creator in creators:
+                creator.start()
+            for creator in creators:
+                creator.join()
+            print(f"cluster prepared: {args.nodes} nodes, {args.pods} running pods "
+                  f"({args.foreign:.0%} foreign) in {time.monotonic() - began:.1f} s", flush=True)
+            client = KubeClient.connect(kubeconfig, pool_size=32)
+            client.request("POST", "/api/v1/namespaces/default/configmaps", body={
+                "metadata": {"name": "yunikorn-configs"}, "data": {"queues.yaml": queues_yaml(10)}})
+            rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            started = time.monotonic()
+            core = Scheduler(predicates=KubernetesPredicates())
+            service = SchedulerService(client, core, ServiceSettings()).start()
+            if not service.wait_until("Running", 600):
+                raise SystemExit(f"scheduler did not reach Running: {service.latest_state()}")
+            seconds = time.monotonic() - started
+            state = service.latest_state()
+            snapshot = core.snapshot()
+            yunikorn = sum(len(n.allocations) for p in snapshot.partitions for n in p.nodes)
+            foreign = sum(len(n.foreign_allocations) for p in snapshot.partitions for n in p.nodes)
+            schedulable = sum(n.schedulable for p in snapshot.partitions for n in p.nodes)
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            service.stop()
+            core.stop()
+            client.close()
+        finally:
+            sim.terminate()
+            sim.wait()
+    recovery = state.recovery
+    print(f"seconds to Running: {seconds:.1f}")
+    print(f"recovered: {recovery.pods_recovered} pods, {recovery.nodes_recovered}/{recovery.nodes_total} nodes")
+    print(f"core: {yunikorn} YuniKorn allocations, {foreign} foreign allocations, {schedulable} schedulable nodes")
+    print(f"peak RSS of the scheduler process: {rss:.0f} MiB (before the scheduler started: {rss_before:.0f} MiB)")
+
+
+if __name__ == "__main__":
+    main()

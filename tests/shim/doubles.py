@@ -1,0 +1,104 @@
+"""Test doubles at the shim's actor boundaries: a core that records the SI requests it receives and an
+actor that records every message told to it, plus a deadline-polling wait."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pykka
+
+from si import si_pb2
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(interval)
+
+
+class RecordingCore:
+    """A ``CoreLink`` that keeps every request in order; ``refuse_config`` makes config updates fail."""
+
+    def __init__(self, refuse_registration: str = "") -> None:
+        self._lock = threading.Lock()
+        self.requests: list[tuple[str, Any]] = []
+        self.callback = None
+        self.refuse_config = ""
+        self.refuse_registration = refuse_registration
+        self.barriers = 0
+
+    def _record(self, method: str, message: Any) -> None:
+        copy = type(message)()
+        copy.CopyFrom(message)
+        with self._lock:
+            self.requests.append((method, copy))
+
+    def register(self, request: si_pb2.RegisterResourceManagerRequest, callback: Any) -> None:
+        if self.refuse_registration:
+            raise RuntimeError(self.refuse_registration)
+        self.callback = callback
+        self._record("register", request)
+
+    def update_node(self, request: si_pb2.NodeRequest) -> None:
+        self._record("node", request)
+
+    def update_application(self, request: si_pb2.ApplicationRequest) -> None:
+        self._record("application", request)
+
+    def update_allocation(self, request: si_pb2.AllocationRequest) -> None:
+        self._record("allocation", request)
+
+    def update_configuration(self, request: si_pb2.UpdateConfigurationRequest) -> str | None:
+        self._record("configuration", request)
+        return self.refuse_config or None
+
+    def barrier(self) -> None:
+        with self._lock:
+            self.barriers += 1
+
+    def of(self, method: str) -> list[Any]:
+        with self._lock:
+            return [message for kind, message in self.requests if kind == method]
+
+    def methods(self) -> list[str]:
+        with self._lock:
+            return [kind for kind, _ in self.requests]
+
+    def allocations(self) -> list[si_pb2.Allocation]:
+        return [a for request in self.of("allocation") for a in request.allocations]
+
+    def releases(self) -> list[si_pb2.AllocationRelease]:
+        return [r for request in self.of("allocation") for r in request.releases.allocationsToRelease]
+
+    def node_actions(self) -> list[tuple[str, int]]:
+        return [(info.nodeID, info.action) for request in self.of("node") for info in request.nodes]
+
+
+class Inbox(pykka.ThreadingActor):
+    """Records every message told to it; ``ask(Inbox.ALL)`` returns them."""
+
+    ALL = "all"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[Any] = []
+
+    def on_receive(self, message: Any) -> Any:
+        if message == Inbox.ALL:
+            return list(self.messages)
+        self.messages.append(message)
+        return None
+
+
+def inbox_messages(ref: pykka.ActorRef, kind: type | None = None) -> list[Any]:
+    messages = ref.ask(Inbox.ALL)
+    return [m for m in messages if kind is None or isinstance(m, kind)]

@@ -1,0 +1,172 @@
+"""The binder and the event recorder against kubesim: retries, conflicts, concurrency, aggregation."""
+
+import pytest
+from kubernetes import client as k8s
+
+from actors.shim.binder import Binder, BindOutcome, BindRequest, DeletePod, Drain
+from actors.shim.client import KubeClient, RetryPolicy
+from actors.shim.eventbuffer import KubeEvent, PodCondition
+from actors.shim.recorder import EventRecorder, Flush, RecorderStatsRequest
+from tests.shim.doubles import Inbox, inbox_messages, wait_for
+from tests.shim.factories import pod_json
+
+
+@pytest.fixture
+def shim_client(kubesim, tmp_path):
+    path = tmp_path / "kubeconfig"
+    kubesim.write_kubeconfig(str(path))
+    client = KubeClient.connect(str(path), pool_size=32, retry=RetryPolicy(attempts=4, deadline=10, initial=0.01,
+                                                                          maximum=0.1))
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def core_api(kube_api):
+    return k8s.CoreV1Api(kube_api)
+
+
+@pytest.fixture
+def nodes(kubesim):
+    kubesim.seed_nodes(2)
+    return ["node-00000", "node-00001"]
+
+
+def make_pod(core_api, name):
+    body = pod_json(name)
+    for key in ("uid", "resourceVersion", "creationTimestamp"):
+        del body["metadata"][key]
+    return core_api.create_namespaced_pod("default", body).metadata.uid
+
+
+def bind_all(shim_client, requests, workers=8):
+    inbox = Inbox.start()
+    binder = Binder.start(shim_client, inbox, workers)
+    for request in requests:
+        binder.tell(request)
+    binder.ask(Drain())
+    wait_for(lambda: len(inbox_messages(inbox, BindOutcome)) == len(requests))
+    outcomes = {o.uid: o for o in inbox_messages(inbox, BindOutcome)}
+    binder.stop()
+    inbox.stop()
+    return outcomes
+
+
+def node_of(core_api, name):
+    return core_api.read_namespaced_pod(name, "default").spec.node_name
+
+
+def test_binds_many_pods_concurrently(kubesim, core_api, shim_client, nodes):
+    requests = [BindRequest(make_pod(core_api, f"p{i}"), "default", f"p{i}", nodes[i % 2]) for i in range(40)]
+    outcomes = bind_all(shim_client, requests)
+    assert all(o.bound for o in outcomes.values())
+    assert [node_of(core_api, f"p{i}") for i in range(40)] == [nodes[i % 2] for i in range(40)]
+    binds = [r for r in kubesim.request_log if r.subresource == "binding"]
+    assert len(binds) == 40
+
+
+@pytest.mark.parametrize("status", [500, 503, 429])
+def test_transient_failures_are_retried(kubesim, core_api, shim_client, nodes, status):
+    uid = make_pod(core_api, "p")
+    kubesim.faults.fail(verb="create", resource="pods/binding", status=status, count=2, retry_after=0)
+    [outcome] = bind_all(shim_client, [BindRequest(uid, "default", "p", nodes[0])]).values()
+    assert outcome.bound
+    assert node_of(core_api, "p") == nodes[0]
+
+
+def test_persistent_failure_is_reported_and_nothing_is_bound(kubesim, core_api, shim_client, nodes):
+    uid = make_pod(core_api, "p")
+    kubesim.faults.fail(verb="create", resource="pods/binding", status=500, count=None)
+    [outcome] = bind_all(shim_client, [BindRequest(uid, "default", "p", nodes[0])]).values()
+    assert not outcome.bound and not outcome.gone and "500" in outcome.reason
+    assert node_of(core_api, "p") is None
+    attempts = [r for r in kubesim.request_log if r.subresource == "binding"]
+    assert len(attempts) == 4
+
+
+def test_already_bound_to_that_node_counts_as_bound(core_api, shim_client, nodes):
+    uid = make_pod(core_api, "p")
+    bind_all(shim_client, [BindRequest(uid, "default", "p", nodes[0])])
+    [again] = bind_all(shim_client, [BindRequest(uid, "default", "p", nodes[0])]).values()
+    assert again.bound
+    [elsewhere] = bind_all(shim_client, [BindRequest(uid, "default", "p", nodes[1])]).values()
+    assert not elsewhere.bound and not elsewhere.gone and nodes[0] in elsewhere.reason
+    assert node_of(core_api, "p") == nodes[0]
+
+
+def test_missing_pod_is_gone(shim_client, nodes):
+    [outcome] = bind_all(shim_client, [BindRequest("uid-x", "default", "ghost", nodes[0])]).values()
+    assert outcome.gone and not outcome.bound
+
+
+def test_a_second_request_in_flight_is_dropped(kubesim, core_api, shim_client, nodes):
+    uid = make_pod(core_api, "p")
+    kubesim.faults.latency(verb="create", resource="pods/binding", seconds=0.3)
+    inbox = Inbox.start()
+    binder = Binder.start(shim_client, inbox, 4)
+    binder.tell(BindRequest(uid, "default", "p", nodes[0]))
+    binder.tell(BindRequest(uid, "default", "p", nodes[0]))
+    binder.ask(Drain())
+    wait_for(lambda: inbox_messages(inbox, BindOutcome))
+    assert len(inbox_messages(inbox, BindOutcome)) == 1
+    assert len([r for r in kubesim.request_log if r.subresource == "binding"]) == 1
+    binder.tell(BindRequest(uid, "default", "p", nodes[0]))
+    wait_for(lambda: len(inbox_messages(inbox, BindOutcome)) == 2)
+    assert "shutting down" in inbox_messages(inbox, BindOutcome)[-1].reason
+    binder.stop()
+    inbox.stop()
+
+
+def test_delete_pod_respects_the_uid(core_api, shim_client):
+    uid = make_pod(core_api, "victim")
+    inbox = Inbox.start()
+    binder = Binder.start(shim_client, inbox, 2)
+    binder.tell(DeletePod("another-uid", "default", "victim", "preempted"))
+    binder.ask(Drain())
+    assert core_api.read_namespaced_pod("victim", "default").metadata.uid == uid
+    binder.stop()
+    binder = Binder.start(shim_client, inbox, 2)
+    binder.tell(DeletePod(uid, "default", "victim", "preempted"))
+    binder.ask(Drain())
+    with pytest.raises(k8s.ApiException):
+        core_api.read_namespaced_pod("victim", "default")
+    binder.stop()
+    inbox.stop()
+
+
+def pod_events(core_api, name):
+    return [e for e in core_api.list_namespaced_event("default").items if e.involved_object.name == name]
+
+
+def test_recorder_aggregates_updates_and_sets_conditions(core_api, shim_client):
+    uid = make_pod(core_api, "p")
+    recorder = EventRecorder.start(shim_client, qps=100, burst=100, interval=60)
+    event = KubeEvent("Pod", "default", "p", uid, "Warning", "FailedScheduling", "queue root.a is full")
+    for _ in range(3):
+        recorder.tell(event)
+    recorder.tell(PodCondition("default", "p", uid, "Unschedulable", "queue root.a is full"))
+    recorder.ask(Flush())
+    [written] = pod_events(core_api, "p")
+    assert (written.count, written.type, written.reason, written.message) == (3, "Warning", "FailedScheduling",
+                                                                               "queue root.a is full")
+    recorder.tell(event)
+    recorder.ask(Flush())
+    [updated] = pod_events(core_api, "p")
+    assert updated.count == 4 and updated.metadata.name == written.metadata.name
+    conditions = core_api.read_namespaced_pod_status("p", "default").status.conditions
+    scheduled = [c for c in conditions if c.type == "PodScheduled"]
+    assert [(c.status, c.reason, c.message) for c in scheduled] == [("False", "Unschedulable", "queue root.a is full")]
+    stats = recorder.ask(RecorderStatsRequest())
+    assert (stats.written, stats.updated, stats.failed) == (2, 1, 0)
+    recorder.stop()
+
+
+def test_recorder_rate_limit_bounds_api_writes(kubesim, shim_client):
+    recorder = EventRecorder.start(shim_client, qps=1, burst=10, interval=60)
+    for i in range(500):
+        recorder.tell(KubeEvent("Pod", "default", f"p{i}", "", "Normal", "Scheduled", "assigned"))
+    recorder.ask(Flush())
+    writes = [r for r in kubesim.request_log if r.resource == "events"]
+    assert len(writes) == 10
+    assert recorder.ask(RecorderStatsRequest()).pending == 490
+    recorder.stop()

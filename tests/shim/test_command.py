@@ -1,0 +1,119 @@
+"""The ``yunikorn-scheduler`` command as a real process: embedded mode, errors, SIGTERM, and a SIGKILL
+in the middle of the work followed by a restart."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.shim.cluster import Cluster
+from tests.shim.doubles import wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def scheduler(*args, env=None):
+    return subprocess.Popen([sys.executable, "-m", "actors.shim.cli", "--rest-port", "0", *args], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+@pytest.mark.timeout(120)
+def test_embedded_schedules_the_sample_and_prints_a_summary():
+    process = scheduler("--embedded", "--nodes", "3", "--pods", "60", "--exit-when-done", "--log-level", "WARNING")
+    out, err = process.communicate(timeout=100)
+    assert process.returncode == 0, err
+    lines = out.splitlines()
+    bound = {line.split()[0]: int(line.split()[1]) for line in lines if line.startswith("root.")}
+    assert bound == {"root.analytics": 20, "root.batch": 20, "root.interactive": 20}
+    assert "60/60 pods bound" in err
+    assert any(line.startswith("node-00000") for line in lines)
+
+
+def test_without_any_cluster_config_it_stops_with_a_hint(tmp_path):
+    process = scheduler(env={"KUBERNETES_SERVICE_HOST": "", "HOME": str(tmp_path)})
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2
+    assert "--kubeconfig" in err and "in-cluster" in err
+
+
+def test_bad_arguments_are_refused():
+    process = scheduler("--embedded", "--nodes", "0")
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2 and "--nodes" in err
+
+
+@pytest.fixture
+def cluster(kubesim, tmp_path):
+    path = tmp_path / "kubeconfig"
+    kubesim.write_kubeconfig(str(path))
+    made = Cluster(kubesim, str(path))
+    yield made
+    made.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def get_json(url: str):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+    except OSError:
+        return None, None
+
+
+@pytest.mark.timeout(120)
+def test_rest_shows_the_shim_and_sigterm_shuts_down_gracefully(cluster):
+    cluster.sim.seed_nodes(1)
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "actors.shim.cli", "--kubeconfig", cluster.kubeconfig,
+                                "--rest-port", str(port)], cwd=REPO, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    wait_for(lambda: get_json(base + "/ws/v1/health/ready") == (200, {"ready": True, "shimState": "Running"}),
+             timeout=60)
+    cluster.pod("p")
+    wait_for(lambda: cluster.bound("p"), timeout=60)
+    wait_for(lambda: any(pod["name"] == "p" and pod["state"] == "Bound"
+                         for pod in get_json(base + "/ws/v1/fullstatedump")[1]["rmDiagnostics"]["pods"]))
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "scheduler state: Stopped" in err and "level=info" in err
+
+
+@pytest.mark.timeout(150)
+def test_sigkill_mid_load_then_restart_binds_everything_once(cluster):
+    cluster.sim.seed_nodes(3, cpu="4")
+    cluster.sim.faults.latency(verb="create", resource="pods/binding", seconds=0.05)
+    names = [f"k{i}" for i in range(90)]
+    first = scheduler("--kubeconfig", cluster.kubeconfig, "--bind-workers", "4")
+    for name in names[:45]:
+        cluster.pod(name, cpu="100m")
+    wait_for(lambda: sum(cluster.bound(n) for n in names) >= 10, timeout=60)
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=30)
+    for name in names[45:]:
+        cluster.pod(name, cpu="100m")
+    second = scheduler("--kubeconfig", cluster.kubeconfig)
+    try:
+        wait_for(lambda: cluster.bound(*names), timeout=90)
+    finally:
+        second.send_signal(signal.SIGTERM)
+        _, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    wait_for(lambda: set(cluster.binds_per_pod()) == set(names))
+    cluster.assert_consistent()

@@ -1,0 +1,431 @@
+"""The shim context as an actor: informer messages and core answers in, SI requests, bind requests and
+Kubernetes events out (the core is a recording double here; tests/shim/test_integration.py uses the real one)."""
+
+import json
+
+import pytest
+
+from actors.shim import kinds
+from actors.shim.binder import BindOutcome, BindRequest, DeletePod
+from actors.shim.context import Connect, ContextSettings, ShimContext, Shutdown
+from actors.shim.eventbuffer import KubeEvent, PodCondition
+from actors.shim.informer import Added, Changes, Deleted, Listed, Updated
+from actors.shim.nodes import parse_node
+from actors.shim.objects import parse_configmap, parse_namespace, parse_priority_class
+from actors.shim.pods import parse_pod
+from actors.shim.state import ShimStateRequest, StateBoard
+from si import si_pb2
+from si.resources import Resource
+from tests.shim.doubles import Inbox, RecordingCore, inbox_messages, wait_for
+from tests.shim.factories import node_json, pod_json
+
+NodeInfo = si_pb2.NodeInfo
+
+
+class Shim:
+    """A context wired to a recording core, binder inbox and recorder inbox."""
+
+    def __init__(self, core=None, recovery_batch=1000):
+        self.core = core or RecordingCore()
+        self.board = StateBoard()
+        self.binder = Inbox.start()
+        self.recorder = Inbox.start()
+        self.ref = ShimContext.start(self.core, self.board, ContextSettings(recovery_batch=recovery_batch))
+        self.ref.tell(Connect(self.binder, self.recorder))
+
+    def list_all(self, pods=(), nodes=(), configmaps=(), namespaces=()):
+        self.ref.tell(Listed(kinds.CONFIGMAPS, tuple(parse_configmap(c) for c in configmaps)))
+        self.ref.tell(Listed(kinds.PRIORITY_CLASSES, ()))
+        self.ref.tell(Listed(kinds.NAMESPACES, tuple(parse_namespace(n) for n in namespaces)))
+        self.ref.tell(Listed(kinds.NODES, tuple(parse_node(n) for n in nodes)))
+        self.ref.tell(Listed(kinds.PODS, tuple(parse_pod(p) for p in pods)))
+        return self.state()
+
+    def state(self):
+        return self.ref.ask(ShimStateRequest())
+
+    def change(self, kind, *changes):
+        self.ref.tell(Changes(kind, tuple(changes)))
+        self.state()  # an ask after the tell: the change has been handled
+
+    def tell_and_settle(self, message):
+        self.ref.tell(message)
+        self.state()
+
+    def stop(self):
+        for ref in (self.ref, self.binder, self.recorder):
+            ref.stop()
+
+    def binds(self):
+        return inbox_messages(self.binder, BindRequest)
+
+    def events(self, reason=None):
+        return [e for e in inbox_messages(self.recorder, KubeEvent) if reason is None or e.reason == reason]
+
+    def conditions(self):
+        return inbox_messages(self.recorder, PodCondition)
+
+
+@pytest.fixture
+def make_shim():
+    made = []
+
+    def make(**kwargs):
+        made.append(Shim(**kwargs))
+        return made[-1]
+
+    yield make
+    for shim in made:
+        shim.stop()
+
+
+@pytest.fixture
+def shim(make_shim):
+    return make_shim()
+
+
+def allocation_response(*pairs):
+    return si_pb2.AllocationResponse(new=[si_pb2.Allocation(allocationKey=uid, nodeID=node) for uid, node in pairs])
+
+
+def test_start_up_registers_recovers_then_submits(shim):
+    bound = pod_json("bound", node="n1", labels={"applicationId": "app-old"})
+    foreign = pod_json("system", node="n2", scheduler="default-scheduler", owner_kind="Node")
+    pending = pod_json("pending", labels={"applicationId": "app-new"})
+    finished = pod_json("done", node="n1", phase="Succeeded")
+    configs = {"metadata": {"name": "yunikorn-configs"}, "data": {"queues.yaml": "partitions: []",
+                                                                   "service.clusterId": "c7"}}
+    state = shim.list_all(pods=[pending, bound, foreign, finished], nodes=[node_json("n1"), node_json("n2")],
+                          configmaps=[configs])
+    assert state.state == "Running"
+    assert state.recovery.nodes_total == 2 and state.recovery.nodes_recovered == 2
+    assert state.recovery.pods_recovered == 2
+    assert state.registered_at > 0
+    core = shim.core
+    register = core.of("register")[0]
+    assert register.rmID == "c7" and register.config == "partitions: []"
+    assert core.methods() == ["register", "node", "application", "allocation", "node", "application", "allocation"]
+    actions = core.node_actions()
+    assert actions[:2] == [("n1", NodeInfo.CREATE_DRAIN), ("n2", NodeInfo.CREATE_DRAIN)]
+    assert sorted(actions[2:]) == [("n1", NodeInfo.DRAIN_TO_SCHEDULABLE), ("n2", NodeInfo.DRAIN_TO_SCHEDULABLE)]
+    recovered_app, new_app = (r.new[0] for r in core.of("application"))
+    assert recovered_app.applicationID == "app-old" and recovered_app.tags["application.create.force"] == "true"
+    assert new_app.applicationID == "app-new" and "application.create.force" not in new_app.tags
+    existing, ask = core.of("allocation")
+    placed = {a.allocationKey: a for a in existing.allocations}
+    assert {key: a.nodeID for key, a in placed.items()} == {bound["metadata"]["uid"]: "n1",
+                                                           foreign["metadata"]["uid"]: "n2"}
+    assert placed[foreign["metadata"]["uid"]].allocationTags["foreign"] == "static"
+    assert [(a.allocationKey, a.nodeID) for a in ask.allocations] == [(pending["metadata"]["uid"], "")]
+    assert core.barriers == 1
+    assert {p.name: p.state for p in state.pods} == {"bound": "Bound", "pending": "Scheduling", "system": "Foreign"}
+    assert shim.board.latest().state == "Running"
+
+
+def test_recovery_progress_is_confirmed_in_batches(make_shim):
+    shim = make_shim(recovery_batch=2)
+    pods = [pod_json(f"p{i}", node="n1") for i in range(5)]
+    state = shim.list_all(pods=pods, nodes=[node_json("n1"), node_json("n2")])
+    assert shim.core.barriers == 3
+    assert state.recovery.pods_recovered == 5 and state.recovery.nodes_recovered == 2
+
+
+def test_nothing_is_sent_before_every_kind_is_listed(shim):
+    shim.ref.tell(Listed(kinds.NODES, (parse_node(node_json("n1")),)))
+    shim.change(kinds.NODES, Added(parse_node(node_json("n2"))))
+    assert shim.state().state == "New" and shim.core.requests == []
+    state = shim.list_all(nodes=[node_json("n1"), node_json("n2")])
+    assert state.recovery.nodes_total == 2
+
+
+def test_allocation_is_bound_and_reported(shim):
+    pod = pod_json("p1")
+    uid = pod["metadata"]["uid"]
+    shim.list_all(pods=[pod], nodes=[node_json("n1")])
+    shim.tell_and_settle(allocation_response((uid, "n1")))
+    assert shim.binds() == [BindRequest(uid, "default", "p1", "n1")]
+    shim.tell_and_settle(BindOutcome(uid, "n1", True))
+    assert [p.state for p in shim.state().pods] == ["Bound"]
+    assert shim.events("Scheduled")[0].message == "Successfully assigned default/p1 to node n1"
+    assert shim.events("PodBindSuccessful")
+    assert shim.events("Scheduling")
+
+
+def test_informer_confirmation_binds_too_and_events_are_not_repeated(shim):
+    pod = pod_json("p1")
+    uid = pod["metadata"]["uid"]
+    shim.list_all(pods=[pod], nodes=[node_json("n1")])
+    shim.tell_and_settle(allocation_response((uid, "n1")))
+    old = parse_pod(pod)
+    shim.change(kinds.PODS, Updated(old, parse_pod(pod_json("p1", uid=uid, node="n1", resource_version="2"))))
+    shim.tell_and_settle(BindOutcome(uid, "n1", True))
+    assert len(shim.events("Scheduled")) == 1
+
+
+def test_failed_bind_releases_and_asks_again(shim):
+    pod = pod_json("p1")
+    uid = pod["metadata"]["uid"]
+    shim.list_all(pods=[pod], nodes=[node_json("n1")])
+    shim.tell_and_settle(allocation_response((uid, "n1")))
+    shim.tell_and_settle(BindOutcome(uid, "n1", False, reason="500 boom"))
+    last = shim.core.of("allocation")[-2:]
+    assert last[0].releases.allocationsToRelease[0].allocationKey == uid
+    assert last[1].allocations[0].allocationKey == uid and not last[1].allocations[0].nodeID
+    assert [p.state for p in shim.state().pods] == ["Scheduling"]
+    assert shim.events("PodBindFailure")[0].message == "500 boom"
+    shim.tell_and_settle(allocation_response((uid, "n1")))
+    assert len(shim.binds()) == 2
+
+
+def test_duplicate_or_stray_allocations(shim):
+    pod = pod_json("p1")
+    uid = pod["metadata"]["uid"]
+    shim.list_all(pods=[pod], nodes=[node_json("n1")])
+    shim.tell_and_settle(allocation_response((uid, "n1")))
+    shim.tell_and_settle(allocation_response((uid, "n1")))
+    assert len(shim.binds()) == 1
+    shim.tell_and_settle(allocation_response(("no-such-pod", "n1")))
+    assert shim.core.releases()[-1].allocationKey == "no-such-pod"
+
+
+def test_deleted_and_finished_pods_release_their_allocation(shim):
+    a, b = pod_json("a", node="n1"), pod_json("b", node="n1")
+    shim.list_all(pods=[a, b], nodes=[node_json("n1")])
+    shim.change(kinds.PODS, Deleted(parse_pod(a)))
+    shim.change(kinds.PODS, Updated(parse_pod(b), parse_pod(pod_json("b", uid=b["metadata"]["uid"], node="n1",
+                                                                     phase="Succeeded", resource_version="2"))))
+    released = [r.allocationKey for r in shim.core.releases()]
+    assert released == [a["metadata"]["uid"], b["metadata"]["uid"]]
+    assert [p.state for p in shim.state().pods] == ["Completed"]
+
+
+def test_app_is_removed_when_its_last_pod_goes(shim):
+    pod = pod_json("a", labels={"applicationId": "app-1"})
+    shim.list_all(pods=[pod], nodes=[node_json("n1")])
+    shim.change(kinds.PODS, Deleted(parse_pod(pod)))
+    removed = [r.remove[0].applicationID for r in shim.core.of("application") if r.remove]
+    assert removed == ["app-1"]
+    assert shim.state().applications == ()
+
+
+def test_pod_added_and_deleted_in_one_batch_is_never_asked_for(shim):
+    shim.list_all(nodes=[node_json("n1")])
+    pod = parse_pod(pod_json("short"))
+    shim.change(kinds.PODS, Added(pod), Deleted(pod))
+    assert shim.core.allocations() == []
+
+
+def test_foreign_pods_are_counted_updated_and_released(shim):
+    raw = pod_json("f", node="n1", scheduler="default-scheduler", cpu="1")
+    uid = raw["metadata"]["uid"]
+    shim.list_all(pods=[raw], nodes=[node_json("n1")])
+    resized = parse_pod(pod_json("f", uid=uid, node="n1", scheduler="default-scheduler", cpu="2",
+                                 resource_version="2"))
+    shim.change(kinds.PODS, Updated(parse_pod(raw), resized))
+    relabelled = parse_pod(pod_json("f", uid=uid, node="n1", scheduler="default-scheduler", cpu="2",
+                                    labels={"x": "y"}, resource_version="3"))
+    shim.change(kinds.PODS, Updated(resized, relabelled))
+    allocations = shim.core.allocations()
+    assert [Resource.from_proto(a.resourcePerAlloc)["vcore"] for a in allocations] == [1000, 2000]
+    assert all(a.allocationTags["foreign"] == "default" for a in allocations)
+    shim.change(kinds.PODS, Deleted(relabelled))
+    assert [r.allocationKey for r in shim.core.releases()] == [uid]
+
+
+def test_pending_foreign_pods_are_ignored_until_assigned(shim):
+    shim.list_all(nodes=[node_json("n1")])
+    raw = pod_json("f", scheduler="default-scheduler")
+    shim.change(kinds.PODS, Added(parse_pod(raw)))
+    assert shim.core.allocations() == []
+    bound = parse_pod(pod_json("f", uid=raw["metadata"]["uid"], node="n1", scheduler="default-scheduler",
+                               resource_version="2"))
+    shim.change(kinds.PODS, Updated(parse_pod(raw), bound))
+    assert [a.nodeID for a in shim.core.allocations()] == ["n1"]
+
+
+def test_pods_on_unknown_nodes_wait_for_the_node(shim):
+    shim.list_all(nodes=[node_json("n1")])
+    foreign = parse_pod(pod_json("f", node="n9", scheduler="default-scheduler"))
+    ours = parse_pod(pod_json("y", node="n9"))
+    shim.change(kinds.PODS, Added(foreign), Added(ours))
+    assert shim.core.allocations() == []
+    shim.change(kinds.NODES, Added(parse_node(node_json("n9"))))
+    assert sorted(a.allocationKey for a in shim.core.allocations()) == sorted([foreign.uid, ours.uid])
+    assert shim.core.methods()[-2:] == ["node", "allocation"]
+
+
+def test_running_pod_resize_updates_its_allocation(shim):
+    raw = pod_json("p", node="n1", cpu="1")
+    shim.list_all(pods=[raw], nodes=[node_json("n1")])
+    resized = parse_pod(pod_json("p", uid=raw["metadata"]["uid"], node="n1", cpu="3", resource_version="2"))
+    shim.change(kinds.PODS, Updated(parse_pod(raw), resized))
+    last = shim.core.allocations()[-1]
+    assert last.nodeID == "n1" and Resource.from_proto(last.resourcePerAlloc)["vcore"] == 3000
+
+
+def test_pod_bound_by_someone_else_withdraws_the_ask(shim):
+    raw = pod_json("p")
+    shim.list_all(pods=[raw], nodes=[node_json("n1")])
+    placed = parse_pod(pod_json("p", uid=raw["metadata"]["uid"], node="n1", resource_version="2"))
+    shim.change(kinds.PODS, Updated(parse_pod(raw), placed))
+    assert shim.core.releases()[-1].allocationKey == placed.uid
+    assert shim.core.allocations()[-1].nodeID == "n1"
+    assert [p.state for p in shim.state().pods] == ["Bound"]
+
+
+def test_gated_pods_wait_for_their_gates(shim):
+    raw = pod_json("g", spec={"schedulingGates": [{"name": "hold"}]})
+    shim.list_all(pods=[raw], nodes=[node_json("n1")])
+    assert shim.core.allocations() == []
+    released = parse_pod(pod_json("g", uid=raw["metadata"]["uid"], resource_version="2"))
+    shim.change(kinds.PODS, Updated(parse_pod(raw), released))
+    assert [a.allocationKey for a in shim.core.allocations()] == [released.uid]
+
+
+def test_invalid_pod_is_rejected_with_the_reason(shim):
+    raw = pod_json("bad", cpu="plenty")
+    shim.list_all(pods=[raw], nodes=[node_json("n1")])
+    assert shim.core.allocations() == []
+    [event] = shim.events("TaskRejected")
+    assert "plenty" in event.message and event.type == "Warning"
+    assert shim.conditions()[0].reason == "Unschedulable"
+
+
+def test_rejected_application_rejects_its_tasks(shim):
+    raw = pod_json("p", labels={"applicationId": "a1", "queue": "root.nope"})
+    shim.list_all(pods=[raw], nodes=[node_json("n1")])
+    shim.tell_and_settle(si_pb2.ApplicationResponse(rejected=[si_pb2.RejectedApplication(
+        applicationID="a1", reason="queue root.nope does not exist")]))
+    assert shim.state().applications[0].state == "Rejected"
+    assert [p.state for p in shim.state().pods] == ["Rejected"]
+    assert "root.nope" in shim.events("TaskRejected")[0].message
+
+
+def test_application_states_follow_the_core(shim):
+    raw = pod_json("p", labels={"applicationId": "a1"})
+    shim.list_all(pods=[raw], nodes=[node_json("n1")])
+    shim.tell_and_settle(si_pb2.ApplicationResponse(accepted=[si_pb2.AcceptedApplication(applicationID="a1")]))
+    assert shim.state().applications[0].state == "Accepted"
+    shim.tell_and_settle(si_pb2.ApplicationResponse(updated=[si_pb2.UpdatedApplication(applicationID="a1",
+                                                                                       state="Running")]))
+    assert shim.state().applications[0].state == "Running"
+    shim.tell_and_settle(si_pb2.ApplicationResponse(updated=[si_pb2.UpdatedApplication(applicationID="a1",
+                                                                                       state="Completed")]))
+    assert shim.state().applications[0].state == "Completed"
+    assert [r.remove[0].applicationID for r in shim.core.of("application") if r.remove] == ["a1"]
+    again = pod_json("p2", labels={"applicationId": "a1"})
+    shim.change(kinds.PODS, Added(parse_pod(again)))
+    assert shim.core.of("application")[-1].new[0].applicationID == "a1"
+    assert shim.state().applications[0].state == "Submitted"
+
+
+def test_core_scheduling_failure_becomes_event_and_condition(shim):
+    raw = pod_json("p")
+    shim.list_all(pods=[raw], nodes=[node_json("n1")])
+    shim.tell_and_settle(si_pb2.UpdateContainerSchedulingStateRequest(
+        allocationKey=raw["metadata"]["uid"], state=si_pb2.UpdateContainerSchedulingStateRequest.FAILED,
+        reason="queue root.a: max vcore 4000 reached"))
+    [event] = shim.events("FailedScheduling")
+    assert event.message == "queue root.a: max vcore 4000 reached" and event.type == "Warning"
+    [condition] = shim.conditions()
+    assert (condition.name, condition.reason) == ("p", "Unschedulable")
+
+
+def test_preempted_pods_are_deleted(shim):
+    raw = pod_json("victim", node="n1")
+    shim.list_all(pods=[raw], nodes=[node_json("n1")])
+    shim.tell_and_settle(si_pb2.AllocationResponse(released=[si_pb2.AllocationRelease(
+        allocationKey=raw["metadata"]["uid"], terminationType=si_pb2.PREEMPTED_BY_SCHEDULER, message="make room")]))
+    assert inbox_messages(shim.binder, DeletePod) == [DeletePod(raw["metadata"]["uid"], "default", "victim",
+                                                                "make room")]
+
+
+def test_node_changes(shim):
+    shim.list_all(nodes=[node_json("n1")])
+    n1 = parse_node(node_json("n1"))
+    cordoned = parse_node(node_json("n1", unschedulable=True, resource_version="2"))
+    shim.change(kinds.NODES, Updated(n1, cordoned))
+    bigger = parse_node(node_json("n1", cpu="16", resource_version="3"))
+    shim.change(kinds.NODES, Updated(cordoned, bigger))
+    same = parse_node(node_json("n1", cpu="16", resource_version="4"))
+    shim.change(kinds.NODES, Updated(bigger, same))
+    shim.change(kinds.NODES, Deleted(same))
+    assert shim.core.node_actions()[2:] == [
+        ("n1", NodeInfo.UPDATE), ("n1", NodeInfo.DRAIN_NODE), ("n1", NodeInfo.UPDATE),
+        ("n1", NodeInfo.DRAIN_TO_SCHEDULABLE), ("n1", NodeInfo.DECOMISSION)]
+    shim.tell_and_settle(si_pb2.NodeResponse(accepted=[si_pb2.AcceptedNode(nodeID="n1")],
+                                             rejected=[si_pb2.RejectedNode(nodeID="n2", reason="duplicate")]))
+    assert shim.events("NodeAccepted")[0].name == "n1"
+    assert "duplicate" in shim.events("NodeRejected")[0].message
+
+
+def test_cordoned_node_is_registered_draining_and_stays_so(shim):
+    shim.list_all(nodes=[node_json("n1", unschedulable=True), node_json("n2")])
+    assert shim.core.node_actions() == [("n1", NodeInfo.CREATE_DRAIN), ("n2", NodeInfo.CREATE_DRAIN),
+                                        ("n2", NodeInfo.DRAIN_TO_SCHEDULABLE)]
+
+
+def configmap(data, version="1"):
+    return parse_configmap({"metadata": {"name": "yunikorn-configs", "resourceVersion": version}, "data": data})
+
+
+def test_config_changes_are_sent_and_refusals_keep_the_old_config(shim):
+    first = {"queues.yaml": "a: 1"}
+    shim.list_all(nodes=[node_json("n1")], configmaps=[{"metadata": {"name": "yunikorn-configs"}, "data": first}])
+    shim.core.refuse_config = "queue root.x: bad"
+    shim.change(kinds.CONFIGMAPS, Updated(configmap(first), configmap({"queues.yaml": "bad"}, "2")))
+    [warning] = shim.events("ConfigurationRefused")
+    assert "queue root.x: bad" in warning.message and warning.kind == "ConfigMap"
+    shim.core.refuse_config = ""
+    shim.change(kinds.CONFIGMAPS, Updated(configmap({"queues.yaml": "bad"}), configmap({"queues.yaml": "b: 2"}, "3")))
+    assert [u.config for u in shim.core.of("configuration")] == ["bad", "b: 2"]
+    shim.change(kinds.CONFIGMAPS, Updated(configmap({"queues.yaml": "b: 2"}), configmap({"queues.yaml": "b: 2"}, "4")))
+    assert len(shim.core.of("configuration")) == 2
+
+
+def test_disabled_hot_refresh_freezes_the_config(shim):
+    frozen = {"queues.yaml": "a: 1", "service.enableConfigHotRefresh": "false"}
+    shim.list_all(nodes=[node_json("n1")], configmaps=[{"metadata": {"name": "yunikorn-configs"}, "data": frozen}])
+    shim.change(kinds.CONFIGMAPS, Updated(configmap(frozen), configmap({"queues.yaml": "b: 2"}, "2")))
+    assert shim.core.of("configuration") == []
+
+
+def test_namespace_annotations_become_app_tags(shim):
+    ns = {"metadata": {"name": "team", "annotations": {"yunikorn.apache.org/parentqueue": "root.teams"}}}
+    shim.list_all(pods=[pod_json("p", namespace="team")], nodes=[node_json("n1")], namespaces=[ns])
+    tags = shim.core.of("application")[0].new[0].tags
+    assert tags["namespace.parentqueue"] == "root.teams" and tags["namespace"] == "team"
+
+
+def test_priority_comes_from_the_pod_or_its_class(shim):
+    shim.ref.tell(Listed(kinds.PRIORITY_CLASSES, ()))
+    with_class = pod_json("c", spec={"priorityClassName": "high"})
+    explicit = pod_json("e", spec={"priority": 5, "priorityClassName": "high"})
+
+    shim.ref.tell(Changes(kinds.PRIORITY_CLASSES, (Added(parse_priority_class(
+        {"metadata": {"name": "high"}, "value": 1000})),)))
+    shim.list_all(pods=[with_class, explicit], nodes=[node_json("n1")])
+    assert {a.allocationTags["kubernetes.io/meta/podName"]: a.priority for a in shim.core.allocations()} == {
+        "c": 1000, "e": 5}
+
+
+def test_registration_failure_ends_in_failed(make_shim):
+    shim = make_shim(core=RecordingCore(refuse_registration="core is down"))
+    state = shim.list_all(nodes=[node_json("n1")])
+    assert state.state == "Failed"
+    assert "core is down" in shim.events("SchedulerFailed")[0].message
+
+
+def test_shutdown_drains_and_ignores_the_cluster(shim):
+    shim.list_all(nodes=[node_json("n1")])
+    shim.ref.ask(Shutdown())
+    shim.change(kinds.PODS, Added(parse_pod(pod_json("late"))))
+    assert shim.core.allocations() == []
+    assert wait_for(lambda: shim.board.latest().state == "Draining")
+
+
+def test_constraints_reach_the_core_as_one_tag(shim):
+    raw = pod_json("p", spec={"nodeSelector": {"disk": "ssd"}})
+    shim.list_all(pods=[raw], nodes=[node_json("n1")])
+    tag = shim.core.allocations()[0].allocationTags["yunikorn.apache.org/constraints"]
+    assert json.loads(tag) == {"nodeSelector": {"disk": "ssd"}}

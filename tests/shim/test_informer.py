@@ -1,0 +1,190 @@
+"""Informers against kubesim: list, watch, bookmarks, and exact delivery across drops, 410s and dead
+connections."""
+
+import logging
+import threading
+from collections import defaultdict
+
+import pytest
+from kubernetes import client as k8s
+
+from actors.shim.client import KubeClient
+from actors.shim.informer import (
+    Added,
+    Changes,
+    Informer,
+    InformerStatusRequest,
+    Listed,
+    Updated,
+    WatchSettings,
+)
+from actors.shim.kinds import watched_kinds
+from tests.shim.doubles import Inbox, inbox_messages, wait_for
+from tests.shim.factories import pod_json
+
+FAST = WatchSettings(timeout=5, read_timeout=3.0, max_backoff=0.2)
+
+
+@pytest.fixture
+def shim_client(kubesim, tmp_path):
+    path = tmp_path / "kubeconfig"
+    kubesim.write_kubeconfig(str(path))
+    client = KubeClient.connect(str(path), pool_size=32)
+    yield client
+    client.close()
+
+
+def pods_kind():
+    return next(k for k in watched_kinds("default") if k.name == "pods")
+
+
+def create_pod(core: k8s.CoreV1Api, name: str, **kwargs) -> str:
+    body = pod_json(name, **kwargs)
+    del body["metadata"]["uid"], body["metadata"]["resourceVersion"], body["metadata"]["creationTimestamp"]
+    return core.create_namespaced_pod("default", body).metadata.uid
+
+
+class View:
+    """What a listener learns from an informer, checked for exactness as it goes."""
+
+    def __init__(self, inbox):
+        self.inbox = inbox
+
+    def replay(self):
+        """Apply every message; fail on an add of a known object or an update/delete of an unknown one."""
+        known, history = {}, defaultdict(list)
+        for message in inbox_messages(self.inbox):
+            if isinstance(message, Listed):
+                assert not known, "Listed twice"
+                known = {r.key: r for r in message.records}
+                continue
+            assert isinstance(message, Changes)
+            for change in message.changes:
+                if isinstance(change, Added):
+                    assert change.record.key not in known, f"duplicate add {change.record.key}"
+                    known[change.record.key] = change.record
+                elif isinstance(change, Updated):
+                    assert known.get(change.old.key) == change.old, "update from a state not delivered"
+                    known[change.new.key] = change.new
+                else:
+                    assert change.record.key in known, "delete of an unknown object"
+                    del known[change.record.key]
+                record = change.new if isinstance(change, Updated) else change.record
+                history[record.key].append(type(change).__name__)
+        return known, history
+
+
+def start_informer(shim_client, settings=FAST):
+    inbox = Inbox.start()
+    informer = Informer.start(shim_client, pods_kind(), inbox, settings)
+    return inbox, informer, View(inbox)
+
+
+def stop(*refs):
+    for ref in refs:
+        ref.stop()
+
+
+def in_sync(view, kubesim):
+    """The listener's view equals kubesim's store (read directly: API faults may be armed)."""
+    known, _ = view.replay()
+    stored = {p["metadata"]["uid"]: p["metadata"]["resourceVersion"] for p in kubesim.objects("pods")}
+    return {k: r.resource_version for k, r in known.items()} == stored
+
+
+def test_list_then_watch_adds_updates_deletes(kubesim, kube_api, shim_client):
+    core = k8s.CoreV1Api(kube_api)
+    first = create_pod(core, "before")
+    inbox, informer, view = start_informer(shim_client)
+    wait_for(lambda: inbox_messages(inbox, Listed))
+    [listed] = inbox_messages(inbox, Listed)
+    assert [r.uid for r in listed.records] == [first]
+    second = create_pod(core, "after")
+    core.patch_namespaced_pod("after", "default", {"metadata": {"labels": {"x": "y"}}})
+    core.delete_namespaced_pod("before", "default")
+    wait_for(lambda: view.replay()[1].get(second) == ["Added", "Updated"] and first not in view.replay()[0])
+    assert view.replay()[0][second].labels == {"x": "y"}
+    stop(informer, inbox)
+
+
+def test_bookmarks_advance_the_resource_version(kubesim, kube_api, shim_client):
+    inbox, informer, _ = start_informer(shim_client)
+    wait_for(lambda: inbox_messages(inbox, Listed))
+    before = informer.ask(InformerStatusRequest()).resource_version
+    k8s.CoreV1Api(kube_api).create_namespace({"metadata": {"name": "elsewhere"}})  # not a pod: only a bookmark
+    wait_for(lambda: int(informer.ask(InformerStatusRequest()).resource_version) > int(before), timeout=15)
+    assert inbox_messages(inbox, Changes) == []
+    stop(informer, inbox)
+
+
+def test_dropped_watches_relist_and_deliver_the_difference_exactly_once(kubesim, kube_api, shim_client):
+    core = k8s.CoreV1Api(kube_api)
+    doomed = [create_pod(core, f"doomed-{i}") for i in range(3)]
+    kept = create_pod(core, "kept")
+    inbox, informer, view = start_informer(shim_client)
+    wait_for(lambda: inbox_messages(inbox, Listed))
+    # while the informer cannot list, the cluster moves on
+    kubesim.faults.fail(verb="list", resource="pods", status=500, count=3)
+    kubesim.faults.drop_watches()
+    for i in range(3):
+        core.delete_namespaced_pod(f"doomed-{i}", "default")
+    core.patch_namespaced_pod("kept", "default", {"metadata": {"labels": {"moved": "on"}}})
+    fresh = create_pod(core, "fresh")
+    wait_for(lambda: in_sync(view, kubesim))
+    known, history = view.replay()
+    assert set(known) == {kept, fresh}
+    assert all(history[uid] == ["Deleted"] for uid in doomed)
+    assert history[kept] == ["Updated"] and history[fresh] == ["Added"]
+    assert informer.ask(InformerStatusRequest()).lists >= 2
+    stop(informer, inbox)
+
+
+def test_410_gone_on_watch_relists(kubesim, kube_api, shim_client, caplog):
+    caplog.set_level(logging.INFO, logger="actors.shim.informer")
+    core = k8s.CoreV1Api(kube_api)
+    inbox, informer, view = start_informer(shim_client, WatchSettings(timeout=1, read_timeout=3.0, max_backoff=0.2))
+    wait_for(lambda: inbox_messages(inbox, Listed))
+    kubesim.faults.gone_next_watches(count=1, resource="pods")  # the watch after the current one ends
+    created = create_pod(core, "during-410")
+    wait_for(lambda: informer.ask(InformerStatusRequest()).lists == 2)
+    assert "410" in caplog.text
+    wait_for(lambda: in_sync(view, kubesim))
+    assert view.replay()[1][created] == ["Added"]
+    stop(informer, inbox)
+
+
+def test_a_silent_connection_times_out_instead_of_hanging(kubesim, kube_api, shim_client):
+    inbox, informer, view = start_informer(shim_client, WatchSettings(timeout=30, read_timeout=1.0, max_backoff=0.2))
+    wait_for(lambda: inbox_messages(inbox, Listed))
+    kubesim.faults.latency(verb="watch", resource="pods", seconds=3.0)
+    kubesim.faults.drop_watches()
+    wait_for(lambda: informer.ask(InformerStatusRequest()).lists >= 2, timeout=20)
+    kubesim.faults.clear()
+    created = create_pod(k8s.CoreV1Api(kube_api), "after-silence")
+    wait_for(lambda: created in view.replay()[0], timeout=20)
+    stop(informer, inbox)
+
+
+@pytest.mark.timeout(90)
+def test_concurrent_churn_is_delivered_exactly(kubesim, kube_api, shim_client):
+    inbox, informer, view = start_informer(shim_client)
+    wait_for(lambda: inbox_messages(inbox, Listed))
+
+    def churn(worker):
+        with kubesim.api_client() as api:
+            core = k8s.CoreV1Api(api)
+            for i in range(40):
+                name = f"churn-{worker}-{i}"
+                create_pod(core, name)
+                if i % 3 == 0:
+                    core.delete_namespaced_pod(name, "default")
+
+    threads = [threading.Thread(target=churn, args=(w,)) for w in range(3)]
+    for thread in threads:
+        thread.start()
+    kubesim.faults.drop_watches()
+    for thread in threads:
+        thread.join()
+    kubesim.faults.drop_watches()
+    wait_for(lambda: in_sync(view, kubesim), timeout=30)
+    stop(informer, inbox)

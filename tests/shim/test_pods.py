@@ -1,0 +1,119 @@
+"""Pod classification, application/queue/user precedence and resource arithmetic."""
+
+import json
+
+import pytest
+
+from actors.shim.pods import parse_pod, pod_resource
+from si.resources import Resource
+from tests.shim.factories import pod_json
+
+GiB = 2**30
+
+
+def test_scheduler_name_classifies_the_pod():
+    assert parse_pod(pod_json(scheduler="yunikorn")).yunikorn
+    assert not parse_pod(pod_json(scheduler="default-scheduler")).yunikorn
+    raw = pod_json()
+    del raw["spec"]["schedulerName"]
+    assert not parse_pod(raw).yunikorn
+
+
+@pytest.mark.parametrize("labels, annotations, expected", [
+    ({"yunikorn.apache.org/app-id": "a1", "applicationId": "a3", "spark-app-selector": "a4"},
+     {"yunikorn.apache.org/app-id": "a2"}, "a1"),
+    ({"applicationId": "a3", "spark-app-selector": "a4"}, {"yunikorn.apache.org/app-id": "a2"}, "a2"),
+    ({"applicationId": "a3", "spark-app-selector": "a4"}, {}, "a3"),
+    ({"spark-app-selector": "a4"}, {}, "a4"),
+    ({}, {}, "yunikorn-team-a-autogen"),
+])
+def test_application_id_precedence(labels, annotations, expected):
+    pod = parse_pod(pod_json(namespace="team-a", labels=labels, annotations=annotations))
+    assert pod.app_id == expected
+
+
+def test_unique_autogen_suffix_becomes_the_pod_uid():
+    pod = parse_pod(pod_json(labels={"applicationId": "team-a-uniqueautogen"}, uid="1234-abcd"))
+    assert pod.app_id == "team-a-1234-abcd"
+
+
+@pytest.mark.parametrize("labels, annotations, expected", [
+    ({"yunikorn.apache.org/queue": "root.q1", "queue": "root.q3"}, {"yunikorn.apache.org/queue": "root.q2"},
+     "root.q1"),
+    ({"queue": "root.q3"}, {"yunikorn.apache.org/queue": "root.q2"}, "root.q2"),
+    ({"queue": "root.q3"}, {}, "root.q3"),
+    ({}, {}, ""),
+])
+def test_queue_precedence(labels, annotations, expected):
+    assert parse_pod(pod_json(labels=labels, annotations=annotations)).queue == expected
+
+
+def test_user_info_annotation_and_default_user():
+    info = json.dumps({"user": "alice", "groups": ["dev", "ops"]})
+    pod = parse_pod(pod_json(annotations={"yunikorn.apache.org/user.info": info}))
+    assert (pod.user, pod.groups) == ("alice", ("dev", "ops"))
+    assert (parse_pod(pod_json()).user, parse_pod(pod_json()).groups) == ("nobody", ())
+
+
+def test_unreadable_user_info_makes_the_pod_invalid_with_a_reason():
+    pod = parse_pod(pod_json(annotations={"yunikorn.apache.org/user.info": "alice"}))
+    assert "user.info" in pod.invalid
+    assert pod.user == "nobody"
+
+
+def test_disable_state_aware_label():
+    assert parse_pod(pod_json(labels={"disableStateAware": "true"})).disable_state_aware
+    assert not parse_pod(pod_json(labels={"disableStateAware": "false"})).disable_state_aware
+
+
+def test_resource_is_max_of_init_and_sum_of_containers_plus_overhead_and_one_pod():
+    spec = {
+        "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}}},
+        ],
+        "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2", "memory": "512Mi"}}}],
+        "overhead": {"cpu": "100m", "memory": "64Mi"},
+    }
+    assert pod_resource(spec) == Resource({"vcore": 2100, "memory": 2 * GiB + 64 * 2**20, "pods": 1})
+
+
+def test_sidecars_count_with_the_containers_and_under_later_init_containers():
+    spec = {
+        "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}],
+        "initContainers": [
+            {"name": "side", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}},
+            {"name": "init", "resources": {"requests": {"cpu": "2"}}},
+        ],
+    }
+    # running: 1 + 0.5 sidecar = 1.5; init phase peak: 2 + 0.5 sidecar = 2.5
+    assert pod_resource(spec) == Resource({"vcore": 2500, "pods": 1})
+
+
+def test_limits_stand_in_for_missing_requests():
+    spec = {"containers": [{"name": "a", "resources": {"limits": {"cpu": "1", "memory": "1Gi"},
+                                                       "requests": {"cpu": "200m"}}}]}
+    assert pod_resource(spec) == Resource({"vcore": 200, "memory": GiB, "pods": 1})
+
+
+def test_pod_without_requests_counts_one_pod():
+    assert pod_resource({"containers": [{"name": "a"}]}) == Resource({"pods": 1})
+
+
+def test_malformed_quantity_makes_the_pod_invalid_not_an_exception():
+    pod = parse_pod(pod_json(cpu="lots"))
+    assert "invalid resources" in pod.invalid and "lots" in pod.invalid
+
+
+def test_states_and_identity():
+    pod = parse_pod(pod_json(name="p", namespace="ns", node="n1", phase="Succeeded", owner_kind="Node"))
+    assert pod.assigned and pod.terminated and pod.static
+    assert pod.full_name == "ns/p"
+    assert pod.created == 1714557600.0
+    with pytest.raises(ValueError, match="uid"):
+        parse_pod({"metadata": {"name": "x"}})
+
+
+def test_scheduling_gates_mark_the_pod_gated():
+    assert parse_pod(pod_json(spec={"schedulingGates": [{"name": "wait"}]})).gated
+    assert not parse_pod(pod_json()).gated
