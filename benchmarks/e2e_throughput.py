@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+SPAWN = multiprocessing.get_context("spawn")  # the scheduler's threads are running: never fork them
 sys.path.insert(0, str(REPO))
 
 from actors.shim.binder import BinderStatsRequest  # noqa: E402
@@ -78,8 +79,8 @@ def create_pods(kubeconfig: str, count: int, queues: int, threads: int, schedule
 
 
 def start_creator(kubeconfig: str, count: int, queues: int, threads: int, scheduler: str):
-    times = multiprocessing.Queue()
-    process = multiprocessing.Process(target=create_pods, args=(kubeconfig, count, queues, threads, scheduler,
+    times = SPAWN.Queue()
+    process = SPAWN.Process(target=create_pods, args=(kubeconfig, count, queues, threads, scheduler,
                                                                 times))
     process.start()
     return process, times

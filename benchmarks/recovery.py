@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+SPAWN = multiprocessing.get_context("spawn")  # creators are fresh interpreters, never forks of this one
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
@@ -71,7 +72,7 @@ def main() -> None:
         try:
             began = time.monotonic()
             share = -(-args.pods // args.creators)
-            creators = [multiprocessing.Process(target=create_range, args=(
+            creators = [SPAWN.Process(target=create_range, args=(
                 kubeconfig, i * share, min(args.pods, (i + 1) * share), args.nodes, foreign_every))
                 for i in range(args.creators)]
             for creator in creators:

@@ -33,6 +33,13 @@ class BindRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Binds:
+    """Several ``BindRequest`` in one message."""
+
+    requests: tuple[BindRequest, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class BindOutcome:
     uid: str
     node: str
@@ -97,7 +104,10 @@ class Binder(pykka.ThreadingActor):
         self._shutdown_pool()
 
     def on_receive(self, message: Any) -> Any:
-        if isinstance(message, BindRequest):
+        if isinstance(message, Binds):
+            for request in message.requests:
+                self._accept(request)
+        elif isinstance(message, BindRequest):
             self._accept(message)
         elif isinstance(message, _Finished):
             self._finished(message)

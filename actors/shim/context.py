@@ -9,16 +9,17 @@ confirms), makes the recovered nodes schedulable and only then submits pending p
 ``Failed``.
 
 Pods: ``spec.schedulerName == yunikorn`` pods are tasks of applications, with state machines
-(``lifecycle``); other pods on a node are foreign allocations. Everything the context sends goes through
-an ``Outbox``, sent when no further message waits (or when it grows large), so a burst of informer
-batches becomes one SI request per kind.
+(``lifecycle``); other pods on a node are foreign allocations. What the context sends is collected
+while further messages wait (or until it grows large) and then sent together: SI requests through an
+``Outbox`` (one request per kind for a burst of informer batches), bind requests as one ``Binds``,
+events and pod conditions as one ``Feedback``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -26,9 +27,9 @@ from typing import Any
 import pykka
 
 from actors.shim import kinds, translate
-from actors.shim.binder import BindOutcome, BindRequest, DeletePod
+from actors.shim.binder import BindOutcome, BindRequest, Binds, DeletePod
 from actors.shim.corelink import CoreEvents, CoreLink, ShimCallback
-from actors.shim.eventbuffer import NORMAL, WARNING, KubeEvent, PodCondition
+from actors.shim.eventbuffer import NORMAL, WARNING, Feedback, KubeEvent, PodCondition
 from actors.shim.informer import Changes, Deleted, Listed, Updated
 from actors.shim.keys import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 from actors.shim.lifecycle import (
@@ -100,18 +101,34 @@ class ContextSettings:
 
 
 class Task:
-    """A YuniKorn pod and its state."""
+    """A YuniKorn pod and its state; ``view`` (for snapshots) follows every transition."""
 
-    __slots__ = ("pod", "machine", "node")
+    __slots__ = ("pod", "machine", "node", "view")
 
     def __init__(self, pod: PodRecord) -> None:
         self.pod = pod
         self.machine = StateMachine(TASK_TRANSITIONS, TaskState.NEW, f"task {pod.full_name}")
         self.node = ""
+        self.view = self._view()
 
     @property
     def state(self) -> str:
         return self.machine.state
+
+    def can(self, event: str) -> bool:
+        return self.machine.can(event)
+
+    def fire(self, event: str, node: str | None = None) -> str:
+        """Fire ``event`` (see ``lifecycle``); ``node`` sets the node the pod is placed on."""
+        state = self.machine.fire(event)
+        if node is not None:
+            self.node = node
+        self.view = self._view()
+        return state
+
+    def _view(self) -> PodView:
+        pod = self.pod
+        return PodView(pod.uid, pod.namespace, pod.name, pod.app_id, self.machine.state, self.node, False)
 
 
 class App:
@@ -151,6 +168,9 @@ class ShimContext(pykka.ThreadingActor):
         self._orphans: dict[str, dict[str, PodRecord]] = defaultdict(dict)
         self._config: ShimConfig | None = None
         self._outbox = Outbox("")
+        self._binds: list[BindRequest] = []
+        self._feedback: list[KubeEvent | PodCondition] = []
+        self._foreign_views: dict[str, PodView] = {}
         self._registered_at = 0
         self._recovering: dict[str, set[str]] = {}
         self._nodes_total = 0
@@ -198,7 +218,7 @@ class ShimContext(pykka.ThreadingActor):
             raise TypeError(f"shim context: unexpected message {type(message).__name__}")
         # Group commit: while more messages wait, keep collecting, so a burst of small informer
         # batches reaches the core as a few large requests; an idle context sends at once.
-        if len(self._outbox) >= FLUSH_AT or self.actor_inbox.empty():
+        if len(self._outbox) + len(self._binds) >= FLUSH_AT or self.actor_inbox.empty():
             self._flush()
         self._dirty = True
         return None
@@ -213,6 +233,13 @@ class ShimContext(pykka.ThreadingActor):
         self._publish()
 
     def _flush(self) -> None:
+        if self._binds:
+            self._binder.tell(Binds(tuple(self._binds)))
+            self._binds = []
+        if self._feedback:
+            if self._recorder is not None:
+                self._recorder.tell(Feedback(tuple(self._feedback)))
+            self._feedback = []
         if not self._outbox:
             return
         for message in self._outbox.drain():
@@ -375,7 +402,7 @@ class ShimContext(pykka.ThreadingActor):
     def _pod_gone(self, pod: PodRecord) -> None:
         self._orphans.get(pod.node_name, {}).pop(pod.uid, None)
         if pod.uid in self._foreign:
-            del self._foreign[pod.uid]
+            self._forget_foreign(pod.uid)
             self._outbox.release(translate.release(pod, "pod deleted", PARTITION))
             return
         task = self._tasks.pop(pod.uid, None)
@@ -383,8 +410,8 @@ class ShimContext(pykka.ThreadingActor):
             return
         if task.state in (TaskState.SCHEDULING, TaskState.ALLOCATED, TaskState.BOUND):
             self._outbox.release(translate.release(task.pod, "pod deleted", PARTITION))
-        if task.machine.can("kill"):
-            task.machine.fire("kill")
+        if task.can("kill"):
+            task.fire("kill")
         self._detach(task)
 
     def _foreign_seen(self, pod: PodRecord) -> None:
@@ -400,12 +427,18 @@ class ShimContext(pykka.ThreadingActor):
                 self._orphans[pod.node_name][pod.uid] = pod
                 return
             self._foreign[pod.uid] = pod
+            self._foreign_views[pod.uid] = PodView(pod.uid, pod.namespace, pod.name, "", "Foreign", pod.node_name,
+                                                   True)
             self._outbox.allocate(translate.allocation(pod, self._priority(pod), PARTITION, pod.node_name))
         elif known is not None:
-            del self._foreign[pod.uid]
+            self._forget_foreign(pod.uid)
             self._outbox.release(translate.release(known, "pod terminated", PARTITION))
         else:
             self._orphans.get(pod.node_name, {}).pop(pod.uid, None)
+
+    def _forget_foreign(self, uid: str) -> None:
+        del self._foreign[uid]
+        del self._foreign_views[uid]
 
     def _task_seen(self, pod: PodRecord) -> None:
         task = self._tasks.get(pod.uid)
@@ -433,14 +466,14 @@ class ShimContext(pykka.ThreadingActor):
         task = Task(pod)
         self._tasks[pod.uid] = task
         if pod.invalid:
-            task.machine.fire("reject")
+            task.fire("reject")
             self._task_unschedulable(task, "TaskRejected", f"task {pod.full_name} rejected: {pod.invalid}")
             return
         self._ensure_app(pod, force=pod.assigned).tasks.add(pod.uid)
         if pod.assigned:
             self._recover_task(task)
             return
-        task.machine.fire("init")
+        task.fire("init")
         if not pod.gated:
             self._submit(task)
 
@@ -450,12 +483,11 @@ class ShimContext(pykka.ThreadingActor):
             self._orphans[pod.node_name][pod.uid] = pod
         else:
             self._outbox.allocate(translate.allocation(pod, self._priority(pod), PARTITION, pod.node_name))
-        task.node = pod.node_name
-        task.machine.fire("recover")
+        task.fire("recover", node=pod.node_name)
 
     def _submit(self, task: Task) -> None:
         pod = task.pod
-        task.machine.fire("submit")
+        task.fire("submit")
         self._outbox.allocate(translate.allocation(pod, self._priority(pod), PARTITION))
         self._pod_event(pod, NORMAL, "Scheduling", f"{pod.full_name} is queued and waiting for allocation")
 
@@ -467,7 +499,7 @@ class ShimContext(pykka.ThreadingActor):
         self._recover_task(task)
 
     def _task_bound(self, task: Task) -> None:
-        task.machine.fire("bind")
+        task.fire("bind")
         pod = task.pod
         self._pod_event(pod, NORMAL, "Scheduled", f"Successfully assigned {pod.full_name} to node {task.node}")
         self._pod_event(pod, NORMAL, "PodBindSuccessful",
@@ -476,8 +508,8 @@ class ShimContext(pykka.ThreadingActor):
     def _finish_task(self, task: Task, event: str) -> None:
         if task.state in (TaskState.SCHEDULING, TaskState.ALLOCATED, TaskState.BOUND):
             self._outbox.release(translate.release(task.pod, f"pod {task.pod.phase.lower()}", PARTITION))
-        if task.machine.can(event):
-            task.machine.fire(event)
+        if task.can(event):
+            task.fire(event)
 
     def _detach(self, task: Task) -> None:
         app = self._apps.get(task.pod.app_id)
@@ -542,8 +574,8 @@ class ShimContext(pykka.ThreadingActor):
         log.info("application %s rejected: %s", app_id, reason)
         for uid in app.tasks:
             task = self._tasks.get(uid)
-            if task is not None and task.machine.can("reject"):
-                task.machine.fire("reject")
+            if task is not None and task.can("reject"):
+                task.fire("reject")
                 self._task_unschedulable(task, "TaskRejected", f"application {app_id} rejected: {reason}")
 
     # ---- the core's decisions ------------------------------------------------------------------
@@ -555,8 +587,8 @@ class ShimContext(pykka.ThreadingActor):
             self._released_by_core(release)
         for rejected in response.rejectedAllocations:
             task = self._tasks.get(rejected.allocationKey)
-            if task is not None and task.machine.can("reject"):
-                task.machine.fire("reject")
+            if task is not None and task.can("reject"):
+                task.fire("reject")
                 self._task_unschedulable(task, "TaskRejected", rejected.reason)
 
     def _allocated(self, allocation: si_pb2.Allocation) -> None:
@@ -572,13 +604,12 @@ class ShimContext(pykka.ThreadingActor):
                     partitionName=PARTITION, applicationID=allocation.applicationID, allocationKey=key,
                     terminationType=si_pb2.STOPPED_BY_RM, message="no pod waits for this allocation"))
             return
-        task.machine.fire("allocate")
-        task.node = node
+        task.fire("allocate", node=node)
         app = self._apps.get(task.pod.app_id)
         if app is not None and app.machine.can("run"):
             app.machine.fire("run")
         pod = task.pod
-        self._binder.tell(BindRequest(pod.uid, pod.namespace, pod.name, node))
+        self._binds.append(BindRequest(pod.uid, pod.namespace, pod.name, node))
 
     def _released_by_core(self, release: si_pb2.AllocationRelease) -> None:
         if release.terminationType != si_pb2.PREEMPTED_BY_SCHEDULER:
@@ -602,8 +633,7 @@ class ShimContext(pykka.ThreadingActor):
         pod = task.pod
         log.warning("binding %s to %s failed, scheduling it again: %s", pod.full_name, outcome.node, outcome.reason)
         self._outbox.release(translate.release(pod, f"bind failed: {outcome.reason}", PARTITION))
-        task.machine.fire("unbind")
-        task.node = ""
+        task.fire("unbind", node="")
         self._pod_event(pod, WARNING, "PodBindFailure", outcome.reason)
         if self._running:
             self._submit(task)
@@ -704,9 +734,8 @@ class ShimContext(pykka.ThreadingActor):
 
     # ---- feedback ------------------------------------------------------------------------------
 
-    def _send(self, message: Any) -> None:
-        if self._recorder is not None:
-            self._recorder.tell(message)
+    def _send(self, message: KubeEvent | PodCondition) -> None:
+        self._feedback.append(message)
 
     def _event(self, kind: str, namespace: str, name: str, uid: str, type_: str, reason: str, message: str) -> None:
         self._send(KubeEvent(kind, namespace, name, uid, type_, reason, message))
@@ -724,16 +753,10 @@ class ShimContext(pykka.ThreadingActor):
         self._dirty = False
 
     def _snapshot(self) -> ShimStateSnapshot:
-        pods_per_node: dict[str, int] = defaultdict(int)
-        pods = []
-        for task in self._tasks.values():
-            pod = task.pod
-            pods.append(PodView(pod.uid, pod.namespace, pod.name, pod.app_id, task.state, task.node, False))
-            if task.node and task.state in (TaskState.ALLOCATED, TaskState.BOUND):
-                pods_per_node[task.node] += 1
-        for pod in self._foreign.values():
-            pods.append(PodView(pod.uid, pod.namespace, pod.name, "", "Foreign", pod.node_name, True))
-            pods_per_node[pod.node_name] += 1
+        pods = [task.view for task in self._tasks.values()]
+        pods.extend(self._foreign_views.values())
+        placed = (TaskState.ALLOCATED, TaskState.BOUND, "Foreign")
+        pods_per_node = Counter(view.node for view in pods if view.state in placed)
         nodes = tuple(NodeView(name, self._schedulable.get(name, False), name not in self._recovering,
                                node.allocatable, pods_per_node.get(name, 0))
                       for name, node in self._nodes.items())

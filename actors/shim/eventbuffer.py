@@ -41,6 +41,13 @@ class PodCondition:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """Several events and conditions in one message."""
+
+    items: tuple[KubeEvent | PodCondition, ...]
+
+
 class EventBuffer:
     """See the module docstring. Not thread-safe: owned by the recorder actor."""
 

@@ -1,6 +1,7 @@
 """The event recorder: Kubernetes-visible feedback on pods, nodes and configmaps, without flooding.
 
-Events (``KubeEvent``) and pod conditions (``PodCondition``) are told to the recorder, which keeps
+Events (``KubeEvent``) and pod conditions (``PodCondition``), alone or several in a ``Feedback``,
+are told to the recorder, which keeps
 them in an ``EventBuffer`` (``eventbuffer``) and writes at most ``qps`` per second (bursts up to
 ``burst``) on a timer. Identical events aggregate into one with a count, an event already written
 is updated (count and last timestamp) instead of duplicated, and when too much is pending the oldest
@@ -19,7 +20,7 @@ from typing import Any
 import pykka
 
 from actors.shim.client import CONNECTION_ERRORS, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
-from actors.shim.eventbuffer import EventBuffer, KubeEvent, PodCondition
+from actors.shim.eventbuffer import EventBuffer, Feedback, KubeEvent, PodCondition
 from actors.shim.ticker import Ticker
 
 log = logging.getLogger(__name__)
@@ -67,10 +68,11 @@ class EventRecorder(pykka.ThreadingActor):
         self._flush()
 
     def on_receive(self, message: Any) -> Any:
-        if isinstance(message, KubeEvent):
-            self._buffer.add_event(message)
-        elif isinstance(message, PodCondition):
-            self._buffer.add_condition(message)
+        if isinstance(message, Feedback):
+            for item in message.items:
+                self._add(item)
+        elif isinstance(message, (KubeEvent, PodCondition)):
+            self._add(message)
         elif isinstance(message, Flush):
             self._flush()
         elif isinstance(message, RecorderStatsRequest):
@@ -79,6 +81,12 @@ class EventRecorder(pykka.ThreadingActor):
         else:
             raise TypeError(f"event recorder: unexpected message {message!r}")
         return None
+
+    def _add(self, item: KubeEvent | PodCondition) -> None:
+        if isinstance(item, KubeEvent):
+            self._buffer.add_event(item)
+        else:
+            self._buffer.add_condition(item)
 
     def _flush(self) -> None:
         for item in self._buffer.due(time.monotonic()):

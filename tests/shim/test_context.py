@@ -6,9 +6,9 @@ import json
 import pytest
 
 from actors.shim import kinds
-from actors.shim.binder import BindOutcome, BindRequest, DeletePod
+from actors.shim.binder import BindOutcome, BindRequest, Binds, DeletePod
 from actors.shim.context import Connect, ContextSettings, ShimContext, Shutdown
-from actors.shim.eventbuffer import KubeEvent, PodCondition
+from actors.shim.eventbuffer import Feedback, KubeEvent, PodCondition
 from actors.shim.informer import Added, Changes, Deleted, Listed, Updated
 from actors.shim.nodes import parse_node
 from actors.shim.objects import parse_configmap, parse_namespace, parse_priority_class
@@ -57,13 +57,16 @@ class Shim:
             ref.stop()
 
     def binds(self):
-        return inbox_messages(self.binder, BindRequest)
+        return [r for batch in inbox_messages(self.binder, Binds) for r in batch.requests]
+
+    def feedback(self, kind):
+        return [i for batch in inbox_messages(self.recorder, Feedback) for i in batch.items if isinstance(i, kind)]
 
     def events(self, reason=None):
-        return [e for e in inbox_messages(self.recorder, KubeEvent) if reason is None or e.reason == reason]
+        return [e for e in self.feedback(KubeEvent) if reason is None or e.reason == reason]
 
     def conditions(self):
-        return inbox_messages(self.recorder, PodCondition)
+        return self.feedback(PodCondition)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ partitions:
         queues:
           - name: small
             resources:
-              max: {{vcore: {small}, memory: 64Gi, pods: 1000}}
+              max: {{vcore: {small}}}
           - name: big
 """
 
