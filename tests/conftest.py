@@ -9,6 +9,7 @@ import pytest
 from actors.base import live_actors, stop_all
 from kubesim import KubeSim
 from tests.coreharness import OPEN_CONFIG, Core
+from tests.waiting import wait_for
 
 
 @pytest.fixture
@@ -23,20 +24,6 @@ def kube_api(kubesim):
     api_client = kubesim.api_client()
     yield api_client
     api_client.close()
-
-
-def wait_for(condition, timeout=10.0, interval=0.01, message="condition"):
-    """Poll ``condition`` until it returns a truthy value or ``timeout`` passes (then fail)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
 
 
 @pytest.fixture

@@ -1,9 +1,6 @@
 """A core driven with SI messages, recording what its resource-manager callback receives."""
 
 import threading
-import time
-
-import pytest
 
 from actors.core.partition import Timing
 from actors.core.scheduler import Scheduler, Tuning
@@ -70,17 +67,6 @@ class RecordingCallback:
     def failures(self, key):
         with self.lock:
             return [s.reason for s in self.states if s.allocationKey == key]
-
-
-def wait_for(condition, timeout=10.0, message="condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(0.005)
 
 
 # Like the default configuration, plus: a requested queue is used (and created) when it is given.

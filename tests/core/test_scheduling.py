@@ -5,7 +5,7 @@ from collections import Counter
 from si import si_pb2
 from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
 from si.resources import Resource
-from tests.conftest import wait_for
+from tests.waiting import wait_for
 
 GIB = 2**30
 

@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client import ApiException
 
-from tests.conftest import wait_for
+from tests.waiting import wait_for
 
 
 def pod(name):

@@ -4,25 +4,12 @@ actor that records every message told to it, plus a deadline-polling wait."""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pykka
 
 from si import si_pb2
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.01) -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(interval)
+from tests.waiting import wait_for  # noqa: F401 - re-exported for the shim tests
 
 
 class RecordingCore:
