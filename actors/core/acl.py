@@ -1,33 +1,53 @@
-"""Access control lists: ``*`` (everyone), ``"user1,user2 group1,group2"``, empty (nobody)."""
+"""Access control lists, as YuniKorn writes them on queues (``submitacl``, ``adminacl``).
+
+An ACL is ``"users groups"``: two comma-separated lists with one space between them. ``"*"`` (or a
+user or group list that is exactly ``*``) admits everyone; ``""``, ``" "`` and a missing ACL admit
+nobody; ``" admins"`` names only groups. More than one space between the lists is an error. Names that
+could not be a user or group (``*`` inside a longer list, say) are ignored, as upstream does.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+WILDCARD = "*"
+USER_NAME = re.compile(r"^[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?$")
+GROUP_NAME = re.compile(r"^[_a-zA-Z][a-zA-Z0-9_-]*$")
 
 
 @dataclass(frozen=True, slots=True)
 class ACL:
+    """A parsed ACL; ``allows`` answers whether a user with these groups is admitted."""
+
     everyone: bool
     users: frozenset[str]
     groups: frozenset[str]
 
     @classmethod
     def parse(cls, text: str | None) -> ACL:
-        """``None``, ``""`` and ``" "`` deny all; ``"*"`` allows all; else users, a space, groups."""
-        if text is None or not text.strip():
-            return cls(False, frozenset(), frozenset())
-        if text.strip() == "*":
-            return cls(True, frozenset(), frozenset())
-        users, _, groups = text.partition(" ")
-        split = lambda part: frozenset(name.strip() for name in part.split(",") if name.strip())  # noqa: E731
-        return cls(False, split(users), split(groups))
+        """The ACL in ``text``; raises ValueError when it has more than two space-separated parts."""
+        if text is None:
+            return NOBODY
+        text = text.rstrip()  # a trailing space only ends the user list
+        parts = text.split(" ")
+        if len(parts) > 2:
+            raise ValueError(f"multiple spaces found in ACL {text!r}: expected 'users groups'")
+        if text.strip() == WILDCARD:
+            return EVERYONE
+        users = parts[0].split(",") if parts[0] else []
+        groups = parts[1].split(",") if len(parts) == 2 and parts[1] else []
+        if users == [WILDCARD] or groups == [WILDCARD]:
+            return EVERYONE
+        return cls(False, frozenset(u for u in users if USER_NAME.match(u)),
+                   frozenset(g for g in groups if GROUP_NAME.match(g)))
 
     def allows(self, user: str, groups: Sequence[str]) -> bool:
-        if self.everyone or user in self.users or "*" in self.users:
+        if self.everyone or user in self.users:
             return True
-        return any(group in self.groups for group in groups) or ("*" in self.groups and bool(groups))
+        return any(group in self.groups for group in groups)
 
-    @property
-    def denies_all(self) -> bool:
-        return not self.everyone and not self.users and not self.groups
+
+NOBODY = ACL(False, frozenset(), frozenset())
+EVERYONE = ACL(True, frozenset(), frozenset())

@@ -1,12 +1,21 @@
-"""The queues configuration (``queues.yaml``): strict parsing into frozen dataclasses.
+"""The queues configuration (``queues.yaml``): strict parsing into frozen, comparable dataclasses.
 
-Every error is a :class:`ConfigError` whose message starts with the path of the offending element,
-e.g. ``partitions[0].queues.root.queues.batch: max vcore 200 exceeds parent max 100``. Unknown keys,
-bad names, bad policy names, impossible quotas are all refused; nothing half-parsed is ever used.
+Every refusal is a :class:`ConfigError` whose message starts with the path of the offending element,
+e.g. ``partitions[0].queues.root.queues.batch: max vcore 200 exceeds parent max vcore 100``. Unknown
+keys, bad names, bad policy or property values, impossible quotas and placement rules that can never
+place anything are refused; nothing half-parsed is ever returned.
 
 Quantities use Kubernetes notation, as upstream's ``NewResourceFromConf`` reads them: ``vcore: 2`` is
 two cores (2000 millicores in the SI), ``vcore: 500m`` is 500 millicores, ``memory: 2Gi`` is bytes, any
-other type is a plain count.
+other type is a plain count (``nvidia.com/gpu: 8``).
+
+Names: keys are lower case and matched exactly (``Queues:`` is an unknown key), a key given twice is an
+error, queue names are kept as written (two siblings may not differ only by case), rule names and the
+tag name of a ``tag`` rule are lower-cased. Queues listed without a ``root`` go under an implicit root
+that admits everyone.
+
+Two parsed configurations compare equal when they configure the same thing (``SchedulerConfig`` also
+compares the checksum); :func:`dump` writes a configuration back as YAML that parses to an equal one.
 """
 
 from __future__ import annotations
@@ -14,21 +23,49 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 import yaml
 
+from actors.core.acl import ACL, GROUP_NAME, USER_NAME, WILDCARD
 from si.quantity import QuantityError, format_quantity, to_si_value
-from si.resources import Resource
+from si.resources import Resource, min_limit
 
 QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_:#/@-]{1,64}$")
+ROOT = "root"
 RULE_NAMES = ("provided", "user", "tag", "fixed")
 SORT_POLICIES = ("fifo", "fair", "stateaware")
 NODE_SORT_POLICIES = ("fair", "binpacking")
-DEFAULT_WEIGHTS = MappingProxyType({"vcore": 1.0, "memory": 1.0})
-_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
+USER_GROUP_RESOLVERS = ("", "os", "ldap", "test")
+DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType({"vcore": 1.0, "memory": 1.0})
+
+# Characters that make a filter entry a regular expression rather than a name (as upstream decides).
+_REGEXP_CHARS = re.compile(r"[\^$*+?()\[{}|]")
+# A Go duration such as 30s, 1m30s, 1.5h or 0.
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when present: ten times faster
+    """The safe loader, refusing a key given twice in one mapping (YAML would keep only the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # '<<: *defaults' may be overridden by own keys
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, (str, int, float, bool)) or key is None:
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 DEFAULT_QUEUES_YAML = """\
 partitions:
@@ -44,12 +81,16 @@ partitions:
 
 
 class ConfigError(ValueError):
-    """A refused configuration; ``path`` names the element, the message says why."""
+    """A refused configuration; ``path`` names the element, ``reason`` says why."""
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}" if path else reason)
         self.path = path
         self.reason = reason
+
+
+def _no_properties() -> Mapping[str, str]:
+    return MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +121,7 @@ class QueueConfig:
     parent: bool = False
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     max_applications: int | None = None
-    properties: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    properties: Mapping[str, str] = field(default_factory=_no_properties)
     admin_acl: str | None = None
     submit_acl: str | None = None
     child_template: ChildTemplate | None = None
@@ -135,355 +176,592 @@ class PartitionConfig:
 class SchedulerConfig:
     partitions: tuple[PartitionConfig, ...]
     checksum: str
-    text: str = ""
+    text: str = field(default="", compare=False, repr=False)
 
     def partition(self, name: str) -> PartitionConfig | None:
         return next((p for p in self.partitions if p.name == name), None)
 
 
-# Typed access to queue properties, with the defaults the scheduler uses.
+# Queue properties: typed access with the scheduler's defaults (values are validated by parse).
 def sort_policy(properties: Mapping[str, str]) -> str:
+    """``application.sort.policy``: fifo (default), fair or stateaware."""
     return properties.get("application.sort.policy", "fifo").lower()
 
 
 def priority_sorting(properties: Mapping[str, str]) -> bool:
+    """``application.sort.priority``: True unless ``disabled``."""
     return properties.get("application.sort.priority", "enabled").lower() != "disabled"
 
 
 def priority_policy(properties: Mapping[str, str]) -> str:
+    """``priority.policy``: default or fence."""
     return properties.get("priority.policy", "default").lower()
 
 
 def priority_offset(properties: Mapping[str, str]) -> int:
+    """``priority.offset``: an int32 added to the priority the queue shows its parent (default 0)."""
     return int(properties.get("priority.offset", "0"))
 
 
+def preemption_policy(properties: Mapping[str, str]) -> str:
+    """``preemption.policy``: default, fence or disabled."""
+    return properties.get("preemption.policy", "default").lower()
+
+
+def preemption_delay(properties: Mapping[str, str]) -> float:
+    """``preemption.delay`` in seconds (default 30)."""
+    return duration_seconds(properties.get("preemption.delay", "30s"))
+
+
+def duration_seconds(text: str) -> float:
+    """A Go duration (``30s``, ``1m30s``, ``1.5h``, ``0``) in seconds; ValueError when malformed."""
+    if text == "0":
+        return 0.0
+    position, seconds = 0, 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != position:
+            break
+        seconds += float(match[1]) * _DURATION_UNITS[match[2]]
+        position = match.end()
+    if position != len(text) or not text:
+        raise ValueError(f"not a duration such as 30s, 1m30s or 0: {text!r}")
+    return seconds
+
+
 def checksum(text: str) -> str:
-    """Uppercase SHA-256 hex of the configuration text, without any ``checksum:`` line."""
+    """Uppercase SHA-256 hex of the configuration text without any ``checksum:`` line."""
     kept = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("checksum:"))
     return hashlib.sha256(kept.encode()).hexdigest().upper()
 
 
 def validate(text: str | None) -> None:
-    """Raise :class:`ConfigError` when ``text`` is not a configuration the scheduler would run."""
+    """Raise :class:`ConfigError` unless ``text`` is a configuration the scheduler would run."""
     parse(text)
 
 
 def parse(text: str | None) -> SchedulerConfig:
-    """The configuration in ``text``; empty text means the default configuration."""
+    """The configuration in ``text``; ``None`` or blank text means :data:`DEFAULT_QUEUES_YAML`."""
     if text is None or not text.strip():
         text = DEFAULT_QUEUES_YAML
     try:
-        document = yaml.safe_load(text)
+        return _document(yaml.load(text, Loader=_Loader), text)
     except yaml.YAMLError as error:
-        where = getattr(error, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        mark = getattr(error, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigError("", f"not valid YAML{at}: {getattr(error, 'problem', None) or error}") from None
-    return _Parser().document(document, text)
+    except RecursionError:  # a self-referencing YAML alias, or absurd nesting
+        raise ConfigError("", "nested too deeply (or refers to itself)") from None
 
 
-class _Parser:
-    """Walks the YAML document; each method takes the node and its path."""
+# Shapes: each takes the YAML node and its path, and returns a plain value or raises ConfigError.
+def _mapping(node: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+    if node is None:
+        return {}
+    if not isinstance(node, dict):
+        raise ConfigError(path, f"expected a mapping, got {_kind(node)}")
+    for key in node:
+        if key not in allowed:
+            raise ConfigError(path, f"unknown key {key!r} (allowed: {', '.join(allowed)})")
+    return node
 
-    def document(self, node: Any, text: str) -> SchedulerConfig:
-        node = self._mapping(node, "", {"partitions", "checksum"})
-        partitions = self._list(node.get("partitions"), "partitions", required=True)
-        if not partitions:
-            raise ConfigError("partitions", "at least one partition is required")
-        parsed = tuple(self.partition(p, f"partitions[{i}]") for i, p in enumerate(partitions))
-        names = [p.name for p in parsed]
-        for i, name in enumerate(names):
-            if name in names[:i]:
-                raise ConfigError(f"partitions[{i}]", f"duplicate partition name {name!r}")
-        return SchedulerConfig(parsed, checksum(text), text)
 
-    # Generic shapes.
-    def _mapping(self, node: Any, path: str, allowed: set[str]) -> dict:
-        if node is None:
-            node = {}
-        if not isinstance(node, dict):
-            raise ConfigError(path, f"expected a mapping, got {type(node).__name__}")
-        for key in node:
-            if not isinstance(key, str) or key.lower() not in allowed:
-                raise ConfigError(path, f"unknown key {key!r} (allowed: {', '.join(sorted(allowed))})")
-        return {k.lower(): v for k, v in node.items()}
+def _list(node: Any, path: str) -> list:
+    if node is None:
+        return []
+    if not isinstance(node, list):
+        raise ConfigError(path, f"expected a list, got {_kind(node)}")
+    return node
 
-    def _list(self, node: Any, path: str, required: bool = False) -> list:
-        if node is None:
-            if required:
-                raise ConfigError(path, "is required")
-            return []
-        if not isinstance(node, list):
-            raise ConfigError(path, f"expected a list, got {type(node).__name__}")
-        return node
 
-    def _string(self, node: Any, path: str, required: bool = False) -> str:
-        if node is None:
-            if required:
-                raise ConfigError(path, "is required")
-            return ""
-        if isinstance(node, bool) or not isinstance(node, (str, int, float)):
-            raise ConfigError(path, f"expected a string, got {type(node).__name__}")
-        return str(node)
+def _string(node: Any, path: str) -> str:
+    if node is None:
+        return ""
+    if isinstance(node, bool) or not isinstance(node, (str, int, float)):
+        raise ConfigError(path, f"expected a string, got {_kind(node)}")
+    return str(node)
 
-    def _bool(self, node: Any, path: str, default: bool) -> bool:
-        if node is None:
-            return default
-        if not isinstance(node, bool):
-            raise ConfigError(path, f"expected true or false, got {node!r}")
-        return node
 
-    def _count(self, node: Any, path: str) -> int | None:
-        if node is None:
-            return None
-        if isinstance(node, bool) or not isinstance(node, int) or node < 0:
-            raise ConfigError(path, f"expected a whole number >= 0, got {node!r}")
-        return node
+def _required_string(node: Any, path: str) -> str:
+    value = _string(node, path)
+    if not value:
+        raise ConfigError(path, "is required")
+    return value
 
-    def _strings(self, node: Any, path: str) -> tuple[str, ...]:
-        if node is None:
-            return ()
-        if isinstance(node, str):
-            return (node,)
-        return tuple(self._string(v, f"{path}[{i}]") for i, v in enumerate(self._list(node, path)))
 
-    def _resource(self, node: Any, path: str) -> Resource | None:
-        if node is None:
-            return None
-        if not isinstance(node, dict):
-            raise ConfigError(path, f"expected a mapping of resource quantities, got {type(node).__name__}")
-        values = {}
-        for name, quantity in node.items():
-            if not isinstance(name, str) or not name:
-                raise ConfigError(path, f"bad resource name {name!r}")
-            try:
-                values[name] = to_si_value(name, quantity)
-            except QuantityError as error:
-                raise ConfigError(f"{path}.{name}", str(error)) from None
-        return Resource(values)
+def _bool(node: Any, path: str, default: bool) -> bool:
+    if node is None:
+        return default
+    if not isinstance(node, bool):
+        raise ConfigError(path, f"expected true or false, got {node!r}")
+    return node
 
-    def _resources(self, node: Any, path: str) -> ResourcesConfig:
-        node = self._mapping(node, path, {"guaranteed", "max"})
-        guaranteed = self._resource(node.get("guaranteed"), f"{path}.guaranteed")
-        maximum = self._resource(node.get("max"), f"{path}.max")
-        if guaranteed is not None and maximum is not None:
-            for name, (value, limit) in guaranteed.exceeding(maximum).items():
-                raise ConfigError(path, f"guaranteed {_show(name, value)} exceeds max {_show(name, limit)}")
-        return ResourcesConfig(guaranteed, maximum)
 
-    def _properties(self, node: Any, path: str) -> Mapping[str, str]:
-        if node is None:
-            return MappingProxyType({})
-        if not isinstance(node, dict):
-            raise ConfigError(path, f"expected a mapping, got {type(node).__name__}")
-        properties = {str(k): self._string(v, f"{path}.{k}") for k, v in node.items()}
-        checks = {
-            "application.sort.policy": (SORT_POLICIES, str.lower),
-            "application.sort.priority": (("enabled", "disabled"), str.lower),
-            "priority.policy": (("default", "fence"), str.lower),
-            "preemption.policy": (("default", "fence", "disabled"), str.lower),
-        }
-        for key, (allowed, normal) in checks.items():
-            if key in properties and normal(properties[key]) not in allowed:
-                raise ConfigError(f"{path}.{key}", f"unknown value {properties[key]!r} (allowed: {', '.join(allowed)})")
-        if "priority.offset" in properties:
-            try:
-                offset = int(properties["priority.offset"])
-            except ValueError:
-                raise ConfigError(f"{path}.priority.offset", f"not a whole number: {properties['priority.offset']!r}") from None
-            if not -(2**31) <= offset < 2**31:
-                raise ConfigError(f"{path}.priority.offset", "out of the int32 range")
-        for key in ("preemption.delay", "quota.preemption.delay", "application.unschedasks.backoff.delay"):
-            if key in properties and not _DURATION.match(properties[key]):
-                raise ConfigError(f"{path}.{key}", f"not a duration such as 30s or 1m: {properties[key]!r}")
-        return MappingProxyType(properties)
+def _count(node: Any, path: str) -> int | None:
+    if node is None:
+        return None
+    if isinstance(node, bool) or not isinstance(node, int) or node < 0:
+        raise ConfigError(path, f"expected a whole number >= 0, got {node!r}")
+    return node
 
-    # Partition.
-    def partition(self, node: Any, path: str) -> PartitionConfig:
-        node = self._mapping(node, path, {"name", "queues", "placementrules", "limits", "preemption",
-                                          "nodesortpolicy", "usergroupresolver"})
-        name = self._string(node.get("name"), f"{path}.name", required=True)
-        if not QUEUE_NAME.match(name) or "." in name:
-            raise ConfigError(f"{path}.name", f"invalid partition name {name!r}")
-        root = self._root(node.get("queues"), path)
-        rules = tuple(self.rule(r, f"{path}.placementrules[{i}]")
-                      for i, r in enumerate(self._list(node.get("placementrules"), f"{path}.placementrules")))
-        limits = self._limits(node.get("limits"), f"{path}.limits", root.resources.max if root else None)
-        preemption = self._mapping(node.get("preemption"), f"{path}.preemption", {"enabled", "quotapreemptionenabled"})
-        policy = self._mapping(node.get("nodesortpolicy"), f"{path}.nodesortpolicy", {"type", "resourceweights"})
-        policy_type = self._string(policy.get("type"), f"{path}.nodesortpolicy.type") or "fair"
-        if policy_type.lower() not in NODE_SORT_POLICIES:
-            raise ConfigError(f"{path}.nodesortpolicy.type",
-                              f"unknown node sort policy {policy_type!r} (allowed: {', '.join(NODE_SORT_POLICIES)})")
-        weights = self._weights(policy.get("resourceweights"), f"{path}.nodesortpolicy.resourceweights")
-        resolver = self._mapping(node.get("usergroupresolver"), f"{path}.usergroupresolver", {"type"})
-        resolver_type = self._string(resolver.get("type"), f"{path}.usergroupresolver.type")
-        if resolver_type not in ("", "os", "ldap", "test"):
-            raise ConfigError(f"{path}.usergroupresolver.type", f"unknown resolver {resolver_type!r}")
-        return PartitionConfig(
-            name=name, root=root, placement_rules=rules, limits=limits,
-            preemption=PreemptionConfig(self._bool(preemption.get("enabled"), f"{path}.preemption.enabled", True),
-                                        self._bool(preemption.get("quotapreemptionenabled"),
-                                                   f"{path}.preemption.quotapreemptionenabled", False)),
-            node_sort_policy=NodeSortPolicyConfig(policy_type.lower(), weights),
-            user_group_resolver=resolver_type)
 
-    def _weights(self, node: Any, path: str) -> Mapping[str, float]:
-        if node is None:
-            return DEFAULT_WEIGHTS
-        if not isinstance(node, dict) or not node:
-            raise ConfigError(path, "expected a non-empty mapping of resource name to weight")
-        weights = {}
-        for name, weight in node.items():
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
-                raise ConfigError(f"{path}.{name}", f"weight must be a number >= 0, got {weight!r}")
-            weights[str(name)] = float(weight)
-        if not any(weights.values()):
-            raise ConfigError(path, "at least one weight must be above zero")
-        return MappingProxyType(weights)
+def _names(node: Any, path: str) -> tuple[str, ...]:
+    """A list of names; a single string counts as a list of one."""
+    if isinstance(node, str):
+        return (node,)
+    return tuple(_string(v, f"{path}[{i}]") for i, v in enumerate(_list(node, path)))
 
-    # Queues.
-    def _root(self, node: Any, path: str) -> QueueConfig:
-        queues = self._list(node, f"{path}.queues")
-        if len(queues) == 1 and isinstance(queues[0], dict) and str(queues[0].get("name", "")).lower() == "root":
-            root = replace(self.queue(queues[0], f"{path}.queues.root", parent=None), parent=True)
-        else:  # no root given: the listed queues go under an implicit root that admits everyone
-            children = tuple(self.queue(q, f"{path}.queues[{i}]", parent=None) for i, q in enumerate(queues))
-            root = QueueConfig(name="root", parent=True, submit_acl="*", queues=children)
-            self._check_children(root, f"{path}.queues.root")
-        if root.resources.max is not None or root.resources.guaranteed is not None:
-            raise ConfigError(f"{path}.queues.root", "the root queue may not set resources: it has the whole cluster")
-        return root
 
-    def queue(self, node: Any, path: str, parent: QueueConfig | None) -> QueueConfig:
-        node = self._mapping(node, path, {"name", "parent", "resources", "maxapplications", "properties",
-                                          "adminacl", "submitacl", "childtemplate", "queues", "limits"})
-        name = self._string(node.get("name"), f"{path}.name", required=True)
-        if not QUEUE_NAME.match(name):
-            raise ConfigError(path, f"invalid queue name {name!r}: 1 to 64 of a-z A-Z 0-9 _ : # / @ -, no dots")
-        if name.lower() == "root" and not path.endswith(".queues.root"):
-            raise ConfigError(path, "the name root is reserved for the top queue")
-        resources = self._resources(node.get("resources"), f"{path}.resources")
-        template = None
-        if node.get("childtemplate") is not None:
-            tnode = self._mapping(node["childtemplate"], f"{path}.childtemplate",
-                                  {"maxapplications", "properties", "resources"})
-            template = ChildTemplate(self._count(tnode.get("maxapplications"), f"{path}.childtemplate.maxapplications"),
-                                     self._properties(tnode.get("properties"), f"{path}.childtemplate.properties"),
-                                     self._resources(tnode.get("resources"), f"{path}.childtemplate.resources"))
-        children_nodes = self._list(node.get("queues"), f"{path}.queues")
-        queue = QueueConfig(
-            name=name,
-            parent=self._bool(node.get("parent"), f"{path}.parent", False) or bool(children_nodes),
-            resources=resources,
-            max_applications=self._count(node.get("maxapplications"), f"{path}.maxapplications"),
-            properties=self._properties(node.get("properties"), f"{path}.properties"),
-            admin_acl=self._acl(node.get("adminacl"), f"{path}.adminacl"),
-            submit_acl=self._acl(node.get("submitacl"), f"{path}.submitacl"),
-            child_template=template,
-            limits=self._limits(node.get("limits"), f"{path}.limits", resources.max))
-        children = []
-        for i, child in enumerate(children_nodes):
-            child_name = child.get("name") if isinstance(child, dict) else None
-            child_path = f"{path}.queues.{child_name}" if isinstance(child_name, str) and child_name else f"{path}.queues[{i}]"
-            children.append(self.queue(child, child_path, queue))
-        queue = replace(queue, queues=tuple(children))
-        self._check_children(queue, path)
-        return queue
+def _resource(node: Any, path: str) -> Resource | None:
+    if node is None:
+        return None
+    if not isinstance(node, dict):
+        raise ConfigError(path, f"expected a mapping of resource quantities, got {_kind(node)}")
+    values = {}
+    for name, quantity in node.items():
+        if not isinstance(name, str) or not name:
+            raise ConfigError(path, f"bad resource name {name!r}")
+        try:
+            values[name] = to_si_value(name, quantity)
+        except QuantityError as error:
+            raise ConfigError(f"{path}.{name}", str(error)) from None
+    return Resource(values)
 
-    def _check_children(self, queue: QueueConfig, path: str) -> None:
-        seen: set[str] = set()
-        guaranteed_sum: dict[str, int] = {}
-        for child in queue.queues:
-            child_path = f"{path}.queues.{child.name}"
-            if child.name.lower() in seen:
-                raise ConfigError(child_path, f"duplicate queue name {child.name!r}")
-            seen.add(child.name.lower())
-            if queue.resources.max is not None and child.resources.max is not None:
-                for name, (value, limit) in child.resources.max.exceeding(queue.resources.max).items():
-                    raise ConfigError(child_path, f"max {_show(name, value)} exceeds parent max {_show(name, limit)}")
-            if queue.max_applications and child.max_applications and child.max_applications > queue.max_applications:
-                raise ConfigError(child_path, f"maxapplications {child.max_applications} exceeds parent "
-                                              f"maxapplications {queue.max_applications}")
-            for name, value in (child.resources.guaranteed or {}).items():
-                guaranteed_sum[name] = guaranteed_sum.get(name, 0) + value
-        if queue.resources.guaranteed is not None:
-            for name, (value, limit) in Resource(guaranteed_sum).exceeding(queue.resources.guaranteed).items():
-                raise ConfigError(path, f"sum of child guaranteed {_show(name, value)} exceeds guaranteed "
-                                        f"{_show(name, limit)}")
-        if queue.resources.max is not None:
-            for name, (value, limit) in Resource(guaranteed_sum).exceeding(queue.resources.max).items():
-                raise ConfigError(path, f"sum of child guaranteed {_show(name, value)} exceeds max {_show(name, limit)}")
 
-    def _acl(self, node: Any, path: str) -> str | None:
-        if node is None:
-            return None
-        text = self._string(node, path)
-        parts = text.split(" ")
-        if text.strip() and text.strip() != "*" and len([p for p in parts if p]) > 2:
-            raise ConfigError(path, f"an ACL is 'users groups' (comma-separated lists, one space between): {text!r}")
-        return text
-
-    def _limits(self, node: Any, path: str, queue_max: Resource | None) -> tuple[LimitConfig, ...]:
-        limits = []
-        for i, item in enumerate(self._list(node, path)):
-            item_path = f"{path}[{i}]"
-            item = self._mapping(item, item_path, {"limit", "users", "groups", "maxresources", "maxapplications"})
-            users = self._strings(item.get("users"), f"{item_path}.users")
-            groups = self._strings(item.get("groups"), f"{item_path}.groups")
-            if not users and not groups:
-                raise ConfigError(item_path, "a limit needs users or groups")
-            max_resources = self._resource(item.get("maxresources"), f"{item_path}.maxresources")
-            max_apps = self._count(item.get("maxapplications"), f"{item_path}.maxapplications")
-            if max_apps == 0:
-                raise ConfigError(f"{item_path}.maxapplications", "must be above zero when set")
-            if max_resources is None and max_apps is None:
-                raise ConfigError(item_path, "a limit needs maxresources or maxapplications")
-            if max_resources is not None and max_resources.is_zero():
-                raise ConfigError(f"{item_path}.maxresources", "may not be all zero")
-            if max_resources is not None and queue_max is not None:
-                for name, (value, limit) in max_resources.exceeding(queue_max).items():
-                    raise ConfigError(f"{item_path}.maxresources",
-                                      f"{_show(name, value)} exceeds the queue max {_show(name, limit)}")
-            limits.append(LimitConfig(self._string(item.get("limit"), f"{item_path}.limit"), users, groups,
-                                      max_resources, max_apps))
-        named_groups = any(g != "*" for limit in limits for g in limit.groups)
-        if any("*" in limit.groups for limit in limits) and not named_groups:
-            raise ConfigError(path, "a wildcard group limit needs a limit for a named group beside it")
-        return tuple(limits)
-
-    # Placement rules.
-    def rule(self, node: Any, path: str) -> PlacementRuleConfig:
-        node = self._mapping(node, path, {"name", "create", "parent", "filter", "value"})
-        name = self._string(node.get("name"), f"{path}.name", required=True).lower()
-        if name not in RULE_NAMES:
-            raise ConfigError(f"{path}.name", f"unknown placement rule {name!r} (allowed: {', '.join(RULE_NAMES)})")
-        value = self._string(node.get("value"), f"{path}.value")
-        if name in ("tag", "fixed") and not value:
-            raise ConfigError(f"{path}.value", f"the {name} rule needs a value")
-        if name == "fixed":
-            for part in value.split(".")[1 if value.lower().startswith("root.") else 0:]:
-                if not QUEUE_NAME.match(part):
-                    raise ConfigError(f"{path}.value", f"invalid queue name {part!r} in {value!r}")
-        parent = self.rule(node["parent"], f"{path}.parent") if node.get("parent") is not None else None
-        rule_filter = None
-        if node.get("filter") is not None:
-            fnode = self._mapping(node["filter"], f"{path}.filter", {"type", "users", "groups"})
-            ftype = (self._string(fnode.get("type"), f"{path}.filter.type") or "allow").lower()
-            if ftype not in ("allow", "deny"):
-                raise ConfigError(f"{path}.filter.type", f"unknown filter type {ftype!r} (allowed: allow, deny)")
-            users = self._strings(fnode.get("users"), f"{path}.filter.users")
-            groups = self._strings(fnode.get("groups"), f"{path}.filter.groups")
-            for key, entries in (("users", users), ("groups", groups)):
-                for entry in entries:
-                    try:
-                        re.compile(entry)
-                    except re.error as error:
-                        raise ConfigError(f"{path}.filter.{key}", f"invalid regular expression {entry!r}: {error}") from None
-            rule_filter = FilterConfig(ftype, users, groups)
-        return PlacementRuleConfig(name, self._bool(node.get("create"), f"{path}.create", False), value, parent,
-                                   rule_filter)
+def _kind(node: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}.get(type(node), type(node).__name__)
 
 
 def _show(name: str, value: int) -> str:
     return f"{name} {format_quantity(name, value)}"
+
+
+def _first_excess(value: Resource, limit: Resource | None) -> tuple[str, int, int] | None:
+    """The first type where ``value`` is above ``limit`` (missing in limit = unlimited)."""
+    if limit is None:
+        return None
+    for name, (amount, cap) in sorted(value.exceeding(limit).items()):
+        return name, amount, cap
+    return None
+
+
+_PROPERTY_CHOICES = {
+    "application.sort.policy": SORT_POLICIES,
+    "application.sort.priority": ("enabled", "disabled"),
+    "priority.policy": ("default", "fence"),
+    "preemption.policy": ("default", "fence", "disabled"),
+}
+_DURATION_PROPERTIES = ("preemption.delay", "quota.preemption.delay", "application.unschedasks.backoff.delay")
+
+
+def _properties(node: Any, path: str) -> Mapping[str, str]:
+    if node is None:
+        return _no_properties()
+    if not isinstance(node, dict):
+        raise ConfigError(path, f"expected a mapping, got {_kind(node)}")
+    properties = {}
+    for key, value in node.items():
+        text = str(value).lower() if isinstance(value, bool) else _string(value, f"{path}.{key}")
+        properties[str(key)] = text
+    for key, allowed in _PROPERTY_CHOICES.items():
+        if key in properties and properties[key].lower() not in allowed:
+            raise ConfigError(f"{path}.{key}", f"unknown value {properties[key]!r} (allowed: {', '.join(allowed)})")
+    if "priority.offset" in properties:
+        _whole(properties["priority.offset"], f"{path}.priority.offset", -(2**31), 2**31 - 1)
+    if "application.unschedasks.backoff" in properties:
+        _whole(properties["application.unschedasks.backoff"], f"{path}.application.unschedasks.backoff", 0, 2**63 - 1)
+    for key in _DURATION_PROPERTIES:
+        if key in properties:
+            try:
+                duration_seconds(properties[key])
+            except ValueError as error:
+                raise ConfigError(f"{path}.{key}", str(error)) from None
+    return MappingProxyType(properties)
+
+
+def _whole(text: str, path: str, low: int, high: int) -> None:
+    try:
+        number = int(text)
+    except ValueError:
+        raise ConfigError(path, f"not a whole number: {text!r}") from None
+    if not low <= number <= high:
+        raise ConfigError(path, f"{number} is out of range {low}..{high}")
+
+
+def _acl(node: Any, path: str) -> str | None:
+    if node is None:
+        return None
+    text = _string(node, path)
+    try:
+        ACL.parse(text)
+    except ValueError as error:
+        raise ConfigError(path, str(error)) from None
+    return text
+
+
+def _document(node: Any, text: str) -> SchedulerConfig:
+    node = _mapping(node, "top level", ("partitions", "checksum"))
+    _string(node.get("checksum"), "checksum")
+    if node.get("partitions") is None:
+        raise ConfigError("partitions", "is required")
+    partitions = _list(node["partitions"], "partitions")
+    if not partitions:
+        raise ConfigError("partitions", "at least one partition is required")
+    parsed = tuple(_partition(p, f"partitions[{i}]") for i, p in enumerate(partitions))
+    seen: set[str] = set()
+    for i, partition in enumerate(parsed):
+        if partition.name.lower() in seen:
+            raise ConfigError(f"partitions[{i}]", f"duplicate partition name {partition.name!r}")
+        seen.add(partition.name.lower())
+    return SchedulerConfig(parsed, checksum(text), text)
+
+
+def _partition(node: Any, path: str) -> PartitionConfig:
+    node = _mapping(node, path, ("name", "queues", "placementrules", "limits", "preemption", "nodesortpolicy",
+                                 "usergroupresolver"))
+    name = _required_string(node.get("name"), f"{path}.name")
+    if not QUEUE_NAME.match(name):
+        raise ConfigError(f"{path}.name", f"invalid partition name {name!r}: 1 to 64 of a-z A-Z 0-9 _ : # / @ -")
+    root = _root(node.get("queues"), path)
+    rules = tuple(_rule(r, f"{path}.placementrules[{i}]")
+                  for i, r in enumerate(_list(node.get("placementrules"), f"{path}.placementrules")))
+    for i, rule in enumerate(rules):
+        _check_rule_target(rule, root, f"{path}.placementrules[{i}]")
+    preemption = _mapping(node.get("preemption"), f"{path}.preemption", ("enabled", "quotapreemptionenabled"))
+    resolver = _mapping(node.get("usergroupresolver"), f"{path}.usergroupresolver", ("type",))
+    resolver_type = _string(resolver.get("type"), f"{path}.usergroupresolver.type").lower()
+    if resolver_type not in USER_GROUP_RESOLVERS:
+        raise ConfigError(f"{path}.usergroupresolver.type",
+                          f"unknown resolver {resolver_type!r} (allowed: os, ldap, test or none)")
+    return PartitionConfig(
+        name=name, root=root, placement_rules=rules,
+        limits=_limits(node.get("limits"), f"{path}.limits", None),
+        preemption=PreemptionConfig(
+            _bool(preemption.get("enabled"), f"{path}.preemption.enabled", True),
+            _bool(preemption.get("quotapreemptionenabled"), f"{path}.preemption.quotapreemptionenabled", False)),
+        node_sort_policy=_node_sort_policy(node.get("nodesortpolicy"), f"{path}.nodesortpolicy"),
+        user_group_resolver=resolver_type)
+
+
+def _root(node: Any, partition_path: str) -> QueueConfig:
+    """The root queue; queues listed without a root go under an implicit one that admits everyone."""
+    queues = _list(node, f"{partition_path}.queues")
+    path = f"{partition_path}.queues.root"
+    if len(queues) == 1 and isinstance(queues[0], dict) and str(queues[0].get("name", "")).lower() == ROOT:
+        root = _queue(queues[0], path, None, is_root=True)
+    else:
+        root = _queue({"name": ROOT, "submitacl": WILDCARD, "queues": queues}, path, None, is_root=True)
+    if root.resources.max is not None or root.resources.guaranteed is not None:
+        raise ConfigError(path, "the root queue may not set resources: it has the whole cluster")
+    return root
+
+
+def _queue(node: Any, path: str, parent_max: Resource | None, is_root: bool = False) -> QueueConfig:
+    node = _mapping(node, path, ("name", "parent", "resources", "maxapplications", "properties", "adminacl",
+                                 "submitacl", "childtemplate", "queues", "limits"))
+    name = _required_string(node.get("name"), f"{path}.name")
+    if not is_root and not QUEUE_NAME.match(name):
+        raise ConfigError(path, f"invalid queue name {name!r}: 1 to 64 of a-z A-Z 0-9 _ : # / @ -, no dots")
+    if not is_root and name.lower() == ROOT:
+        raise ConfigError(path, "the name root is reserved for the top queue")
+    declared_parent = _bool(node.get("parent"), f"{path}.parent", False)
+    resources = _resources(node.get("resources"), f"{path}.resources")
+    excess = _first_excess(resources.max or Resource(), parent_max)
+    if excess:
+        kind, value, cap = excess
+        raise ConfigError(path, f"max {_show(kind, value)} exceeds parent max {_show(kind, cap)}")
+    effective_max = min_limit(resources.max, parent_max)
+    children = []
+    for i, child in enumerate(_list(node.get("queues"), f"{path}.queues")):
+        child_name = child.get("name") if isinstance(child, dict) else None
+        named = isinstance(child_name, str) and child_name != ""
+        children.append(_queue(child, f"{path}.queues.{child_name}" if named else f"{path}.queues[{i}]",
+                               effective_max))
+    queue = QueueConfig(
+        name=ROOT if is_root else name,
+        parent=is_root or declared_parent or bool(children),
+        resources=resources,
+        max_applications=_count(node.get("maxapplications"), f"{path}.maxapplications"),
+        properties=_properties(node.get("properties"), f"{path}.properties"),
+        admin_acl=_acl(node.get("adminacl"), f"{path}.adminacl"),
+        submit_acl=_acl(node.get("submitacl"), f"{path}.submitacl"),
+        child_template=_child_template(node.get("childtemplate"), f"{path}.childtemplate", effective_max),
+        queues=tuple(children),
+        limits=_limits(node.get("limits"), f"{path}.limits", effective_max))
+    _check_children(queue, path, effective_max)
+    return queue
+
+
+def _resources(node: Any, path: str) -> ResourcesConfig:
+    node = _mapping(node, path, ("guaranteed", "max"))
+    guaranteed = _resource(node.get("guaranteed"), f"{path}.guaranteed")
+    maximum = _resource(node.get("max"), f"{path}.max")
+    excess = _first_excess(guaranteed or Resource(), maximum)
+    if excess:
+        name, value, cap = excess
+        raise ConfigError(path, f"guaranteed {_show(name, value)} exceeds max {_show(name, cap)}")
+    return ResourcesConfig(guaranteed, maximum)
+
+
+def _effective_guaranteed(queue: QueueConfig) -> Resource:
+    """What a queue guarantees: its own setting, else what its children guarantee together."""
+    if queue.resources.guaranteed is not None:
+        return queue.resources.guaranteed
+    total = Resource()
+    for child in queue.queues:
+        total = total + _effective_guaranteed(child)
+    return total
+
+
+def _check_children(queue: QueueConfig, path: str, effective_max: Resource | None) -> None:
+    seen: set[str] = set()
+    for child in queue.queues:
+        child_path = f"{path}.queues.{child.name}"
+        if child.name.lower() in seen:
+            raise ConfigError(child_path, f"duplicate queue name {child.name!r}")
+        seen.add(child.name.lower())
+        if queue.max_applications and child.max_applications and child.max_applications > queue.max_applications:
+            raise ConfigError(child_path, f"maxapplications {child.max_applications} exceeds parent "
+                                          f"maxapplications {queue.max_applications}")
+    children_guaranteed = Resource()
+    for child in queue.queues:
+        children_guaranteed = children_guaranteed + _effective_guaranteed(child)
+    for limit, what in ((queue.resources.guaranteed, "guaranteed"), (effective_max, "max")):
+        excess = _first_excess(children_guaranteed, limit)
+        if excess:
+            name, value, cap = excess
+            raise ConfigError(path, f"sum of child guaranteed {_show(name, value)} exceeds {what} {_show(name, cap)}")
+
+
+def _child_template(node: Any, path: str, effective_max: Resource | None) -> ChildTemplate | None:
+    if node is None:
+        return None
+    node = _mapping(node, path, ("maxapplications", "properties", "resources"))
+    resources = _resources(node.get("resources"), f"{path}.resources")
+    excess = _first_excess(resources.max or Resource(), effective_max)
+    if excess:
+        name, value, cap = excess
+        raise ConfigError(f"{path}.resources", f"max {_show(name, value)} exceeds the queue max {_show(name, cap)}")
+    return ChildTemplate(_count(node.get("maxapplications"), f"{path}.maxapplications"),
+                         _properties(node.get("properties"), f"{path}.properties"), resources)
+
+
+def _node_sort_policy(node: Any, path: str) -> NodeSortPolicyConfig:
+    node = _mapping(node, path, ("type", "resourceweights"))
+    policy = (_string(node.get("type"), f"{path}.type") or "fair").lower()
+    if policy not in NODE_SORT_POLICIES:
+        raise ConfigError(f"{path}.type", f"unknown node sort policy {policy!r} (allowed: {', '.join(NODE_SORT_POLICIES)})")
+    weights_node = node.get("resourceweights")
+    if weights_node is None:
+        return NodeSortPolicyConfig(policy, DEFAULT_WEIGHTS)
+    weights_path = f"{path}.resourceweights"
+    if not isinstance(weights_node, dict) or not weights_node:
+        raise ConfigError(weights_path, "expected a non-empty mapping of resource name to weight")
+    weights = {}
+    for name, weight in weights_node.items():
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= weight < float("inf"):
+            raise ConfigError(f"{weights_path}.{name}", f"weight must be a number >= 0, got {weight!r}")
+        weights[str(name)] = float(weight)
+    if not any(weights.values()):
+        raise ConfigError(weights_path, "at least one weight must be above zero")
+    return NodeSortPolicyConfig(policy, MappingProxyType(weights))
+
+
+# Limits.
+def _limits(node: Any, path: str, queue_max: Resource | None) -> tuple[LimitConfig, ...]:
+    limits = tuple(_limit(item, f"{path}[{i}]", queue_max) for i, item in enumerate(_list(node, path)))
+    for kind in ("users", "groups"):
+        wildcards = [i for i, limit in enumerate(limits) if WILDCARD in getattr(limit, kind)]
+        if len(wildcards) > 1:
+            raise ConfigError(f"{path}[{wildcards[1]}].{kind}", f"a second wildcard limit for {kind} "
+                                                               f"(the first is {path}[{wildcards[0]}])")
+    named_groups = any(g != WILDCARD for limit in limits for g in limit.groups)
+    if any(WILDCARD in limit.groups for limit in limits) and not named_groups:
+        raise ConfigError(path, "a wildcard group limit needs a limit for a named group beside it")
+    return limits
+
+
+def _limit(node: Any, path: str, queue_max: Resource | None) -> LimitConfig:
+    node = _mapping(node, path, ("limit", "users", "groups", "maxresources", "maxapplications"))
+    users = _names(node.get("users"), f"{path}.users")
+    groups = _names(node.get("groups"), f"{path}.groups")
+    if not users and not groups:
+        raise ConfigError(path, "a limit needs users or groups")
+    for kind, names, pattern in (("users", users, USER_NAME), ("groups", groups, GROUP_NAME)):
+        for i, name in enumerate(names):
+            if name != WILDCARD and not pattern.match(name):
+                raise ConfigError(f"{path}.{kind}[{i}]", f"invalid {kind[:-1]} name {name!r}")
+    max_resources = _resource(node.get("maxresources"), f"{path}.maxresources")
+    max_apps = _count(node.get("maxapplications"), f"{path}.maxapplications")
+    if max_apps == 0:
+        raise ConfigError(f"{path}.maxapplications", "must be above zero when set")
+    if max_resources is None and max_apps is None:
+        raise ConfigError(path, "a limit needs maxresources or maxapplications")
+    if max_resources is not None and max_resources.is_zero():
+        raise ConfigError(f"{path}.maxresources", "may not be all zero")
+    excess = _first_excess(max_resources or Resource(), queue_max)
+    if excess:
+        name, value, cap = excess
+        raise ConfigError(f"{path}.maxresources", f"{_show(name, value)} exceeds the queue max {_show(name, cap)}")
+    return LimitConfig(_string(node.get("limit"), f"{path}.limit"), users, groups, max_resources, max_apps)
+
+
+# Placement rules.
+def _rule(node: Any, path: str) -> PlacementRuleConfig:
+    node = _mapping(node, path, ("name", "create", "parent", "filter", "value"))
+    name = _required_string(node.get("name"), f"{path}.name").lower()
+    if name not in RULE_NAMES:
+        raise ConfigError(f"{path}.name", f"unknown placement rule {name!r} (allowed: {', '.join(RULE_NAMES)})")
+    value = _string(node.get("value"), f"{path}.value")
+    if name in ("tag", "fixed") and not value:
+        raise ConfigError(f"{path}.value", f"the {name} rule needs a value")
+    if name == "tag":
+        value = value.lower()  # tag names are matched without case, as upstream normalises them
+    parent = _rule(node["parent"], f"{path}.parent") if node.get("parent") is not None else None
+    if name == "fixed":
+        parts = value.split(".")
+        for part in parts[1:] if parts[0] == ROOT else parts:
+            if not QUEUE_NAME.match(part):
+                raise ConfigError(f"{path}.value", f"invalid queue name {part!r} in {value!r}")
+        if parts[0] == ROOT and parent is not None:
+            raise ConfigError(f"{path}.parent", f"a fixed rule with a full queue path ({value}) takes no parent rule")
+    return PlacementRuleConfig(name, _bool(node.get("create"), f"{path}.create", False), value, parent,
+                               _filter(node.get("filter"), f"{path}.filter"))
+
+
+def _filter(node: Any, path: str) -> FilterConfig | None:
+    if node is None:
+        return None
+    node = _mapping(node, path, ("type", "users", "groups"))
+    kind = (_string(node.get("type"), f"{path}.type") or "allow").lower()
+    if kind not in ("allow", "deny"):
+        raise ConfigError(f"{path}.type", f"unknown filter type {kind!r} (allowed: allow, deny)")
+    users = _names(node.get("users"), f"{path}.users")
+    groups = _names(node.get("groups"), f"{path}.groups")
+    for key, entries, pattern in (("users", users, USER_NAME), ("groups", groups, GROUP_NAME)):
+        if len(entries) == 1 and not pattern.match(entries[0]):
+            if not _REGEXP_CHARS.search(entries[0]):
+                raise ConfigError(f"{path}.{key}", f"{entries[0]!r} is neither a name nor a regular expression")
+            try:
+                re.compile(entries[0])
+            except re.error as error:
+                raise ConfigError(f"{path}.{key}", f"invalid regular expression {entries[0]!r}: {error}") from None
+        elif len(entries) > 1:
+            for i, entry in enumerate(entries):
+                if not pattern.match(entry):
+                    raise ConfigError(f"{path}.{key}[{i}]", f"invalid {key[:-1]} name {entry!r} "
+                                                            "(a list holds names; a regular expression stands alone)")
+    return FilterConfig(kind, users, groups)
+
+
+def _static_target(rule: PlacementRuleConfig) -> tuple[list[str], bool]:
+    """The queue path a rule chain fixes in advance, and whether a dynamic part follows it."""
+    if rule.name == "fixed":
+        parts = rule.value.split(".")
+        if parts[0] == ROOT:
+            return parts, False
+        if rule.parent is None:
+            return [ROOT, *parts], False
+        parent_parts, dynamic = _static_target(rule.parent)
+        return ([ROOT], True) if dynamic else ([*parent_parts, *parts], False)
+    parent_parts = _static_target(rule.parent)[0] if rule.parent is not None else [ROOT]
+    return parent_parts, True
+
+
+def _check_rule_target(rule: PlacementRuleConfig, root: QueueConfig, path: str) -> None:
+    """Refuse a rule that can never place: its fixed path runs through a leaf, or is missing without create."""
+    parts, dynamic = _static_target(rule)
+    queue = root
+    for depth, part in enumerate(parts[1:], start=1):
+        if queue.is_leaf:
+            raise ConfigError(path, f"queue {'.'.join(parts[:depth])} is a leaf: it cannot hold {'.'.join(parts)}")
+        child = next((q for q in queue.queues if q.name == part), None)
+        if child is None:
+            if not rule.create:
+                raise ConfigError(path, f"queue {'.'.join(parts)} does not exist and the rule does not create it")
+            return
+        queue = child
+    if dynamic and queue.is_leaf:
+        raise ConfigError(path, f"queue {'.'.join(parts)} is a leaf: it cannot be the parent of placed queues")
+    if not dynamic and not queue.is_leaf:
+        raise ConfigError(path, f"queue {'.'.join(parts)} is a parent queue: applications only run in leaves")
+
+
+# Writing a configuration back.
+def dump(config: SchedulerConfig) -> str:
+    """YAML for ``config`` that :func:`parse` reads back into an equal configuration."""
+    return yaml.dump({"partitions": [_dump_partition(p) for p in config.partitions]},
+                     Dumper=_DUMPER, sort_keys=False, allow_unicode=True)
+
+
+def _dump_partition(partition: PartitionConfig) -> dict:
+    document: dict[str, Any] = {"name": partition.name, "queues": [_dump_queue(partition.root)]}
+    if partition.placement_rules:
+        document["placementrules"] = [_dump_rule(r) for r in partition.placement_rules]
+    if partition.limits:
+        document["limits"] = [_dump_limit(limit) for limit in partition.limits]
+    document["preemption"] = {"enabled": partition.preemption.enabled,
+                              "quotapreemptionenabled": partition.preemption.quota_preemption_enabled}
+    document["nodesortpolicy"] = {"type": partition.node_sort_policy.type,
+                                  "resourceweights": dict(partition.node_sort_policy.resource_weights)}
+    if partition.user_group_resolver:
+        document["usergroupresolver"] = {"type": partition.user_group_resolver}
+    return document
+
+
+def _dump_queue(queue: QueueConfig) -> dict:
+    document: dict[str, Any] = {"name": queue.name}
+    if queue.parent:
+        document["parent"] = True
+    resources = _dump_resources(queue.resources)
+    if resources:
+        document["resources"] = resources
+    optional = (("maxapplications", queue.max_applications), ("adminacl", queue.admin_acl),
+                ("submitacl", queue.submit_acl))
+    document.update((key, value) for key, value in optional if value is not None)
+    if queue.properties:
+        document["properties"] = dict(queue.properties)
+    if queue.child_template is not None:
+        template: dict[str, Any] = {}
+        if queue.child_template.max_applications is not None:
+            template["maxapplications"] = queue.child_template.max_applications
+        if queue.child_template.properties:
+            template["properties"] = dict(queue.child_template.properties)
+        template_resources = _dump_resources(queue.child_template.resources)
+        if template_resources:
+            template["resources"] = template_resources
+        document["childtemplate"] = template
+    if queue.limits:
+        document["limits"] = [_dump_limit(limit) for limit in queue.limits]
+    if queue.queues:
+        document["queues"] = [_dump_queue(child) for child in queue.queues]
+    return document
+
+
+def _dump_resources(resources: ResourcesConfig) -> dict:
+    return {key: _dump_quantities(value) for key, value in (("guaranteed", resources.guaranteed),
+                                                            ("max", resources.max)) if value is not None}
+
+
+def _dump_quantities(resource: Resource) -> dict[str, str]:
+    return {name: format_quantity(name, value) for name, value in resource.items()}
+
+
+def _dump_limit(limit: LimitConfig) -> dict:
+    document: dict[str, Any] = {"limit": limit.limit, "users": list(limit.users), "groups": list(limit.groups)}
+    if limit.max_resources is not None:
+        document["maxresources"] = _dump_quantities(limit.max_resources)
+    if limit.max_applications is not None:
+        document["maxapplications"] = limit.max_applications
+    return document
+
+
+def _dump_rule(rule: PlacementRuleConfig) -> dict:
+    document: dict[str, Any] = {"name": rule.name, "create": rule.create}
+    if rule.value:
+        document["value"] = rule.value
+    if rule.parent is not None:
+        document["parent"] = _dump_rule(rule.parent)
+    if rule.filter is not None:
+        document["filter"] = {"type": rule.filter.type, "users": list(rule.filter.users),
+                              "groups": list(rule.filter.groups)}
+    return document

@@ -1,23 +1,60 @@
-"""User and group limits: how much each user and group may run, per queue along the path.
+"""User and group limits: how much each user and each group may run, per queue along the path.
 
-A limit names users or groups (``*`` for any). For an application the user's own limit applies if one
-names the user, else the wildcard; its group is the first of the user's groups a limit names (else the
-wildcard group). Limits apply at every queue of the application's path, partition limits at the root.
-An application over a limit waits: it is not rejected.
+``limits`` sit on the partition (they apply at ``root``) and on any queue. At one queue a user is held
+to the limit that names them, else to the wildcard (``*``) user limit. An application is also tracked
+against one group of its user: going from the leaf up to the root, the first queue whose limits name
+one of the user's groups decides (the group named first in the configuration wins); a queue with only
+a wildcard group limit resolves to the shared ``*`` group. A group is held, at each queue, to the limit
+that names it. Limits apply at every queue of the path, each user and group on its own (never added
+together). An application over a limit waits for headroom; it is not rejected.
+
+Usage is kept per user and per group at every queue of the application's path, so ``headroom`` and
+``allocated`` (called per allocation) cost O(depth).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from actors.core.config import LimitConfig, PartitionConfig, QueueConfig
+from actors.core.acl import WILDCARD
+from actors.core.config import ROOT, LimitConfig, PartitionConfig, QueueConfig
 from si.resources import Resource, min_limit, remaining
 
+_GROUP_CACHE_SIZE = 10_000
 
-def _prefixes(path: str) -> list[str]:
+
+@lru_cache(maxsize=4096)
+def _prefixes(path: str) -> tuple[str, ...]:
+    """``root.a.b`` -> ``("root", "root.a", "root.a.b")``."""
     parts = path.split(".")
-    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+    return tuple(".".join(parts[: i + 1]) for i in range(len(parts)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Level:
+    """The limits configured at one queue, indexed for lookup."""
+
+    users: dict[str, LimitConfig]
+    user_wildcard: LimitConfig | None
+    groups: dict[str, LimitConfig]  # includes "*" when a wildcard group limit exists
+    group_order: tuple[str, ...]  # named groups in configuration order
+
+    @classmethod
+    def of(cls, limits: tuple[LimitConfig, ...]) -> _Level:
+        users: dict[str, LimitConfig] = {}
+        groups: dict[str, LimitConfig] = {}
+        for limit in limits:
+            for user in limit.users:
+                users.setdefault(user, limit)
+            for group in limit.groups:
+                groups.setdefault(group, limit)
+        wildcard = users.pop(WILDCARD, None)
+        return cls(users, wildcard, groups, tuple(g for g in groups if g != WILDCARD))
+
+    def user_limit(self, user: str) -> LimitConfig | None:
+        return self.users.get(user, self.user_wildcard)
 
 
 @dataclass(slots=True)
@@ -31,106 +68,129 @@ class _App:
     user: str
     group: str | None
     queue_path: str
+    holds: Resource = field(default_factory=Resource)
 
 
 class UsageTracker:
+    """Usage and limits of the users and groups of one partition (owned by the partition actor)."""
+
     def __init__(self, partition: PartitionConfig) -> None:
-        self._limits: dict[str, tuple[LimitConfig, ...]] = {}
-        self._users: dict[tuple[str, str], _Usage] = {}
-        self._groups: dict[tuple[str, str], _Usage] = {}
+        self._levels: dict[str, _Level] = {}
+        self._group_of: dict[tuple[tuple[str, ...], str], str | None] = {}
+        self._users: dict[str, dict[str, _Usage]] = {}
+        self._groups: dict[str, dict[str, _Usage]] = {}
         self._apps: dict[str, _App] = {}
         self.reconfigure(partition)
 
     def reconfigure(self, partition: PartitionConfig) -> None:
-        limits: dict[str, tuple[LimitConfig, ...]] = {}
+        """Take the limits of ``partition``; running applications keep the group they were tracked under."""
+        levels: dict[str, tuple[LimitConfig, ...]] = {ROOT: partition.limits} if partition.limits else {}
 
         def walk(queue: QueueConfig, path: str) -> None:
             if queue.limits:
-                limits[path] = limits.get(path, ()) + queue.limits
+                levels[path] = levels.get(path, ()) + queue.limits
             for child in queue.queues:
                 walk(child, f"{path}.{child.name}")
 
-        if partition.limits:
-            limits["root"] = partition.limits
-        walk(partition.root, "root")
-        self._limits = limits
+        walk(partition.root, ROOT)
+        self._levels = {path: _Level.of(limits) for path, limits in levels.items()}
+        self._group_of = {}
 
-    # Which limits apply.
-    def _user_limit(self, path: str, user: str) -> LimitConfig | None:
-        limits = self._limits.get(path, ())
-        named = next((lim for lim in limits if user in lim.users), None)
-        return named or next((lim for lim in limits if "*" in lim.users), None)
+    def group_for(self, groups: Sequence[str], queue_path: str) -> str | None:
+        """The group an application of a user with ``groups`` is tracked under in ``queue_path``."""
+        key = (tuple(groups), queue_path)
+        if key not in self._group_of:
+            if len(self._group_of) >= _GROUP_CACHE_SIZE:
+                self._group_of.clear()
+            self._group_of[key] = self._resolve_group(key[0], queue_path)
+        return self._group_of[key]
 
-    def _group_limit(self, path: str, group: str | None) -> LimitConfig | None:
-        if group is None:
+    def _resolve_group(self, groups: tuple[str, ...], queue_path: str) -> str | None:
+        if not groups:
             return None
-        return next((lim for lim in self._limits.get(path, ()) if group in lim.groups), None)
-
-    def _resolve_group(self, groups: Sequence[str], queue_path: str) -> str | None:
-        for path in _prefixes(queue_path):
-            for limit in self._limits.get(path, ()):
-                for group in groups:
-                    if group in limit.groups:
-                        return group
-        if groups and any("*" in lim.groups for p in _prefixes(queue_path) for lim in self._limits.get(p, ())):
-            return "*"
+        for path in reversed(_prefixes(queue_path)):
+            level = self._levels.get(path)
+            if level is None:
+                continue
+            for group in level.group_order:
+                if group in groups:
+                    return group
+            if WILDCARD in level.groups:
+                return WILDCARD
         return None
+
+    def _applicable(self, user: str, group: str | None, path: str):
+        """(limit, usage) pairs that bind ``user`` and ``group`` at ``path``."""
+        level = self._levels.get(path)
+        if level is None:
+            return
+        limit = level.user_limit(user)
+        if limit is not None:
+            yield limit, self._users.get(user, {}).get(path)
+        if group is not None:
+            limit = level.groups.get(group)
+            if limit is not None:
+                yield limit, self._groups.get(group, {}).get(path)
 
     # Questions asked while scheduling.
     def headroom(self, user: str, groups: Sequence[str], queue_path: str) -> Resource | None:
-        """What the user may still allocate in ``queue_path`` (None: no limit)."""
-        app_group = self._resolve_group(groups, queue_path)
+        """What the user may still allocate in ``queue_path`` under user and group limits (None: no limit)."""
+        group = self.group_for(groups, queue_path)
         headroom: Resource | None = None
         for path in _prefixes(queue_path):
-            if path not in self._limits:
-                continue
-            for limit, usage in ((self._user_limit(path, user), self._users.get((user, path))),
-                                 (self._group_limit(path, app_group), self._groups.get((app_group, path)))):
-                if limit is not None and limit.max_resources is not None:
-                    used = usage.resource if usage else Resource()
+            for limit, usage in self._applicable(user, group, path):
+                if limit.max_resources is not None:
+                    used = usage.resource if usage is not None else Resource()
                     headroom = min_limit(headroom, remaining(limit.max_resources, used))
         return headroom
 
     def can_run_app(self, user: str, groups: Sequence[str], queue_path: str, app_id: str = "") -> bool:
-        app_group = self._resolve_group(groups, queue_path)
+        """Whether one more application (or ``app_id``, if already counted) stays within maxapplications."""
+        group = self.group_for(groups, queue_path)
         for path in _prefixes(queue_path):
-            if path not in self._limits:
-                continue
-            for limit, usage in ((self._user_limit(path, user), self._users.get((user, path))),
-                                 (self._group_limit(path, app_group), self._groups.get((app_group, path)))):
-                if limit is None or limit.max_applications is None:
+            for limit, usage in self._applicable(user, group, path):
+                if limit.max_applications is None or usage is None or app_id in usage.apps:
                     continue
-                running = usage.apps if usage else set()
-                if app_id not in running and len(running) >= limit.max_applications:
+                if len(usage.apps) >= limit.max_applications:
                     return False
         return True
 
     # Book keeping.
     def app_started(self, app_id: str, user: str, groups: Sequence[str], queue_path: str) -> None:
+        """``app_id`` runs from now on and counts against its user's and group's limits."""
         if app_id in self._apps:
             return
-        group = self._resolve_group(groups, queue_path)
+        group = self.group_for(groups, queue_path)
         self._apps[app_id] = _App(user, group, queue_path)
         for path in _prefixes(queue_path):
-            self._users.setdefault((user, path), _Usage()).apps.add(app_id)
+            self._users.setdefault(user, {}).setdefault(path, _Usage()).apps.add(app_id)
             if group is not None:
-                self._groups.setdefault((group, path), _Usage()).apps.add(app_id)
+                self._groups.setdefault(group, {}).setdefault(path, _Usage()).apps.add(app_id)
 
     def tracks(self, app_id: str) -> bool:
         """True while ``app_id`` counts as running here."""
         return app_id in self._apps
 
     def app_removed(self, app_id: str) -> None:
-        app = self._apps.pop(app_id, None)
+        """``app_id`` stopped: it no longer counts, and whatever it still held is given back."""
+        app = self._apps.get(app_id)
         if app is None:
             return
-        for path in _prefixes(app.queue_path):
-            for table, key in ((self._users, (app.user, path)), (self._groups, (app.group, path))):
-                usage = table.get(key)
+        if not app.holds.is_zero():
+            self._add(app_id, -app.holds)
+        del self._apps[app_id]
+        for table, name in ((self._users, app.user), (self._groups, app.group)):
+            by_path = table.get(name) if name is not None else None
+            if by_path is None:
+                continue
+            for path in _prefixes(app.queue_path):
+                usage = by_path.get(path)
                 if usage is not None:
                     usage.apps.discard(app_id)
                     if not usage.apps and usage.resource.is_zero():
-                        del table[key]
+                        del by_path[path]
+            if not by_path:
+                del table[name]
 
     def allocated(self, app_id: str, resource: Resource) -> None:
         self._add(app_id, resource)
@@ -142,23 +202,43 @@ class UsageTracker:
         app = self._apps.get(app_id)
         if app is None:
             return
-        for path in _prefixes(app.queue_path):
-            user = self._users.setdefault((app.user, path), _Usage())
-            user.resource = user.resource + resource
-            if app.group is not None:
-                group = self._groups.setdefault((app.group, path), _Usage())
-                group.resource = group.resource + resource
+        app.holds = app.holds + resource
+        for table, name in ((self._users, app.user), (self._groups, app.group)):
+            if name is None:
+                continue
+            by_path = table.setdefault(name, {})
+            for path in _prefixes(app.queue_path):
+                usage = by_path.setdefault(path, _Usage())
+                usage.resource = usage.resource + resource
 
     # REST views.
     def users(self) -> list[dict]:
-        return self._view(self._users, "userName")
+        """Per user: the group of each running application and the usage at each queue."""
+        app_groups: dict[str, dict[str, str]] = {}
+        for app_id, app in sorted(self._apps.items()):
+            app_groups.setdefault(app.user, {})[app_id] = app.group or ""
+        return [{"userName": user, "groups": app_groups.get(user, {}),
+                 "queues": self._queues_view(by_path, lambda level, u=user: level.user_limit(u))}
+                for user, by_path in sorted(self._users.items())]
 
     def groups(self) -> list[dict]:
-        return self._view(self._groups, "groupName")
+        """Per group: its running applications and the usage at each queue."""
+        group_apps: dict[str, list[str]] = {}
+        for app_id, app in sorted(self._apps.items()):
+            if app.group is not None:
+                group_apps.setdefault(app.group, []).append(app_id)
+        return [{"groupName": group, "applications": group_apps.get(group, []),
+                 "queues": self._queues_view(by_path, lambda level, g=group: level.groups.get(g))}
+                for group, by_path in sorted(self._groups.items())]
 
-    def _view(self, table: dict, key: str) -> list[dict]:
-        by_name: dict[str, list] = {}
-        for (name, path), usage in sorted(table.items()):
-            by_name.setdefault(name, []).append({"queuePath": path, "resourceUsage": usage.resource.as_dict(),
-                                                 "runningApplications": sorted(usage.apps)})
-        return [{key: name, "queues": queues} for name, queues in by_name.items()]
+    def _queues_view(self, by_path: dict[str, _Usage], limit_at) -> list[dict]:
+        entries = []
+        for path, usage in sorted(by_path.items()):
+            level = self._levels.get(path)
+            limit = limit_at(level) if level is not None else None
+            entries.append({
+                "queuePath": path, "resourceUsage": usage.resource.as_dict(),
+                "runningApplications": sorted(usage.apps),
+                "maxResources": limit.max_resources.as_dict() if limit and limit.max_resources else None,
+                "maxApplications": limit.max_applications if limit else None})
+        return entries
