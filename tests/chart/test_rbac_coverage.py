@@ -1,0 +1,226 @@
+"""The chart's RBAC covers every API call the real commands make, and its probe paths answer.
+
+Each command runs as a process against kubesim, does its job (the scheduler binds a pod, reports an
+unschedulable one and records events; the admission controller sets up its CA secret, installs its
+webhooks, answers a review and shuts down, then ``--remove-webhooks`` cleans up), and kubesim's request
+log is checked call by call against the rules the rendered chart grants the command's service account.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from kubesim import KubeSim
+from kubesim.resources import BY_PATH
+from tests.chart.rbac import Authorizer, calls_from
+from tests.chart.rendering import RELEASE_NAMESPACE
+from tests.waiting import wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+POD = BY_PATH[("", "v1", "pods")]
+
+
+def require_command(module: str) -> None:
+    if importlib.util.find_spec(module.rpartition(".")[0]) is None or importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not importable yet, so its RBAC cannot be derived from a real run")
+
+
+def command_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a command run by a test: kubesim's kubeconfig, no in-cluster service account."""
+    return {**os.environ, "NAMESPACE": RELEASE_NAMESPACE, "KUBECONFIG": str(tmp_path / "kubeconfig"),
+            "KUBERNETES_SERVICE_HOST": ""}
+
+
+@pytest.fixture
+def sim(tmp_path):
+    cluster = KubeSim(bookmark_interval=0.2).start()
+    cluster.create_namespace(RELEASE_NAMESPACE)
+    cluster.write_kubeconfig(str(tmp_path / "kubeconfig"))
+    yield cluster
+    cluster.stop()
+
+
+def start(module: str, args: list[str], tmp_path: Path) -> subprocess.Popen:
+    with (tmp_path / f"{module}.log").open("w") as log:
+        return subprocess.Popen([sys.executable, "-m", module, *args], cwd=REPO, env=command_env(tmp_path),
+                                stdout=log, stderr=subprocess.STDOUT)
+
+
+def stop(process: subprocess.Popen, tmp_path: Path, module: str) -> str:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+            raise AssertionError(f"{module} did not stop within 30 s of SIGTERM") from None
+    return (tmp_path / f"{module}.log").read_text()
+
+
+def assert_covered(sim: KubeSim, objects, account: str) -> None:
+    calls = calls_from(sim.request_log)
+    authorizer = Authorizer(objects, account, RELEASE_NAMESPACE)
+    denied = sorted(str(call) for call in calls if not authorizer.allows(call))
+    assert not denied, f"the chart does not let {account} make these calls:\n  " + "\n  ".join(denied)
+
+
+def made_by(sim: KubeSim) -> set[tuple[str, str, str]]:
+    return {(call.verb, call.resource, call.subresource) for call in calls_from(sim.request_log)}
+
+
+def pending_pod(name: str, cpu: str) -> dict:
+    return {"metadata": {"name": name, "labels": {"applicationId": "rbac-app", "queue": "root.default"}},
+            "spec": {"schedulerName": "yunikorn",
+                     "containers": [{"name": "main", "image": "busybox",
+                                     "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]},
+            "status": {"phase": "Pending"}}
+
+
+@pytest.mark.timeout(120)
+def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
+    require_command("actors.shim.cli")
+    objects = render()
+    account = objects.one("Deployment", "yunikorn-scheduler")["spec"]["template"]["spec"]["serviceAccountName"]
+    sim.seed_nodes(2, cpu="2")
+    # Created in the store, not over HTTP, so that the request log holds the scheduler's calls only.
+    sim.store.create(POD, "default", pending_pod("fits", "500m"))
+    sim.store.create(POD, "default", pending_pod("too-big", "64"))
+    module = "actors.shim.cli"
+    port = free_port()
+    process = start(module, ["--kubeconfig", str(tmp_path / "kubeconfig"), "--rest-port", str(port)], tmp_path)
+    container = objects.one("Deployment", "yunikorn-scheduler")["spec"]["template"]["spec"]["containers"][0]
+    try:
+        # The probes the chart gives the kubelet answer 200 on the real command.
+        for probe in ("livenessProbe", "readinessProbe"):
+            url = f"http://127.0.0.1:{port}{container[probe]['httpGet']['path']}"
+            wait_for(lambda url=url: process.poll() is not None or http_ok(url), timeout=60, interval=0.1,
+                     message=f"{url} to answer 200")
+            assert process.poll() is None, (tmp_path / f"{module}.log").read_text()
+        wait_for(lambda: any(pod["spec"].get("nodeName") for pod in sim.objects("pods", "default")
+                             if pod["metadata"]["name"] == "fits"), timeout=60, message="the pod to be bound")
+        for wanted in (("create", "events", ""), ("patch", "pods", "status")):
+            wait_for(lambda wanted=wanted: wanted in made_by(sim), timeout=30, message=f"the call {wanted}")
+    finally:
+        output = stop(process, tmp_path, module)
+    assert process.returncode == 0, output
+    assert_covered(sim, objects, account)
+    made = made_by(sim)
+    # The run did exercise the scheduler's main calls, so the check above was not vacuous.
+    assert {("list", "pods", ""), ("watch", "pods", ""), ("list", "nodes", ""), ("create", "pods", "binding"),
+            ("list", "configmaps", ""), ("create", "events", ""), ("patch", "pods", "status")} <= made, made
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as reply:
+            return reply.status == 200
+    except OSError:
+        return False
+
+
+def https_ok(url: str) -> bool:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=2) as reply:
+            return reply.status == 200
+    except OSError:
+        return False
+
+
+def post_review(port: int, review: dict) -> dict:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    request = urllib.request.Request(f"https://127.0.0.1:{port}/mutate", data=json.dumps(review).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, context=context, timeout=10) as reply:
+        return json.loads(reply.read())
+
+
+def pod_review() -> dict:
+    pod = pending_pod("web", "100m")
+    pod["metadata"]["namespace"] = "default"
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "rbac-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                        "resource": {"group": "", "version": "v1", "resource": "pods"},
+                        "namespace": "default", "operation": "CREATE",
+                        "userInfo": {"username": "alice", "groups": ["devs"]}, "object": pod}}
+
+
+@pytest.mark.timeout(180)
+def test_admission_controller_rbac_covers_its_api_calls(sim, render, tmp_path):
+    require_command("webhook.cli")
+    objects = render()
+    account = (objects.one("Deployment", "yunikorn-admission-controller")
+               ["spec"]["template"]["spec"]["serviceAccountName"])
+    port = free_port()
+    container = (objects.one("Deployment", "yunikorn-admission-controller")
+                 ["spec"]["template"]["spec"]["containers"][0])
+    for probe in ("startupProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["scheme"] == "HTTPS"
+    health = f"https://127.0.0.1:{port}{container['readinessProbe']['httpGet']['path']}"
+    module = "webhook.cli"
+    flags = kubeconfig_flag(module, tmp_path)
+    process = start(module, [*flags, "--namespace", RELEASE_NAMESPACE, "--listen", f"127.0.0.1:{port}",
+                             "--workers", "1"], tmp_path)
+    try:
+        # The chart's startup and readiness probe (HTTPS) answers 200 on the real command.
+        wait_for(lambda: process.poll() is not None or https_ok(health), timeout=120, interval=0.2,
+                 message=f"{health} to answer 200")
+        assert process.poll() is None, (tmp_path / f"{module}.log").read_text()
+        wait_for(lambda: sim.objects("mutatingwebhookconfigurations") and sim.objects("validatingwebhookconfigurations"),
+                 timeout=30, message="the webhook configurations")
+        installed = sim.objects("mutatingwebhookconfigurations") + sim.objects("validatingwebhookconfigurations")
+        assert post_review(port, pod_review())["response"]["allowed"] is True
+    finally:
+        output = stop(process, tmp_path, module)
+    assert process.returncode == 0, output
+    assert_covered(sim, objects, account)
+    made = made_by(sim)
+    assert {("get", "secrets", ""), ("create", "mutatingwebhookconfigurations", ""),
+            ("create", "validatingwebhookconfigurations", "")} <= made, made
+
+    # The documented clean-up after a controller that was killed: its webhook configurations are left
+    # behind; --remove-webhooks, run under the same account, deletes them.
+    for webhook in installed:
+        plural = webhook["kind"].lower() + "s"
+        if not any(obj["metadata"]["name"] == webhook["metadata"]["name"] for obj in sim.objects(plural)):
+            sim.store.create(BY_PATH[("admissionregistration.k8s.io", "v1", plural)], "",
+                             {key: webhook[key] for key in ("apiVersion", "kind", "webhooks")}
+                             | {"metadata": {"name": webhook["metadata"]["name"],
+                                             "labels": webhook["metadata"].get("labels", {})}})
+    sim.request_log.clear()
+    remover = subprocess.run([sys.executable, "-m", module, *flags, "--namespace", RELEASE_NAMESPACE,
+                              "--remove-webhooks"], cwd=REPO, capture_output=True, text=True, timeout=60,
+                             env=command_env(tmp_path))
+    assert remover.returncode == 0, remover.stdout + remover.stderr
+    assert sim.objects("mutatingwebhookconfigurations") == [] == sim.objects("validatingwebhookconfigurations")
+    assert_covered(sim, objects, account)
+
+
+def kubeconfig_flag(module: str, tmp_path: Path) -> list[str]:
+    """``--kubeconfig PATH`` if the command offers it; otherwise it finds the file through $KUBECONFIG."""
+    usage = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True, text=True,
+                           timeout=60, env=command_env(tmp_path))
+    assert usage.returncode == 0, usage.stderr
+    return ["--kubeconfig", str(tmp_path / "kubeconfig")] if "--kubeconfig" in usage.stdout else []

@@ -1,0 +1,192 @@
+"""``helm lint`` and ``helm template`` of charts/yunikorn: every object is valid Kubernetes, and the
+objects say what the chart promises (replicas, probes, affinity, tolerations, PDB, RBAC)."""
+
+from __future__ import annotations
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.chart.rendering import CHART, RELEASE_NAMESPACE, run_helm
+
+KUBERNETES_VERSION = "1.35.0"
+SCHEDULER_LABEL = {"key": "component", "operator": "In", "values": ["yunikorn-scheduler"]}
+
+VARIANTS = {
+    "defaults": {},
+    "one admission replica": {"admissionController": {"replicaCount": 1}},
+    "three admission replicas": {"admissionController": {"replicaCount": 3}},
+    "no admission controller": {"embedAdmissionController": False},
+    "custom queues": {"queues": "partitions:\n  - name: default\n    queues:\n      - name: root\n"
+                                "        queues:\n          - name: batch\n",
+                      "yunikornDefaults": {"service.schedulingInterval": "2s", "log.level": 0}},
+    "host network, no co-location": {"admissionController": {"hostNetwork": True, "colocateWithScheduler": False,
+                                                             "tolerateAllTaints": False}},
+}
+
+
+def test_lint_strict_passes(helm):
+    done = run_helm(helm, "lint", "--strict", str(CHART))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 chart(s) failed" in done.stdout
+
+
+@pytest.mark.parametrize("values", VARIANTS.values(), ids=VARIANTS.keys())
+def test_every_object_is_valid_kubernetes(render, values):
+    objects = render(values)
+    assert objects
+    for obj in objects:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        if obj["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+            assert obj["metadata"]["namespace"] == RELEASE_NAMESPACE, obj["metadata"]["name"]
+        assert obj["metadata"]["labels"]["app"] == "yunikorn"
+
+
+def test_default_objects(render):
+    objects = render()
+    assert objects.names("Deployment") == {"yunikorn-scheduler", "yunikorn-admission-controller"}
+    assert objects.names("Service") == {"yunikorn-service", "yunikorn-admission-controller-service"}
+    assert objects.names("ConfigMap") == {"yunikorn-defaults"}
+    assert objects.names("Secret") == {"admission-controller-secrets"}
+    assert objects.names("ServiceAccount") == {"yunikorn-admin", "yunikorn-admission-controller"}
+
+
+def _pod_spec(objects, name):
+    return objects.one("Deployment", name)["spec"]["template"]["spec"]
+
+
+def _container(objects, name):
+    (container,) = _pod_spec(objects, name)["containers"]
+    return container
+
+
+def test_scheduler_deployment(render):
+    objects = render()
+    deployment = objects.one("Deployment", "yunikorn-scheduler")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    container = _container(objects, "yunikorn-scheduler")
+    assert container["command"] == ["yunikorn-scheduler"]
+    assert "--rest-port=9080" in container["args"]
+    assert container["ports"] == [{"name": "http", "containerPort": 9080, "protocol": "TCP"}]
+    assert {"name": "NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in container["env"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/ws/v1/health/live", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/ws/v1/health/ready", "port": "http"}
+    assert container["resources"]["limits"] and container["resources"]["requests"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert _pod_spec(objects, "yunikorn-scheduler")["securityContext"]["runAsNonRoot"] is True
+    service = objects.one("Service", "yunikorn-service")
+    assert service["spec"]["ports"][0]["port"] == 9080
+    assert service["spec"]["selector"] == deployment["spec"]["template"]["metadata"]["labels"]
+
+
+def test_scheduler_placement_values_reach_the_pod(render):
+    placement = {"nodeSelector": {"pool": "system"}, "priorityClassName": "system-cluster-critical",
+                 "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "yk", "effect": "NoSchedule"}],
+                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                     "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In",
+                                                                  "values": ["a"]}]}]}}},
+                 "livenessPath": "/live", "readinessPath": "/ready"}
+    objects = render({"scheduler": placement})
+    spec = _pod_spec(objects, "yunikorn-scheduler")
+    for key in ("nodeSelector", "priorityClassName", "tolerations", "affinity"):
+        assert spec[key] == placement[key]
+    container = _container(objects, "yunikorn-scheduler")
+    assert container["livenessProbe"]["httpGet"]["path"] == "/live"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/ready"
+
+
+def test_admission_controller_deployment(render):
+    objects = render()
+    deployment = objects.one("Deployment", "yunikorn-admission-controller")
+    assert deployment["spec"]["replicas"] == 2
+    spec = _pod_spec(objects, "yunikorn-admission-controller")
+    assert "hostNetwork" not in spec
+    assert {"operator": "Exists"} in spec["tolerations"]
+    (term,) = spec["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term == {"labelSelector": {"matchExpressions": [SCHEDULER_LABEL]}, "topologyKey": "kubernetes.io/hostname"}
+    scheduler_labels = objects.one("Deployment", "yunikorn-scheduler")["spec"]["template"]["metadata"]["labels"]
+    assert scheduler_labels["component"] == "yunikorn-scheduler"
+    container = _container(objects, "yunikorn-admission-controller")
+    assert container["command"] == ["yunikorn-admission-controller"]
+    assert "--listen=0.0.0.0:9089" in container["args"]
+    assert container["ports"][0]["containerPort"] == 9089
+    for probe in ("startupProbe", "readinessProbe"):
+        assert container[probe]["httpGet"] == {"scheme": "HTTPS", "path": "/health", "port": "webhook-api"}
+    service = objects.one("Service", "yunikorn-admission-controller-service")
+    assert service["spec"]["ports"] == [{"name": "webhook-api", "port": 443, "targetPort": "webhook-api",
+                                         "protocol": "TCP"}]
+    secret = objects.one("Secret", "admission-controller-secrets")
+    assert "data" not in secret and secret["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+
+
+def test_affinity_and_tolerations_can_be_turned_off_or_extended(render):
+    own_toleration = {"key": "gpu", "operator": "Exists"}
+    own_affinity = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+        "weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": {
+            "matchLabels": {"component": "yunikorn-admission-controller"}}}}]}}
+    spec = _pod_spec(render({"admissionController": {"tolerations": [own_toleration], "affinity": own_affinity}}),
+                     "yunikorn-admission-controller")
+    assert spec["tolerations"] == [{"operator": "Exists"}, own_toleration]
+    assert spec["affinity"]["podAntiAffinity"] == own_affinity["podAntiAffinity"]
+    assert spec["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    spec = _pod_spec(render(VARIANTS["host network, no co-location"]), "yunikorn-admission-controller")
+    assert "affinity" not in spec and "tolerations" not in spec
+    assert spec["hostNetwork"] is True and spec["dnsPolicy"] == "ClusterFirstWithHostNet"
+
+
+@pytest.mark.parametrize("replicas", [1, 2, 3])
+def test_pdb_only_with_more_than_one_replica(render, replicas):
+    objects = render({"admissionController": {"replicaCount": replicas}})
+    assert objects.one("Deployment", "yunikorn-admission-controller")["spec"]["replicas"] == replicas
+    budgets = objects.of_kind("PodDisruptionBudget")
+    if replicas == 1:
+        assert budgets == []
+    else:
+        (budget,) = budgets
+        assert budget["spec"]["minAvailable"] == 1
+        pod_labels = objects.one("Deployment", "yunikorn-admission-controller")["spec"]["template"]["metadata"]
+        assert budget["spec"]["selector"]["matchLabels"].items() <= pod_labels["labels"].items()
+
+
+def test_without_admission_controller_only_the_scheduler_is_deployed(render):
+    objects = render({"embedAdmissionController": False})
+    assert objects.names("Deployment") == {"yunikorn-scheduler"}
+    assert objects.names("Service") == {"yunikorn-service"}
+    assert objects.of_kind("Secret") == [] and objects.of_kind("PodDisruptionBudget") == []
+    assert not any("admission" in obj["metadata"]["name"] for obj in objects)
+
+
+def test_queues_and_defaults_configmaps(render):
+    objects = render(VARIANTS["custom queues"])
+    queues = yaml.safe_load(objects.one("ConfigMap", "yunikorn-configs")["data"]["queues.yaml"])
+    assert queues["partitions"][0]["queues"][0]["queues"][0]["name"] == "batch"
+    assert objects.one("ConfigMap", "yunikorn-defaults")["data"] == {"service.schedulingInterval": "2s",
+                                                                     "log.level": "0"}
+
+
+def test_rbac_has_no_wildcards(render):
+    for obj in render().of_kind("ClusterRole") + render().of_kind("Role"):
+        for rule in obj["rules"]:
+            for field in ("apiGroups", "resources", "verbs", "resourceNames"):
+                assert "*" not in rule.get(field, []), (obj["metadata"]["name"], rule)
+            assert not rule.get("nonResourceURLs"), obj["metadata"]["name"]
+
+
+@pytest.mark.parametrize("values, complaint", [
+    ({"admissionController": {"replicaCount": "two"}}, "/admissionController/replicaCount"),
+    ({"admissionController": {"replicaCount": 0}}, "/admissionController/replicaCount"),
+    ({"scheduler": {"logLevel": "LOUD"}}, "/scheduler/logLevel"),
+    ({"scheduler": {"livenessPath": "health"}}, "/scheduler/livenessPath"),
+    ({"schedular": {}}, "schedular"),
+    ({"embedAdmissionController": "yes"}, "/embedAdmissionController"),
+    ({"pluginMode": {"enabled": True}}, "/pluginMode/enabled"),
+    ({"service": {"port": 70000}}, "/service/port"),
+], ids=lambda value: str(value)[:40])
+def test_bad_values_fail_at_template_time(helm, tmp_path, values, complaint):
+    values_file = tmp_path / "values.yaml"
+    values_file.write_text(yaml.safe_dump(values))
+    done = run_helm(helm, "template", "yunikorn", str(CHART), "--values", str(values_file))
+    assert done.returncode != 0
+    assert complaint in done.stderr, done.stderr
+    assert done.stdout == ""

@@ -1,0 +1,363 @@
+"""Every mutation rule, each as its own case, over real HTTPS against the running controller.
+
+Each case posts an AdmissionReview to ``/mutate`` and asserts on the pod (or workload) that results
+from applying the returned JSONPatch.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.webhook.harness import patched, pod, review, user_info, workload
+from webhook import constants as c
+
+LONG_NAMESPACE = "a-namespace-name-longer-than-twenty-six-chars"
+
+
+def labels_of(obj: dict) -> dict:
+    return obj["metadata"].get("labels") or {}
+
+
+def annotations_of(obj: dict) -> dict:
+    return obj["metadata"].get("annotations") or {}
+
+
+# schedulerName.
+def test_scheduler_name_is_set(rules):
+    result = patched(pod(), rules.mutate(pod()))
+    assert result["spec"]["schedulerName"] == "yunikorn"
+
+
+def test_scheduler_name_replaces_another_scheduler(rules):
+    original = pod(scheduler="default-scheduler")
+    assert patched(original, rules.mutate(original))["spec"]["schedulerName"] == "yunikorn"
+
+
+def test_everything_else_in_the_pod_is_unchanged(rules):
+    original = pod(labels={"team": "x"}, annotations={"note": "keep"})
+    result = patched(original, rules.mutate(original))
+    assert result["spec"]["containers"] == original["spec"]["containers"]
+    assert labels_of(result)["team"] == "x" and annotations_of(result)["note"] == "keep"
+
+
+# applicationId.
+def test_existing_application_id_label_is_kept(rules):
+    original = pod(labels={c.LABEL_APPLICATION_ID: "app-1", c.LABEL_SPARK_APP_SELECTOR: "spark-9"})
+    labels = labels_of(patched(original, rules.mutate(original)))
+    assert labels[c.LABEL_APPLICATION_ID] == "app-1"
+    assert labels[c.CANONICAL_APP_ID] == "app-1"
+
+
+def test_spark_app_selector_becomes_the_application_id(rules):
+    original = pod(labels={c.LABEL_SPARK_APP_SELECTOR: "spark-42"})
+    labels = labels_of(patched(original, rules.mutate(original)))
+    assert labels[c.LABEL_APPLICATION_ID] == "spark-42" and labels[c.CANONICAL_APP_ID] == "spark-42"
+
+
+def test_canonical_app_id_label_is_used(rules):
+    original = pod(labels={c.CANONICAL_APP_ID: "canon-1"})
+    labels = labels_of(patched(original, rules.mutate(original)))
+    assert labels[c.LABEL_APPLICATION_ID] == "canon-1" and labels[c.CANONICAL_APP_ID] == "canon-1"
+
+
+def test_canonical_app_id_annotation_is_used(rules):
+    original = pod(annotations={c.CANONICAL_APP_ID: "from-annotation"})
+    labels = labels_of(patched(original, rules.mutate(original)))
+    assert labels[c.LABEL_APPLICATION_ID] == "from-annotation"
+    assert labels[c.CANONICAL_APP_ID] == "from-annotation"
+
+
+def test_generated_application_id_is_per_namespace(rules):
+    for namespace in ("default", "ns-enabled"):
+        labels = labels_of(patched(pod(), rules.mutate(pod(), namespace=namespace)))
+        assert labels[c.LABEL_APPLICATION_ID] == f"yunikorn-{namespace}-autogen"
+        assert labels[c.CANONICAL_APP_ID] == f"yunikorn-{namespace}-autogen"
+
+
+def test_unique_generated_application_id(rules, configured):
+    configured({"admissionController.filtering.generateUniqueAppId": "true"})
+    labels = labels_of(patched(pod(), rules.mutate(pod(), namespace=LONG_NAMESPACE)))
+    assert labels[c.LABEL_APPLICATION_ID] == f"{LONG_NAMESPACE[:26]}-uniqueautogen"
+    assert labels[c.LABEL_DISABLE_STATE_AWARE] == "true"
+
+
+# disableStateAware.
+def test_disable_state_aware_only_for_generated_ids(rules):
+    generated = labels_of(patched(pod(), rules.mutate(pod())))
+    assert generated[c.LABEL_DISABLE_STATE_AWARE] == "true"
+    given = pod(labels={c.LABEL_APPLICATION_ID: "mine"})
+    assert c.LABEL_DISABLE_STATE_AWARE not in labels_of(patched(given, rules.mutate(given)))
+
+
+# queue.
+def test_default_queue_is_added(rules):
+    assert labels_of(patched(pod(), rules.mutate(pod())))[c.LABEL_QUEUE] == "root.default"
+
+
+def test_existing_queue_label_is_kept(rules):
+    original = pod(labels={c.LABEL_QUEUE: "root.analytics"})
+    assert labels_of(patched(original, rules.mutate(original)))[c.LABEL_QUEUE] == "root.analytics"
+
+
+def test_canonical_queue_label_is_copied(rules):
+    original = pod(labels={c.CANONICAL_QUEUE: "root.batch"})
+    labels = labels_of(patched(original, rules.mutate(original)))
+    assert labels[c.LABEL_QUEUE] == "root.batch" and labels[c.CANONICAL_QUEUE] == "root.batch"
+
+
+def test_configured_default_queue(rules, configured):
+    configured({"admissionController.filtering.defaultQueue": "root.sandbox"})
+    assert labels_of(patched(pod(), rules.mutate(pod())))[c.LABEL_QUEUE] == "root.sandbox"
+
+
+def test_empty_default_queue_adds_no_queue(rules, configured):
+    configured({"admissionController.filtering.defaultQueue": ""})
+    labels = labels_of(patched(pod(), rules.mutate(pod())))
+    assert c.LABEL_QUEUE not in labels and labels[c.LABEL_APPLICATION_ID] == "yunikorn-default-autogen"
+
+
+# user.info.
+def test_user_info_records_the_requesting_user(rules):
+    result = patched(pod(), rules.mutate(pod(), user="alice", groups=("devs", "system:authenticated")))
+    assert user_info(result) == {"user": "alice", "groups": ["devs", "system:authenticated"]}
+
+
+def test_bypass_auth_adds_no_user_info(rules, configured):
+    configured({"admissionController.accessControl.bypassAuth": "true"})
+    result = patched(pod(), rules.mutate(pod()))
+    assert user_info(result) is None and result["spec"]["schedulerName"] == "yunikorn"
+
+
+def test_untrusted_user_may_not_set_user_info(rules):
+    original = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"admin"}'})
+    response = rules.mutate(original, user="mallory", groups=("devs",))
+    assert response["allowed"] is False
+    assert response["status"]["message"] == \
+        "user mallory with groups [devs] is not allowed to set user annotation"
+    assert "patch" not in response
+
+
+def test_untrusted_user_info_is_denied_even_in_a_bypassed_namespace(rules):
+    original = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"admin"}'})
+    response = rules.mutate(original, namespace="kube-system", user="mallory", groups=())
+    assert response["allowed"] is False and "mallory" in response["status"]["message"]
+
+
+def test_trusted_controller_may_set_user_info(rules):
+    original = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"bob","groups":["g"]}'})
+    result = patched(original, rules.mutate(original, user="system:serviceaccount:kube-system:job-controller"))
+    assert user_info(result) == {"user": "bob", "groups": ["g"]}
+
+
+def test_controllers_are_not_trusted_when_disabled(rules, configured):
+    configured({"admissionController.accessControl.trustControllers": "false"})
+    original = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"bob"}'})
+    response = rules.mutate(original, user="system:serviceaccount:kube-system:job-controller", groups=())
+    assert response["allowed"] is False
+    assert "system:serviceaccount:kube-system:job-controller" in response["status"]["message"]
+
+
+def test_external_users_and_groups_are_trusted(rules, configured):
+    configured({"admissionController.accessControl.externalUsers": "^ci-bot$",
+                "admissionController.accessControl.externalGroups": "^platform-admins$"})
+    original = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"carol"}'})
+    assert rules.mutate(original, user="ci-bot", groups=())["allowed"] is True
+    assert rules.mutate(original, user="dave", groups=("platform-admins",))["allowed"] is True
+    assert rules.mutate(original, user="dave", groups=("devs",))["allowed"] is False
+
+
+def test_malformed_user_info_is_denied(rules):
+    original = pod(annotations={c.ANNOTATION_USER_INFO: "not json"})
+    response = rules.mutate(original, user="system:serviceaccount:kube-system:job-controller")
+    assert response["allowed"] is False and c.ANNOTATION_USER_INFO in response["status"]["message"]
+
+
+def test_update_changing_user_info_is_denied(rules):
+    old = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"alice"}'})
+    new = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"root"}'})
+    response = rules.mutate(new, operation="UPDATE", old=old)
+    assert response["allowed"] is False
+    assert response["status"]["message"] == "user info annotation change is not allowed"
+
+
+def test_update_keeping_user_info_is_allowed_unchanged(rules):
+    old = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"alice"}'})
+    new = pod(labels={"extra": "1"}, annotations={c.ANNOTATION_USER_INFO: '{"user":"alice"}'})
+    response = rules.mutate(new, operation="UPDATE", old=old)
+    assert response["allowed"] is True and "patch" not in response
+
+
+@pytest.mark.parametrize("kind", list(c.WORKLOAD_KINDS))
+def test_workload_pod_template_gets_user_info(rules, kind):
+    original = workload(kind)
+    result = patched(original, rules.mutate(original, kind=kind, user="erin", groups=("ops",)))
+    spec = result["spec"]["jobTemplate"]["spec"] if kind == "CronJob" else result["spec"]
+    annotations = spec["template"]["metadata"]["annotations"]
+    assert annotations[c.ANNOTATION_USER_INFO] == '{"user":"erin","groups":["ops"]}'
+    assert "schedulerName" not in spec["template"]["spec"]  # only the pods get a scheduler
+
+
+def test_workload_keeps_template_annotations(rules):
+    original = workload("Deployment", annotations={"note": "keep"})
+    result = patched(original, rules.mutate(original, kind="Deployment"))
+    assert result["spec"]["template"]["metadata"]["annotations"]["note"] == "keep"
+
+
+def test_workload_with_foreign_user_info_is_denied(rules):
+    original = workload("Job", annotations={c.ANNOTATION_USER_INFO: '{"user":"root"}'})
+    response = rules.mutate(original, kind="Job", user="mallory", groups=())
+    assert response["allowed"] is False and "mallory" in response["status"]["message"]
+
+
+def test_replicaset_from_a_controller_is_not_patched(rules):
+    response = rules.mutate(workload("ReplicaSet"), kind="ReplicaSet",
+                            user="system:serviceaccount:kube-system:deployment-controller")
+    assert response["allowed"] is True and "patch" not in response
+
+
+# allow-preemption.
+def test_allow_preemption_from_priority_class(rules):
+    denied = pod(priority_class="no-preempt")
+    assert annotations_of(patched(denied, rules.mutate(denied)))[c.ANNOTATION_ALLOW_PREEMPTION] == "false"
+    plain = pod(priority_class="plain")
+    assert annotations_of(patched(plain, rules.mutate(plain)))[c.ANNOTATION_ALLOW_PREEMPTION] == "true"
+    assert annotations_of(patched(pod(), rules.mutate(pod())))[c.ANNOTATION_ALLOW_PREEMPTION] == "true"
+
+
+def test_allow_preemption_already_set_is_kept(rules):
+    original = pod(priority_class="plain", annotations={c.ANNOTATION_ALLOW_PREEMPTION: "false"})
+    assert annotations_of(patched(original, rules.mutate(original)))[c.ANNOTATION_ALLOW_PREEMPTION] == "false"
+
+
+def test_priority_class_added_later_is_followed(rules):
+    from kubernetes import client
+
+    from tests.waiting import wait_for
+
+    client.SchedulingV1Api(rules.api_client).create_priority_class(
+        {"metadata": {"name": "late", "annotations": {c.ANNOTATION_ALLOW_PREEMPTION: "false"}}, "value": 5})
+    late = pod(priority_class="late")
+    wait_for(lambda: annotations_of(patched(late, rules.mutate(late)))[c.ANNOTATION_ALLOW_PREEMPTION] == "false",
+             timeout=10, message="the new priority class to be seen")
+
+
+# Which pods and namespaces are processed.
+def test_yunikorn_own_pods_are_unchanged(rules):
+    response = rules.mutate(pod(labels={"app": "yunikorn"}))
+    assert response["allowed"] is True and "patch" not in response
+
+
+def test_kube_system_is_bypassed_by_default(rules):
+    response = rules.mutate(pod(), namespace="kube-system")
+    assert response["allowed"] is True and "patch" not in response
+
+
+def test_namespace_annotation_disables_processing(rules):
+    response = rules.mutate(pod(), namespace="ns-disabled")
+    assert response["allowed"] is True and "patch" not in response
+
+
+def test_process_namespaces_and_enable_annotation(rules, configured):
+    configured({"admissionController.filtering.processNamespaces": "^team-"})
+    assert "patch" not in rules.mutate(pod(), namespace="other")
+    assert patched(pod(), rules.mutate(pod(), namespace="team-a"))["spec"]["schedulerName"] == "yunikorn"
+    assert patched(pod(), rules.mutate(pod(), namespace="ns-enabled"))["spec"]["schedulerName"] == "yunikorn"
+
+
+def test_bypass_namespaces_regex(rules, configured):
+    configured({"admissionController.filtering.bypassNamespaces": "^kube-system$,^infra-"})
+    assert "patch" not in rules.mutate(pod(), namespace="infra-logging")
+    assert "patch" in rules.mutate(pod(), namespace="apps")
+
+
+def test_namespace_annotated_later_is_followed(rules):
+    from tests.waiting import wait_for
+
+    rules.sim.create_namespace("ns-late", {c.ANNOTATION_ENABLE_YUNIKORN: "false"})
+    wait_for(lambda: "patch" not in rules.mutate(pod(), namespace="ns-late"), timeout=10,
+             message="the new namespace's annotation to be seen")
+
+
+def test_informers_survive_dropped_and_expired_watches(rules):
+    from tests.waiting import wait_for
+
+    rules.sim.faults.gone_next_watches(count=1, resource="namespaces")
+    rules.sim.faults.drop_watches()
+    rules.sim.create_namespace("ns-after-drop", {c.ANNOTATION_ENABLE_YUNIKORN: "false"})
+    wait_for(lambda: "patch" not in rules.mutate(pod(), namespace="ns-after-drop"), timeout=15,
+             message="a change made while the watches were broken to be seen")
+
+
+def test_generate_app_id_annotation_false_adds_no_labels(rules):
+    result = patched(pod(), rules.mutate(pod(), namespace="ns-nolabel"))
+    assert result["spec"]["schedulerName"] == "yunikorn"
+    assert labels_of(result) == {} and user_info(result)["user"] == "alice"
+
+
+def test_label_and_no_label_namespaces(rules, configured):
+    configured({"admissionController.filtering.labelNamespaces": "^lab-",
+                "admissionController.filtering.noLabelNamespaces": "^lab-quiet$"})
+    assert c.LABEL_APPLICATION_ID in labels_of(patched(pod(), rules.mutate(pod(), namespace="lab-1")))
+    assert labels_of(patched(pod(), rules.mutate(pod(), namespace="lab-quiet"))) == {}
+    assert labels_of(patched(pod(), rules.mutate(pod(), namespace="prod"))) == {}
+
+
+def test_bad_regex_keeps_that_keys_default(rules, configured):
+    configured({"admissionController.filtering.bypassNamespaces": "^kube-system$,([unclosed",
+                "admissionController.filtering.defaultQueue": "root.other"})
+    assert "patch" not in rules.mutate(pod(), namespace="kube-system")  # default still bypasses kube-system
+    assert labels_of(patched(pod(), rules.mutate(pod())))[c.LABEL_QUEUE] == "root.other"
+    assert "admissionController.filtering.bypassNamespaces" in rules.controller.log()
+
+
+def test_other_kinds_are_allowed_unchanged(rules):
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {}}
+    response = rules.mutate(service, kind="Service")
+    assert response["allowed"] is True and "patch" not in response
+
+
+def test_response_echoes_the_request_uid(rules):
+    body = review(pod())
+    assert rules.client.review(c.MUTATE_PATH, body)["uid"] == body["request"]["uid"]
+
+
+# Bad input.
+def test_empty_body_is_400(rules):
+    status, _ = rules.client.request("POST", c.MUTATE_PATH, b"", {"Content-Type": "application/json"})
+    assert status == 400
+
+
+def test_wrong_content_type_is_415(rules):
+    status, _ = rules.client.request("POST", c.MUTATE_PATH, b"{}", {"Content-Type": "text/plain"})
+    assert status == 415
+
+
+def test_body_over_3_mib_is_413(rules):
+    """Refused from the declared length, before the body is read (so a client may stop sending)."""
+    connection = rules.client._connect()
+    try:
+        connection.putrequest("POST", c.MUTATE_PATH)
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader("Content-Length", str(3 * 1024 * 1024 + 1))
+        connection.endheaders(b'{"request":')
+        assert connection.getresponse().status == 413
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[1,2]", b'{"request":null}', b'{"request":{"userInfo":3}}'])
+def test_undecodable_review_is_denied_with_a_message(rules, body):
+    status, raw = rules.client.request("POST", c.MUTATE_PATH, body, {"Content-Type": "application/json"})
+    assert status == 200
+    import json
+    response = json.loads(raw)["response"]
+    assert response["allowed"] is False and response["status"]["message"] == "body decode failed"
+
+
+def test_pod_that_is_not_an_object_is_denied_not_500(rules):
+    response = rules.client.review(c.MUTATE_PATH, review("a string"))  # type: ignore[arg-type]
+    assert response["allowed"] is False and response["status"]["message"]
+
+
+def test_health(rules):
+    assert rules.client.get("/health") == (200, b"OK\r\n")

@@ -1,0 +1,119 @@
+"""The admission controller's configuration, read from the ``yunikorn-defaults``/``yunikorn-configs`` pair.
+
+:func:`flatten` merges the two configmaps into one key/value map (configs override defaults, gzipped
+``binaryData`` entries are unpacked); :func:`parse` turns that map into an immutable
+:class:`AdmissionConf`. A value that does not parse keeps that key's default and the key is logged.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+
+PREFIX = "admissionController."
+_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
+
+
+def _patterns(text: str) -> tuple[re.Pattern, ...]:
+    return tuple(re.compile(item.strip()) for item in text.split(",") if item.strip())
+
+
+@dataclass(frozen=True)
+class AdmissionConf:
+    """Effective settings; regex lists are compiled and matched with ``re.search`` (unanchored)."""
+
+    am_service_name: str = "yunikorn-admission-controller-service"
+    scheduler_service_address: str = "yunikorn-service:9080"
+    process_namespaces: tuple[re.Pattern, ...] = ()
+    bypass_namespaces: tuple[re.Pattern, ...] = field(default_factory=lambda: _patterns("^kube-system$"))
+    label_namespaces: tuple[re.Pattern, ...] = ()
+    no_label_namespaces: tuple[re.Pattern, ...] = ()
+    generate_unique_app_id: bool = False
+    default_queue: str = "root.default"
+    bypass_auth: bool = False
+    trust_controllers: bool = True
+    system_users: tuple[re.Pattern, ...] = field(
+        default_factory=lambda: _patterns("^system:serviceaccount:kube-system:"))
+    external_users: tuple[re.Pattern, ...] = ()
+    external_groups: tuple[re.Pattern, ...] = ()
+    policy_group: str = "queues"
+    enable_config_hot_refresh: bool = True
+
+
+# key -> (AdmissionConf field, kind)
+_KEYS = {
+    PREFIX + "webHook.amServiceName": ("am_service_name", "str"),
+    PREFIX + "webHook.schedulerServiceAddress": ("scheduler_service_address", "str"),
+    PREFIX + "filtering.processNamespaces": ("process_namespaces", "regex"),
+    PREFIX + "filtering.bypassNamespaces": ("bypass_namespaces", "regex"),
+    PREFIX + "filtering.labelNamespaces": ("label_namespaces", "regex"),
+    PREFIX + "filtering.noLabelNamespaces": ("no_label_namespaces", "regex"),
+    PREFIX + "filtering.generateUniqueAppId": ("generate_unique_app_id", "bool"),
+    PREFIX + "filtering.defaultQueue": ("default_queue", "any-str"),
+    PREFIX + "accessControl.bypassAuth": ("bypass_auth", "bool"),
+    PREFIX + "accessControl.trustControllers": ("trust_controllers", "bool"),
+    PREFIX + "accessControl.systemUsers": ("system_users", "regex"),
+    PREFIX + "accessControl.externalUsers": ("external_users", "regex"),
+    PREFIX + "accessControl.externalGroups": ("external_groups", "regex"),
+    "service.policyGroup": ("policy_group", "str"),
+    "service.enableConfigHotRefresh": ("enable_config_hot_refresh", "bool"),
+}
+
+
+def parse(values: Mapping[str, str]) -> AdmissionConf:
+    """The configuration described by the flattened map ``values``; unknown keys are ignored."""
+    changes = {}
+    for key, (name, kind) in _KEYS.items():
+        if key not in values:
+            continue
+        text = values[key]
+        try:
+            changes[name] = _convert(text, kind)
+        except (re.error, ValueError) as error:
+            log.warning("configuration key %s: %s; keeping its default", key, error)
+    return AdmissionConf(**changes)
+
+
+def _convert(text: str, kind: str):
+    if kind == "regex":
+        return _patterns(text)
+    if kind == "bool":
+        if text.strip() in _TRUE:
+            return True
+        if text.strip() in _FALSE:
+            return False
+        raise ValueError(f"not a boolean: {text!r}")
+    if kind == "any-str":
+        return text.strip()
+    if not text.strip():
+        raise ValueError("empty value")
+    return text.strip()
+
+
+def configmap_values(configmap: Mapping | None) -> dict[str, str]:
+    """The entries of one configmap (as a plain dict): ``data``, plus ``binaryData`` (``.gz`` unpacked)."""
+    if not configmap:
+        return {}
+    values = dict(configmap.get("data") or {})
+    for key, encoded in (configmap.get("binaryData") or {}).items():
+        raw = base64.b64decode(encoded) if isinstance(encoded, str) else bytes(encoded)
+        if key.endswith(".gz"):
+            try:
+                values[key[:-3]] = gzip.decompress(raw).decode()
+            except (OSError, EOFError, UnicodeDecodeError) as error:
+                log.warning("configmap binaryData %s does not unpack: %s", key, error)
+        else:
+            values[key] = raw.decode(errors="replace")
+    return values
+
+
+def flatten(defaults: Mapping | None, configs: Mapping | None) -> dict[str, str]:
+    """One map from the configmap pair: ``yunikorn-configs`` entries override ``yunikorn-defaults``."""
+    return {**configmap_values(defaults), **configmap_values(configs)}

@@ -1,0 +1,192 @@
+"""The mutation rules: what a pod or workload admitted to YuniKorn gets, and who may set user.info.
+
+``mutate(request, view)`` is pure given the view: it returns a :class:`~webhook.review.Decision` whose
+patch only uses ``add`` operations that each replace a whole map (labels, annotations), so no JSON
+pointer escaping is needed and the result does not depend on which keys already exist.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+
+from webhook import constants as c
+from webhook.review import Decision, ReviewRequest
+from webhook.view import ClusterView
+
+log = logging.getLogger(__name__)
+
+_TEMPLATE_PATHS = {  # where the pod template's metadata lives in each workload kind
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "metadata"),
+}
+_DEFAULT_TEMPLATE_PATH = ("spec", "template", "metadata")
+_APP_ID_LABELS = (c.LABEL_APPLICATION_ID, c.LABEL_SPARK_APP_SELECTOR, c.CANONICAL_APP_ID)
+
+
+def mutate(request: ReviewRequest, view: ClusterView) -> Decision:
+    """The verdict for one ``/mutate`` review."""
+    if request.operation == "UPDATE":
+        return _pod_update(request, view) if request.kind == "Pod" else Decision.allow()
+    if request.operation != "CREATE":
+        return Decision.allow()
+    if request.kind == "Pod":
+        return _pod_create(request, view)
+    if request.kind in c.WORKLOAD_KINDS:
+        return _workload_create(request, view)
+    return Decision.allow()
+
+
+# Pods.
+def _pod_create(request: ReviewRequest, view: ClusterView) -> Decision:
+    pod = request.object
+    if not isinstance(pod, dict):
+        return Decision.deny("pod object is missing or not a JSON object")
+    metadata = _mapping(pod.get("metadata"))
+    labels = {str(k): str(v) for k, v in _mapping(metadata.get("labels")).items()}
+    annotations = {str(k): str(v) for k, v in _mapping(metadata.get("annotations")).items()}
+    conf = view.conf
+
+    if not conf.bypass_auth and c.ANNOTATION_USER_INFO in annotations:
+        refusal = _check_user_info(request, annotations[c.ANNOTATION_USER_INFO], view)
+        if refusal:
+            return refusal
+    if labels.get(c.LABEL_APP) == c.LABEL_APP_VALUE or not view.should_process(request.namespace):
+        return Decision.allow()
+
+    patch: list[dict] = []
+    if "metadata" not in pod:
+        patch.append({"op": "add", "path": "/metadata", "value": {}})
+    if not isinstance(pod.get("spec"), dict):
+        patch.append({"op": "add", "path": "/spec", "value": {}})
+    patch.append({"op": "add", "path": "/spec/schedulerName", "value": c.SCHEDULER_NAME})
+
+    new_annotations = dict(annotations)
+    if not conf.bypass_auth and c.ANNOTATION_USER_INFO not in annotations:
+        new_annotations[c.ANNOTATION_USER_INFO] = user_info_json(request.username, request.groups)
+    if new_annotations.get(c.ANNOTATION_ALLOW_PREEMPTION) not in ("true", "false"):
+        allowed = view.allows_preemption(_mapping(pod.get("spec")).get("priorityClassName"))
+        new_annotations[c.ANNOTATION_ALLOW_PREEMPTION] = "true" if allowed else "false"
+    if new_annotations != annotations:
+        patch.append({"op": "add", "path": "/metadata/annotations", "value": new_annotations})
+
+    if view.should_label(request.namespace):
+        new_labels = _labels(labels, annotations, request.namespace, view)
+        if new_labels != labels:
+            patch.append({"op": "add", "path": "/metadata/labels", "value": new_labels})
+    return Decision.allow(patch)
+
+
+def _labels(labels: dict[str, str], annotations: dict[str, str], namespace: str,
+            view: ClusterView) -> dict[str, str]:
+    """The pod's labels with the application id, queue and state-aware marker YuniKorn needs."""
+    conf = view.conf
+    result = dict(labels)
+    app_id = (labels.get(c.LABEL_APPLICATION_ID) or labels.get(c.LABEL_SPARK_APP_SELECTOR)
+              or labels.get(c.CANONICAL_APP_ID) or annotations.get(c.CANONICAL_APP_ID))
+    if not app_id:
+        app_id = generate_app_id(namespace, conf.generate_unique_app_id)
+        result[c.LABEL_DISABLE_STATE_AWARE] = "true"
+    result[c.LABEL_APPLICATION_ID] = app_id
+    result[c.CANONICAL_APP_ID] = app_id
+    queue = labels.get(c.LABEL_QUEUE) or labels.get(c.CANONICAL_QUEUE) or conf.default_queue
+    if queue:
+        result[c.LABEL_QUEUE] = queue
+    return result
+
+
+def generate_app_id(namespace: str, unique: bool) -> str:
+    """``yunikorn-<ns>-autogen``, or ``<ns[:26]>-uniqueautogen`` which the shim completes with the pod UID."""
+    if unique:
+        return f"{namespace[:26]}-{c.UNIQUE_AUTOGEN_SUFFIX}"[:63]
+    return f"{c.SCHEDULER_NAME}-{namespace}-{c.AUTOGEN_SUFFIX}"[:63]
+
+
+def _pod_update(request: ReviewRequest, view: ClusterView) -> Decision:
+    new, old = request.object, request.old_object
+    if not isinstance(new, dict) or not isinstance(old, dict):
+        return Decision.deny("pod update without both object and oldObject")
+    new_meta, old_meta = _mapping(new.get("metadata")), _mapping(old.get("metadata"))
+    labels = _mapping(new_meta.get("labels"))
+    if labels.get(c.LABEL_APP) == c.LABEL_APP_VALUE or not _should_review(request.namespace, labels, view):
+        return Decision.allow()
+    if (_mapping(new_meta.get("annotations")).get(c.ANNOTATION_USER_INFO, "")
+            != _mapping(old_meta.get("annotations")).get(c.ANNOTATION_USER_INFO, "")):
+        return Decision.deny("user info annotation change is not allowed")
+    return Decision.allow()
+
+
+# Workloads: only the pod template's user.info.
+def _workload_create(request: ReviewRequest, view: ClusterView) -> Decision:
+    workload = request.object
+    if not isinstance(workload, dict):
+        return Decision.deny(f"{request.kind} object is missing or not a JSON object")
+    conf = view.conf
+    if request.kind == "ReplicaSet" and _matches_any(conf.system_users, request.username):
+        return Decision.allow()  # a controller re-creating its ReplicaSet: a patch here would loop forever
+    path = _TEMPLATE_PATHS.get(request.kind, _DEFAULT_TEMPLATE_PATH)
+    parents = [workload]
+    for step in path:
+        parents.append(_mapping(parents[-1].get(step)))
+    template_meta = parents[-1]
+    labels = _mapping(template_meta.get("labels"))
+    annotations = {str(k): str(v) for k, v in _mapping(template_meta.get("annotations")).items()}
+    if not _should_review(request.namespace, labels, view) or conf.bypass_auth:
+        return Decision.allow()
+    if c.ANNOTATION_USER_INFO in annotations:
+        return _check_user_info(request, annotations[c.ANNOTATION_USER_INFO], view) or Decision.allow()
+    patch = []
+    for depth in range(1, len(path) + 1):  # create any missing parent so the final add has somewhere to go
+        if path[depth - 1] not in parents[depth - 1]:
+            patch.append({"op": "add", "path": "/" + "/".join(path[:depth]), "value": {}})
+    annotations[c.ANNOTATION_USER_INFO] = user_info_json(request.username, request.groups)
+    patch.append({"op": "add", "path": "/" + "/".join(path) + "/annotations", "value": annotations})
+    return Decision.allow(patch)
+
+
+# user.info.
+def user_info_json(user: str, groups: tuple[str, ...]) -> str:
+    """``{"user":..,"groups":[..]}`` compact; an empty user or group list is left out."""
+    info: dict = {}
+    if user:
+        info["user"] = user
+    if groups:
+        info["groups"] = list(groups)
+    return json.dumps(info, separators=(",", ":"))
+
+
+def _check_user_info(request: ReviewRequest, value: str, view: ClusterView) -> Decision | None:
+    """None when the submitter may set ``value`` and it is well formed; otherwise the denial."""
+    conf = view.conf
+    trusted = ((conf.trust_controllers and _matches_any(conf.system_users, request.username))
+               or _matches_any(conf.external_users, request.username)
+               or any(_matches_any(conf.external_groups, group) for group in request.groups))
+    if not trusted:
+        log.info("denied %s %s/%s: user %s may not set %s", request.kind, request.namespace, request.name,
+                 request.username, c.ANNOTATION_USER_INFO)
+        return Decision.deny(f"user {request.username} with groups [{','.join(request.groups)}] "
+                             "is not allowed to set user annotation")
+    try:
+        info = json.loads(value)
+    except ValueError as error:
+        return Decision.deny(f"invalid {c.ANNOTATION_USER_INFO} annotation: {error}")
+    if (not isinstance(info, dict) or not isinstance(info.get("user", ""), str)
+            or not isinstance(info.get("groups", []), list)
+            or not all(isinstance(g, str) for g in info.get("groups", []))):
+        return Decision.deny(f'invalid {c.ANNOTATION_USER_INFO} annotation: expected {{"user":string,'
+                             '"groups":[string]}')
+    return None
+
+
+# Helpers.
+def _should_review(namespace: str, labels: Mapping, view: ClusterView) -> bool:
+    has_app_id = any(labels.get(key) for key in _APP_ID_LABELS)
+    return view.should_process(namespace) and (has_app_id or view.should_label(namespace))
+
+
+def _matches_any(patterns, text: str) -> bool:
+    return any(pattern.search(text) for pattern in patterns)
+
+
+def _mapping(value) -> dict:
+    return value if isinstance(value, dict) else {}

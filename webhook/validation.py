@@ -1,0 +1,78 @@
+"""The configmap validation rule: ask the scheduler whether the pending queue configuration would run.
+
+Only ``yunikorn-defaults`` and ``yunikorn-configs`` in the scheduler's namespace are checked. The
+pending object is merged with the current pair, ``<service.policyGroup>.yaml`` is taken from the
+result and POSTed to the scheduler's ``/ws/v1/validate-conf`` (a pair without that key has
+nothing to validate). The scheduler being unreachable or
+answering nonsense must not block configuration changes, so those cases allow (fail open) and log.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+from collections.abc import Callable
+
+from webhook import constants as c
+from webhook.conf import flatten, parse
+from webhook.review import Decision, ReviewRequest
+from webhook.view import ClusterView
+
+log = logging.getLogger(__name__)
+
+SchedulerCheck = Callable[[str, str], dict]  # (address, yaml) -> {"allowed": bool, "reason": str}
+
+
+def validate(request: ReviewRequest, view: ClusterView, namespace: str,
+             check: SchedulerCheck | None = None) -> Decision:
+    """The verdict for one ``/validate-conf`` review; ``namespace`` is the scheduler's namespace."""
+    if request.kind != "ConfigMap" or request.namespace != namespace:
+        return Decision.allow()
+    configmap = request.object
+    if not isinstance(configmap, dict):
+        return Decision.deny("configmap object is missing or not a JSON object")
+    name = (configmap.get("metadata") or {}).get("name") or request.name
+    if name not in c.CONFIGMAP_NAMES:
+        return Decision.allow()
+    pair = dict(view.configmaps())
+    pair[name] = configmap
+    values = flatten(pair.get(c.CONFIGMAP_DEFAULTS), pair.get(c.CONFIGMAP_CONFIGS))
+    policy_group = parse(values).policy_group
+    queues_yaml = values.get(f"{policy_group}.yaml")
+    if queues_yaml is None:  # no queue configuration in the pair: the scheduler runs its defaults
+        return Decision.allow()
+    address = view.conf.scheduler_service_address
+    try:
+        answer = (check or post_validate_conf)(address, queues_yaml)
+        allowed, reason = answer["allowed"], answer.get("reason") or ""
+        if not isinstance(allowed, bool):
+            raise ValueError(f"allowed is {allowed!r}, not a boolean")
+    except (OSError, ValueError, KeyError, TypeError, http.client.HTTPException) as error:
+        log.warning("scheduler at %s could not validate configmap %s (%s); allowing it", address, name, error)
+        return Decision.allow()
+    if allowed:
+        return Decision.allow()
+    log.info("configmap %s/%s denied by the scheduler: %s", namespace, name, reason)
+    return Decision.deny(reason or "the scheduler rejected the configuration")
+
+
+def post_validate_conf(address: str, queues_yaml: str, timeout: float = 5.0) -> dict:
+    """POST the YAML to ``http://<address>/ws/v1/validate-conf`` and return the decoded answer."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        host, port = address, "80"
+    connection = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        connection.request("POST", "/ws/v1/validate-conf", body=queues_yaml.encode(),
+                           headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        body = response.read()
+        if response.status // 100 != 2:
+            raise ValueError(f"HTTP {response.status}")
+        answer = json.loads(body)
+        if not isinstance(answer, dict):
+            raise ValueError("answer is not a JSON object")
+        return answer
+    finally:
+        connection.close()
