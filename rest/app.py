@@ -38,6 +38,7 @@ class SchedulerView:
 
     scheduler: Scheduler
     shim_state: Callable[[], object | None] | None = None
+    extender: object | None = None  # plugin mode: serves kube-scheduler's extender calls (rest.extender)
     max_age: float = 2.0
     started: int = field(default_factory=time.time_ns)
 
@@ -402,6 +403,10 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
     ]
     for path, resource, suffix in routes:
         app.add_route(path, resource, suffix=suffix)
+    if view.extender is not None:
+        from rest import extender
+
+        extender.add_routes(app, view.extender)
     return app
 
 

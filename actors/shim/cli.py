@@ -41,10 +41,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--pods", type=int, default=200, help="embedded: sample pods to create (default 200)")
     parser.add_argument("--exit-when-done", action="store_true", help="embedded: exit once every pod is bound")
     parser.add_argument("--bind-workers", type=int, default=16, help="concurrent binds (default 16)")
+    parser.add_argument("--plugin-mode", action="store_true",
+                        help="do not bind: a kube-scheduler with this process as its extender binds YuniKorn's "
+                             "decisions (POST /scheduler/extender/filter and /bind on the REST port)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     args = parser.parse_args(argv)
     if args.nodes < 1 or args.pods < 0 or args.bind_workers < 1:
         parser.error("--nodes and --bind-workers must be at least 1, --pods at least 0")
+    if args.plugin_mode and args.embedded:
+        parser.error("--plugin-mode leaves binding to a kube-scheduler, which --embedded does not run")
     return args
 
 
@@ -113,7 +118,8 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
     if args.embedded:
         embedded.install_config(client, args.namespace)
     core = start_core()
-    settings = ServiceSettings(namespace=args.namespace, bind_workers=args.bind_workers, watch=WatchSettings())
+    settings = ServiceSettings(namespace=args.namespace, bind_workers=args.bind_workers, watch=WatchSettings(),
+                               plugin_mode=args.plugin_mode)
     service = SchedulerService(client, core, settings).start()
     rest = None
     try:
@@ -148,7 +154,8 @@ def _start_rest(core, service: SchedulerService, port: int):
     from rest import server
     from rest.app import SchedulerView
 
-    rest = server.start(SchedulerView(core, shim_state=service.latest_state), host="0.0.0.0", port=port)
+    rest = server.start(SchedulerView(core, shim_state=service.latest_state, extender=service.extender),
+                        host="0.0.0.0", port=port)
     log.info("REST API at %s", rest.url)
     return rest
 

@@ -258,6 +258,18 @@ class KubeClient:
             raise BindError(f"binding {namespace}/{name} to {node} refused: {conflict.message}"
                             + (f" (bound to {bound_to})" if bound_to else ""))
 
+    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str]) -> bool:
+        """Merge ``annotations`` into the pod's (retrying transient failures); ``False`` when it is gone."""
+        body = {"metadata": {"annotations": dict(annotations)}}
+        try:
+            self.request_retrying("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}", body=body,
+                                  content_type="application/merge-patch+json")
+        except ApiError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
     def delete_pod(self, namespace: str, name: str, uid: str) -> bool:
         """Delete the pod if it is still the one with ``uid`` (checked before, and sent as a
         precondition); ``False`` when it is gone or was replaced by another pod of that name."""

@@ -13,6 +13,10 @@ Pods: ``spec.schedulerName == yunikorn`` pods are tasks of applications, with st
 while further messages wait (or until it grows large) and then sent together: SI requests through an
 ``Outbox`` (one request per kind for a burst of informer batches), bind requests as one ``Binds``,
 events and pod conditions as one ``Feedback``.
+
+In plugin mode (``ContextSettings.plugin_mode``) the binder is the ``handoff`` actor: kube-scheduler
+binds, a failed attempt comes back as ``RetractTask``, and the context tells the handoff when a pod it
+placed is bound or gone.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from actors.shim import kinds, translate
 from actors.shim.binder import BindOutcome, BindRequest, Binds, DeletePod
 from actors.shim.corelink import CoreEvents, CoreLink, ShimCallback
 from actors.shim.eventbuffer import NORMAL, WARNING, Feedback, KubeEvent, PodCondition
+from actors.shim.handoff import RetractTask, Settled, WaitingReason
 from actors.shim.informer import Changes, Deleted, Listed, Updated
 from actors.shim.keys import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 from actors.shim.lifecycle import (
@@ -93,11 +98,13 @@ class Publish:
 @dataclass(frozen=True, slots=True)
 class ContextSettings:
     """``namespace`` is the scheduler's (where its configmaps live); ``recovery_batch`` allocations go
-    to the core per confirmed recovery step."""
+    to the core per confirmed recovery step. ``plugin_mode``: kube-scheduler binds (see ``handoff``),
+    and only pods that name their application are YuniKorn's; the others are left to kube-scheduler."""
 
     namespace: str = "default"
     recovery_batch: int = 1000
     required_kinds: frozenset[str] = ALL_KINDS
+    plugin_mode: bool = False
 
 
 class Task:
@@ -197,6 +204,8 @@ class ShimContext(pykka.ThreadingActor):
             self._on_allocations(message)
         elif isinstance(message, BindOutcome):
             self._on_bind_outcome(message)
+        elif isinstance(message, RetractTask):
+            self._on_retract(message)
         elif isinstance(message, si_pb2.ApplicationResponse):
             self._on_applications(message)
         elif isinstance(message, si_pb2.UpdateContainerSchedulingStateRequest):
@@ -353,7 +362,7 @@ class ShimContext(pykka.ThreadingActor):
         for pod in assigned:
             if pod.node_name in self._recovering:
                 self._recovering[pod.node_name].add(pod.uid)
-            if pod.yunikorn and not pod.invalid:
+            if self._managed(pod) and not pod.invalid:
                 self._ensure_app(pod, force=True)
         self._flush()
         batch = self._settings.recovery_batch
@@ -393,8 +402,12 @@ class ShimContext(pykka.ThreadingActor):
 
     # ---- pods ----------------------------------------------------------------------------------
 
+    def _managed(self, pod: PodRecord) -> bool:
+        """A task of ours; any other pod is foreign: it only takes room on its node."""
+        return pod.yunikorn and (pod.app_id_named or not self._settings.plugin_mode)
+
     def _pod_seen(self, pod: PodRecord) -> None:
-        if pod.yunikorn:
+        if self._managed(pod):
             self._task_seen(pod)
         else:
             self._foreign_seen(pod)
@@ -403,11 +416,12 @@ class ShimContext(pykka.ThreadingActor):
         self._orphans.get(pod.node_name, {}).pop(pod.uid, None)
         if pod.uid in self._foreign:
             self._forget_foreign(pod.uid)
-            self._outbox.release(translate.release(pod, "pod deleted", PARTITION))
+            self._outbox.release(translate.release(pod, "pod deleted", PARTITION, foreign=True))
             return
         task = self._tasks.pop(pod.uid, None)
         if task is None:
             return
+        self._settle_handoff(task)
         if task.state in (TaskState.SCHEDULING, TaskState.ALLOCATED, TaskState.BOUND):
             self._outbox.release(translate.release(task.pod, "pod deleted", PARTITION))
         if task.can("kill"):
@@ -429,10 +443,10 @@ class ShimContext(pykka.ThreadingActor):
             self._foreign[pod.uid] = pod
             self._foreign_views[pod.uid] = PodView(pod.uid, pod.namespace, pod.name, "", "Foreign", pod.node_name,
                                                    True)
-            self._outbox.allocate(translate.allocation(pod, self._priority(pod), PARTITION, pod.node_name))
+            self._outbox.allocate(translate.foreign_allocation(pod, self._priority(pod), PARTITION))
         elif known is not None:
             self._forget_foreign(pod.uid)
-            self._outbox.release(translate.release(known, "pod terminated", PARTITION))
+            self._outbox.release(translate.release(known, "pod terminated", PARTITION, foreign=True))
         else:
             self._orphans.get(pod.node_name, {}).pop(pod.uid, None)
 
@@ -450,11 +464,14 @@ class ShimContext(pykka.ThreadingActor):
         previous, task.pod = task.pod, pod
         state = task.state
         if pod.terminated:
+            self._settle_handoff(task)
             self._finish_task(task, "fail" if pod.phase == FAILED else "complete")
         elif state in TASK_TERMINAL:
             return
         elif pod.assigned and state == TaskState.ALLOCATED and pod.node_name == task.node:
             self._task_bound(task)
+        elif pod.assigned and not previous.assigned and state == TaskState.BOUND:
+            self._settle_handoff(task)  # plugin mode: kube-scheduler bound the pod (its PostBind)
         elif pod.assigned and state in (TaskState.PENDING, TaskState.SCHEDULING):
             self._task_placed_elsewhere(task)
         elif state == TaskState.BOUND and pod.resource != previous.resource:
@@ -501,6 +518,10 @@ class ShimContext(pykka.ThreadingActor):
     def _task_bound(self, task: Task) -> None:
         task.fire("bind")
         pod = task.pod
+        if self._settings.plugin_mode:
+            self._pod_event(pod, NORMAL, "QuotaApproved",
+                            f"Pod {pod.full_name} is approved for node {task.node}; kube-scheduler binds it")
+            return
         self._pod_event(pod, NORMAL, "Scheduled", f"Successfully assigned {pod.full_name} to node {task.node}")
         self._pod_event(pod, NORMAL, "PodBindSuccessful",
                         f"Pod {pod.full_name} is successfully bound to node {task.node}")
@@ -638,6 +659,22 @@ class ShimContext(pykka.ThreadingActor):
         if self._running:
             self._submit(task)
 
+    def _on_retract(self, message: RetractTask) -> None:
+        """Plugin mode: kube-scheduler did not bind the pod where the core placed it; place it again."""
+        task = self._tasks.get(message.uid)
+        if task is None or task.state != TaskState.BOUND or task.node != message.node or task.pod.assigned:
+            return  # bound meanwhile, placed again already, or gone
+        pod = task.pod
+        self._outbox.release(translate.release(pod, message.reason, PARTITION))
+        task.fire("retract", node="")
+        self._pod_event(pod, WARNING, "PodBindFailure", message.reason)
+        if self._running:
+            self._submit(task)
+
+    def _settle_handoff(self, task: Task) -> None:
+        if self._settings.plugin_mode and self._binder is not None:
+            self._binder.tell(Settled(task.pod.uid))
+
     def _on_scheduling_state(self, request: si_pb2.UpdateContainerSchedulingStateRequest) -> None:
         task = self._tasks.get(request.allocationKey)
         if task is None or task.state != TaskState.SCHEDULING:
@@ -647,6 +684,8 @@ class ShimContext(pykka.ThreadingActor):
 
     def _task_unschedulable(self, task: Task, reason: str, message: str) -> None:
         pod = task.pod
+        if self._settings.plugin_mode and self._binder is not None:
+            self._binder.tell(WaitingReason(pod.uid, message))
         self._pod_event(pod, WARNING, reason, message)
         self._send(PodCondition(pod.namespace, pod.name, pod.uid, "Unschedulable", message))
 
@@ -685,7 +724,7 @@ class ShimContext(pykka.ThreadingActor):
     def _adopt_orphans(self, name: str) -> None:
         """Count the pods that were seen on this node before the node itself."""
         for pod in self._orphans.pop(name, {}).values():
-            if not pod.yunikorn:
+            if not self._managed(pod):
                 self._foreign_seen(pod)
                 continue
             task = self._tasks.get(pod.uid)

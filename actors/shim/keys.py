@@ -19,6 +19,8 @@ ANNOTATION_QUEUE = DOMAIN_YUNIKORN + "queue"
 LABEL_QUEUE_LEGACY = "queue"
 
 ANNOTATION_USER_INFO = DOMAIN_YUNIKORN + "user.info"
+# Plugin mode: written on a pod once the core placed it, so kube-scheduler sees an update and retries it.
+ANNOTATION_QUOTA_APPROVED = DOMAIN_YUNIKORN + "quota-approved"
 DEFAULT_USER = "nobody"
 LABEL_DISABLE_STATE_AWARE = "disableStateAware"
 

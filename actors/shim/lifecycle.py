@@ -88,6 +88,8 @@ TASK_TRANSITIONS: Table = {
     # a pod found already on a node (recovery, or placed by someone else): its allocation is sent as is
     "recover": (frozenset({_T.NEW, _T.PENDING, _T.SCHEDULING}), _T.BOUND),
     "unbind": (frozenset({_T.ALLOCATED}), _T.PENDING),
+    # plugin mode: kube-scheduler did not bind the pod where the core placed it, so it is placed again
+    "retract": (frozenset({_T.BOUND}), _T.PENDING),
     "reject": (frozenset({_T.NEW, _T.PENDING, _T.SCHEDULING}), _T.REJECTED),
     "complete": (_TASK_LIVE, _T.COMPLETED),
     "fail": (_TASK_LIVE | {_T.REJECTED}, _T.FAILED),

@@ -41,6 +41,7 @@ class PodRecord:
     deleting: bool
     labels: Mapping[str, str]
     app_id: str
+    app_id_named: bool
     queue: str
     user: str
     groups: tuple[str, ...]
@@ -114,6 +115,7 @@ def parse_pod(raw: Mapping) -> PodRecord:
         deleting=bool(metadata.get("deletionTimestamp")),
         labels=types.MappingProxyType(dict(labels)) if labels else _EMPTY,
         app_id=application_id(labels, annotations, namespace, uid),
+        app_id_named=bool(named_application_id(labels, annotations)),
         queue=queue_name(labels, annotations),
         user=user,
         groups=groups,
@@ -130,10 +132,15 @@ def parse_pod(raw: Mapping) -> PodRecord:
     )
 
 
+def named_application_id(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str:
+    """The application the pod names itself, by the documented precedence; ``""`` when it names none."""
+    return (labels.get(keys.LABEL_APP_ID) or annotations.get(keys.ANNOTATION_APP_ID)
+            or labels.get(keys.LABEL_APPLICATION_ID) or labels.get(keys.LABEL_SPARK_APP_ID) or "")
+
+
 def application_id(labels: Mapping[str, str], annotations: Mapping[str, str], namespace: str, uid: str) -> str:
-    """The application a pod belongs to, by the documented precedence; generated when none is named."""
-    app_id = (labels.get(keys.LABEL_APP_ID) or annotations.get(keys.ANNOTATION_APP_ID)
-              or labels.get(keys.LABEL_APPLICATION_ID) or labels.get(keys.LABEL_SPARK_APP_ID))
+    """The application a pod belongs to: the one it names, else a generated one."""
+    app_id = named_application_id(labels, annotations)
     if not app_id:
         return keys.AUTOGEN_APP_FORMAT.format(namespace=namespace)
     if app_id.endswith(keys.UNIQUE_AUTOGEN_SUFFIX):

@@ -4,6 +4,9 @@
 informers last, so no event is told to an actor that is not there yet). ``stop()`` shuts down
 gracefully: the context stops taking changes (``Draining``), the informers stop, the binder finishes
 the binds it accepted, the recorder writes what the rate allows, and every actor stops (``Stopped``).
+
+In plugin mode the binder is an ``AllocationHandoff`` and ``extender`` answers kube-scheduler's
+extender calls (served by the REST app).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from actors.shim.binder import Binder, Drain
 from actors.shim.client import KubeClient
 from actors.shim.context import Connect, ContextSettings, Publish, ShimContext, Shutdown, Stopped
 from actors.shim.corelink import CoreLink
+from actors.shim.extender import Extender
+from actors.shim.handoff import AllocationHandoff
 from actors.shim.informer import Informer, InformerStatus, InformerStatusRequest, WatchSettings
 from actors.shim.kinds import watched_kinds
 from actors.shim.recorder import EventRecorder, RecorderStats, RecorderStatsRequest
@@ -30,7 +35,8 @@ log = logging.getLogger(__name__)
 class ServiceSettings:
     """``namespace``: where the scheduler's configmaps live. ``bind_workers``: concurrent binds.
     ``event_qps``/``event_burst``: the API write budget of events and pod conditions.
-    ``publish_period``: how often a changed state is published for readers."""
+    ``publish_period``: how often a changed state is published for readers.
+    ``plugin_mode``: kube-scheduler binds YuniKorn's decisions (see ``actors.shim.handoff``)."""
 
     namespace: str = "default"
     bind_workers: int = 16
@@ -39,6 +45,7 @@ class ServiceSettings:
     publish_period: float = 1.0
     recovery_batch: int = 1000
     watch: WatchSettings = field(default_factory=WatchSettings)
+    plugin_mode: bool = False
 
 
 class SchedulerService:
@@ -53,12 +60,18 @@ class SchedulerService:
         self.binder: pykka.ActorRef | None = None
         self.recorder: pykka.ActorRef | None = None
         self.informers: list[pykka.ActorRef] = []
+        self.extender: Extender | None = None
         self._publisher: Ticker | None = None
 
     def start(self) -> SchedulerService:
         s = self.settings
-        self.context = ShimContext.start(self.core, self.board, ContextSettings(s.namespace, s.recovery_batch))
-        self.binder = Binder.start(self.client, self.context, s.bind_workers)
+        self.context = ShimContext.start(self.core, self.board, ContextSettings(
+            s.namespace, s.recovery_batch, plugin_mode=s.plugin_mode))
+        if s.plugin_mode:
+            self.binder = AllocationHandoff.start(self.client, self.context, s.bind_workers)
+            self.extender = Extender(self.client, self.binder)
+        else:
+            self.binder = Binder.start(self.client, self.context, s.bind_workers)
         self.recorder = EventRecorder.start(self.client, s.event_qps, s.event_burst)
         self.context.tell(Connect(self.binder, self.recorder))
         self._publisher = Ticker(self.context, Publish(), s.publish_period, "shim-state-publisher").start()

@@ -16,8 +16,9 @@ from actors.shim.pods import PodRecord
 from si import constants, si_pb2
 
 
-def allocation_tags(pod: PodRecord) -> dict[str, str]:
-    """Namespace, pod name, creation time, every label, and the constraints and required node when set."""
+def allocation_tags(pod: PodRecord, foreign: bool = False) -> dict[str, str]:
+    """Namespace, pod name, creation time, every label, the constraints and required node when set,
+    and for a foreign pod the ``foreign`` tag."""
     tags = {
         constants.TAG_NAMESPACE: pod.namespace,
         constants.TAG_POD_NAME: pod.name,
@@ -30,33 +31,32 @@ def allocation_tags(pod: PodRecord) -> dict[str, str]:
         tags[keys.TAG_CONSTRAINTS] = pod.constraints
     if pod.required_node:
         tags[constants.TAG_REQUIRED_NODE] = pod.required_node
-    if not pod.yunikorn:
+    if foreign:
         tags[constants.TAG_FOREIGN] = constants.FOREIGN_STATIC if pod.static else constants.FOREIGN_DEFAULT
     return tags
 
 
 def allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT_PARTITION,
                node_id: str = "") -> si_pb2.Allocation:
-    """The pod as an ask (no ``node_id``) or as an allocation already on ``node_id``."""
-    message = si_pb2.Allocation(
-        allocationKey=pod.uid,
-        allocationTags=allocation_tags(pod),
-        resourcePerAlloc=pod.resource.to_proto(),
-        priority=priority,
-        nodeID=node_id,
-        partitionName=partition,
-    )
-    if pod.yunikorn:
-        message.applicationID = pod.app_id
-    return message
+    """A task's pod as an ask (no ``node_id``) or as an allocation already on ``node_id``."""
+    return si_pb2.Allocation(allocationKey=pod.uid, applicationID=pod.app_id, allocationTags=allocation_tags(pod),
+                             resourcePerAlloc=pod.resource.to_proto(), priority=priority, nodeID=node_id,
+                             partitionName=partition)
+
+
+def foreign_allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT_PARTITION) -> si_pb2.Allocation:
+    """A pod the core does not schedule, taking room on its node: no application, tagged ``foreign``."""
+    return si_pb2.Allocation(allocationKey=pod.uid, allocationTags=allocation_tags(pod, foreign=True),
+                             resourcePerAlloc=pod.resource.to_proto(), priority=priority, nodeID=pod.node_name,
+                             partitionName=partition)
 
 
 def release(pod: PodRecord, message: str, partition: str = constants.DEFAULT_PARTITION,
-            termination: int = si_pb2.STOPPED_BY_RM) -> si_pb2.AllocationRelease:
-    """Give back the pod's ask or allocation."""
+            termination: int = si_pb2.STOPPED_BY_RM, foreign: bool = False) -> si_pb2.AllocationRelease:
+    """Give back the pod's ask or allocation (a foreign one has no application)."""
     return si_pb2.AllocationRelease(
         partitionName=partition,
-        applicationID=pod.app_id if pod.yunikorn else "",
+        applicationID="" if foreign else pod.app_id,
         allocationKey=pod.uid,
         terminationType=termination,
         message=message,

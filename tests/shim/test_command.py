@@ -117,3 +117,37 @@ def test_sigkill_mid_load_then_restart_binds_everything_once(cluster):
     assert second.returncode == 0, err
     wait_for(lambda: set(cluster.binds_per_pod()) == set(names))
     cluster.assert_consistent()
+
+
+def test_plugin_mode_is_refused_with_the_embedded_cluster():
+    process = scheduler("--embedded", "--plugin-mode")
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2 and "--plugin-mode" in err
+
+
+@pytest.mark.timeout(120)
+def test_plugin_mode_command_leaves_binding_to_the_extender_caller(cluster):
+    cluster.sim.seed_nodes(2)
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "actors.shim.cli", "--kubeconfig", cluster.kubeconfig,
+                                "--rest-port", str(port), "--plugin-mode"], cwd=REPO, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: get_json(base + "/ws/v1/health/ready")[0] == 200, timeout=60)
+        cluster.pod("p", labels={"applicationId": "app"})
+        wait_for(lambda: "yunikorn.apache.org/quota-approved" in
+                 (cluster.pods()["p"]["metadata"].get("annotations") or {}), timeout=30)
+        node = cluster.pods()["p"]["metadata"]["annotations"]["yunikorn.apache.org/quota-approved"].split(" ")[0]
+        request = urllib.request.Request(base + "/scheduler/extender/filter", method="POST",
+                                         headers={"Content-Type": "application/json"},
+                                         data=json.dumps({"Pod": cluster.pods()["p"], "Nodes": None,
+                                                          "NodeNames": ["node-00000", "node-00001"]}).encode())
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert json.loads(response.read())["NodeNames"] == [node]
+        assert not cluster.bound("p")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert cluster.binds_per_pod() == {}

@@ -65,7 +65,7 @@ def test_foreign_allocations_are_tagged_static_or_default_and_have_no_applicatio
     static = parse_pod(pod_json(scheduler="default-scheduler", node="n1", owner_kind="Node"))
     managed = parse_pod(pod_json(scheduler="default-scheduler", node="n1", owner_kind="ReplicaSet"))
     for pod, kind in ((static, "static"), (managed, "default")):
-        message = translate.allocation(pod, 0, node_id=pod.node_name)
+        message = translate.foreign_allocation(pod, 0)
         assert message.allocationTags["foreign"] == kind
         assert message.nodeID == "n1" and not message.applicationID
     yunikorn = translate.allocation(parse_pod(pod_json(node="n1")), 0, node_id="n1")

@@ -1,0 +1,167 @@
+"""Plugin mode's binder: the core's decisions are handed to kube-scheduler instead of bound.
+
+A stock kube-scheduler runs the pods of the ``yunikorn`` profile and consults this process through the
+extender API (``rest/extender.py``). The handoff replaces the binder and answers the same messages, but
+for each decision it records a *pending allocation* (pod -> node) and annotates the pod, because
+kube-scheduler retries a pod it found unschedulable when the pod changes; the task then counts as
+bound in the shim's bookkeeping, as in YuniKorn's scheduler plugin.
+
+kube-scheduler's filter call (``FilterAsk``) lets a pod through only on its pending node and moves the
+allocation to *in progress*. A second filter call while in progress means the last attempt did not end
+in a bind: the task is retracted to the shim context (``RetractTask``), which returns the allocation to
+the core to be placed again. Seeing the pod bound, or gone, settles the allocation (``Settled``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pykka
+
+from actors.shim import keys
+from actors.shim.binder import Binder, BindOutcome, BindRequest
+from actors.shim.client import ApiError, KubeClient
+
+log = logging.getLogger(__name__)
+
+NOT_READY = "Pod is not ready for scheduling"
+
+
+@dataclass(frozen=True, slots=True)
+class FilterAsk:
+    """Ask: which of ``nodes`` may the managed pod ``uid`` go to?"""
+
+    uid: str
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FilterVerdict:
+    """The nodes that pass; every other input node fails, unresolvably, for ``reason``."""
+
+    passed: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class BindAsk:
+    """Ask: may pod ``uid`` be bound to ``node`` now? Answers ``""`` (yes) or the reason it may not.
+    A pod without any allocation here is not YuniKorn's to decide, so it may."""
+
+    uid: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """The pod is bound, or gone: forget its allocation."""
+
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingReason:
+    """Why the core has not placed pod ``uid`` yet (e.g. its queue's quota): what filter calls answer."""
+
+    uid: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetractTask:
+    """Told to the shim context: the pod was not bound on ``node``; give its allocation back."""
+
+    uid: str
+    node: str
+    reason: str
+
+
+class AllocationHandoff(Binder):
+    """See the module docstring. ``listener`` is the shim context."""
+
+    def __init__(self, client: KubeClient, listener: pykka.ActorRef, workers: int = 4) -> None:
+        super().__init__(client, listener, workers)
+        self._pending: dict[str, str] = {}
+        self._in_progress: dict[str, str] = {}
+        self._waiting: dict[str, str] = {}
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, FilterAsk):
+            return self._filter(message)
+        if isinstance(message, BindAsk):
+            return self._may_bind(message)
+        if isinstance(message, Settled):
+            self._forget(message.uid)
+        elif isinstance(message, WaitingReason):
+            self._waiting[message.uid] = message.reason
+        else:
+            return super().on_receive(message)
+        return None
+
+    def _filter(self, ask: FilterAsk) -> FilterVerdict:
+        uid = ask.uid
+        if uid in self._in_progress:
+            node = self._in_progress.pop(uid)
+            self._retract(uid, node, f"the previous attempt to schedule the pod on {node} did not bind it")
+            return FilterVerdict((), f"{NOT_READY}: the attempt on {node} failed, the pod is placed again")
+        node = self._pending.get(uid)
+        if node is None:
+            return FilterVerdict((), self._waiting.get(uid, NOT_READY))
+        del self._pending[uid]
+        if node not in ask.nodes:
+            self._retract(uid, node, f"kube-scheduler found node {node} infeasible")
+            return FilterVerdict((), f"{NOT_READY}: node {node} was not among the feasible nodes")
+        self._in_progress[uid] = node
+        return FilterVerdict((node,), f"Pod is not fit for node (YuniKorn placed it on {node})")
+
+    def _may_bind(self, ask: BindAsk) -> str:
+        node = self._in_progress.get(ask.uid)
+        if node == ask.node:
+            return ""
+        if node is not None:
+            return f"pod {ask.uid} is allocated to {node}, not {ask.node}"
+        if ask.uid in self._pending:
+            return f"pod {ask.uid} has not passed the filter on its allocated node {self._pending[ask.uid]}"
+        return ""  # no allocation at all: not a pod YuniKorn manages
+
+    def _retract(self, uid: str, node: str, reason: str) -> None:
+        log.info("pod %s: %s; returning its allocation to the core", uid, reason)
+        self._listener.tell(RetractTask(uid, node, reason))
+
+    def _forget(self, uid: str) -> None:
+        self._pending.pop(uid, None)
+        self._in_progress.pop(uid, None)
+        self._waiting.pop(uid, None)
+
+    # ---- the binder's work, replaced -----------------------------------------------------------
+
+    def _accept(self, request: BindRequest) -> None:
+        if not self._draining:
+            self._pending[request.uid] = request.node
+            self._in_progress.pop(request.uid, None)
+            self._waiting.pop(request.uid, None)
+        super()._accept(request)
+
+    def _finished(self, message) -> None:
+        if not message.outcome.bound:
+            self._pending.pop(message.outcome.uid, None)
+        super()._finished(message)
+
+    def _bind(self, request: BindRequest) -> None:
+        """Announce the decision on the pod, so that kube-scheduler re-evaluates it."""
+        try:
+            # The time makes every decision a change, even one repeating the node of an earlier one.
+            stamp = f"{request.node} {datetime.now(UTC).isoformat(timespec='microseconds')}"
+            present = self._client.annotate_pod(request.namespace, request.name,
+                                                {keys.ANNOTATION_QUOTA_APPROVED: stamp})
+            outcome = BindOutcome(request.uid, request.node, present, gone=not present,
+                                  reason="" if present else "pod no longer exists")
+        except ApiError as error:
+            outcome = BindOutcome(request.uid, request.node, False, reason=f"annotating the pod failed: {error}")
+        except Exception as error:  # the outcome must reach the listener whatever went wrong
+            log.exception("annotating %s/%s failed unexpectedly", request.namespace, request.name)
+            outcome = BindOutcome(request.uid, request.node, False, reason=f"unexpected error: {error}")
+        self._report(outcome)
