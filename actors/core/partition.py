@@ -304,7 +304,7 @@ class Partition:
             if existing is not None:
                 node.resize(existing, allocation.resource)
             else:
-                node.add(allocation)
+                self._book(node, allocation)
             self.index.update(node)
             self._event(E.NODE, node.node_id, E.NODE_OCCUPIED, E.SET, "foreign allocation", allocation.key,
                         node.occupied)
@@ -407,7 +407,7 @@ class Partition:
         if not self.usage.tracks(app.application_id):
             self._start_running(app, queue)
         app.add_allocation(allocation)
-        node.add(allocation)
+        self._book(node, allocation)
         self.index.update(node)
         queue.add_allocated(allocation.resource)
         self.usage.allocated(app.application_id, allocation.resource)
@@ -526,9 +526,9 @@ class Partition:
             if headroom is not None and not ask.resource.fits_in_max(headroom):
                 self._note_failure(app, ask, queue.limiting_max(ask.resource) or f"queue {queue.path}: max reached")
                 continue
-            node = self._find_node(ask)
+            node, shape_decided = self._find_node(ask)
             if node is None:
-                if ask.shape is not None:
+                if ask.shape is not None and shape_decided:
                     cycle.failed_shapes.add(ask.shape)
                 continue
             self._remove_ask(app, ask)
@@ -537,30 +537,38 @@ class Partition:
             return True
         return False
 
-    def _find_node(self, ask: Allocation) -> Node | None:
+    def _book(self, node: Node, allocation: Allocation) -> None:
+        node.add(allocation)
+        if self.predicates.allocation_guards(allocation.tags):
+            node.guards.add(allocation.key)
+
+    def _find_node(self, ask: Allocation) -> tuple[Node | None, bool]:
+        """The first node in policy order that takes ``ask``, and whether the ask's shape alone decided
+        the outcome (no predicate looked at the ask's other properties, e.g. its labels or tolerations)."""
         nodes = self.nodes
         if ask.required_node:
             candidates = [ask.required_node] if ask.required_node in nodes else []
         else:
             candidates = self.index
         reason = "no schedulable node" if not len(self.index) else "no node has room"
+        shape_decided = True
         for node_id in candidates:
             node = nodes[node_id]
             if not node.schedulable:
                 continue
             if not ask.resource.fits_in(node.available):
                 continue
-            if ask.constrained or node.restricted:
+            if ask.constrained or node.restricted or node.guards:
                 why = self.predicates.check(ask.tags, node_id, node.attributes,
-                                            (a.tags for a in node.allocations.values()))
+                                            (a.tags for a in node.all_allocations()))
                 if why is not None:
-                    reason = why
+                    reason, shape_decided = why, False
                     continue
-            return node
+            return node, False
         if not ask.last_failure.startswith("no node"):
             self._note_failure(None, ask, f"{reason} for {dict(ask.resource)}" if reason == "no node has room"
                                else f"no node fits: {reason}")
-        return None
+        return None, shape_decided
 
     def _note_failure(self, app: Application | None, ask: Allocation, reason: str) -> None:
         """Remember why ``ask`` waits; tell the resource manager once per change of reason."""

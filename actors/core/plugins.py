@@ -11,13 +11,17 @@ from si import si_pb2
 class NodePredicates(Protocol):
     """Resource-manager node filters (Kubernetes: selectors, affinity, taints, ports).
 
-    The core calls :meth:`check` only for a constrained ask or a restricted node, so asks without
-    constraints on plain nodes cost nothing per node.
+    The core calls :meth:`check` only for a constrained ask, a restricted node, or a node holding an
+    allocation that guards it, so asks without constraints on plain nodes cost nothing per node.
     """
 
     def ask_constrained(self, tags: Mapping[str, str]) -> bool: ...
 
     def node_restricted(self, attributes: Mapping[str, str]) -> bool: ...
+
+    def allocation_guards(self, tags: Mapping[str, str]) -> bool:
+        """Whether an allocation with ``tags`` limits which pods may join it on its node."""
+        ...
 
     def check(self, ask_tags: Mapping[str, str], node_id: str, node_attributes: Mapping[str, str],
               node_allocation_tags: Iterable[Mapping[str, str]]) -> str | None: ...
@@ -30,6 +34,9 @@ class NoPredicates:
         return False
 
     def node_restricted(self, attributes: Mapping[str, str]) -> bool:
+        return False
+
+    def allocation_guards(self, tags: Mapping[str, str]) -> bool:
         return False
 
     def check(self, ask_tags, node_id, node_attributes, node_allocation_tags) -> str | None:

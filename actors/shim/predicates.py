@@ -3,10 +3,8 @@
 The shim puts a pod's constraints in one ask tag (``constraints``) and a node's labels, taints and
 cordon flag in its attributes (``nodes``); the core calls ``check`` only for a constrained ask or a
 restricted node, so an unconstrained pod on an untainted node costs nothing per node. Host ports and
-pod anti-affinity read the tags of the allocations already on the node.
-
-Known limit: the anti-affinity of pods already on a node is only checked when the core calls
-``check``, i.e. when the incoming ask is constrained itself or the node is restricted.
+pod anti-affinity read the tags of the pods already on the node (YuniKorn's and foreign); a pod with
+anti-affinity guards its node (``allocation_guards``), so every ask placed there is checked against it.
 """
 
 from __future__ import annotations
@@ -40,6 +38,15 @@ class KubernetesPredicates:
 
     def node_restricted(self, attributes: Mapping[str, str]) -> bool:
         return bool(attributes.get(ATTR_TAINTS)) or attributes.get(ATTR_UNSCHEDULABLE) == "true"
+
+    def allocation_guards(self, tags: Mapping[str, str]) -> bool:
+        text = tags.get(TAG_CONSTRAINTS)
+        if not text:
+            return False
+        try:
+            return bool(c.decode(text).anti_affinity)
+        except c.ConstraintError:
+            return False
 
     def check(self, ask_tags: Mapping[str, str], node_id: str, node_attributes: Mapping[str, str],
               node_allocation_tags: Iterable[Mapping[str, str]]) -> str | None:

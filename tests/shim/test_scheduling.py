@@ -112,6 +112,40 @@ def test_untainted_pods_spread_but_never_onto_tainted_nodes(cluster):
     assert {cluster.node_of(n) for n in names} == {"plain"}
 
 
+def test_existing_pods_anti_affinity_keeps_unconstrained_newcomers_away(cluster):
+    """Anti-affinity is symmetric: a pod without constraints must not join a pod that repels it, whether
+    that pod is YuniKorn's or another scheduler's, on a plain (untainted) node."""
+    cluster.node("a", cpu="4")
+    cluster.node("b", cpu="4")
+    cluster.node("c", cpu="4")
+    repel = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"role": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    cluster.pod("foreign-guard", cpu="100m", scheduler="default-scheduler", node="c", affinity=repel)
+    cluster.start_scheduler()
+    cluster.pod("guard", cpu="100m", affinity=repel, nodeSelector={"kubernetes.io/hostname": "a"})
+    cluster.wait_bound("guard")
+    # Unconstrained db pods of the same shape: only node b is free of repelling pods.
+    names = [f"db{i}" for i in range(4)]
+    for name in names:
+        cluster.pod(name, cpu="100m", labels={"role": "db"})
+    cluster.wait_bound(*names)
+    assert {cluster.node_of(n) for n in names} == {"b"}
+    cluster.pod("web", cpu="100m", labels={"role": "web"})  # not repelled: may go anywhere
+    cluster.wait_bound("web")
+    cluster.assert_consistent()
+
+
+def test_a_tolerating_pod_is_not_held_back_by_an_intolerant_one_of_the_same_size(cluster):
+    cluster.node("tainted", cpu="1", taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])
+    cluster.start_scheduler()
+    cluster.pod("intolerant", cpu="500m", labels={"applicationId": "same"})
+    wait_for(lambda: cluster.events("FailedScheduling", "intolerant"))
+    cluster.pod("tolerant", cpu="500m", labels={"applicationId": "same"},
+                tolerations=[{"key": "dedicated", "operator": "Exists"}])
+    cluster.wait_bound("tolerant")
+    assert cluster.node_of("tolerant") == "tainted" and not cluster.bound("intolerant")
+
+
 def test_foreign_pods_take_capacity_until_deleted(cluster):
     cluster.node("only", cpu="1")
     cluster.pod("foreign", cpu="800m", scheduler="default-scheduler", node="only")
