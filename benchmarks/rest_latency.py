@@ -2,67 +2,98 @@
 and the core's allocation rate with and without that load.
 
 The core is fed SI messages directly (as in core_throughput.py); the REST server runs in the same
-process, as it does in the scheduler. Run: ``python benchmarks/rest_latency.py [--nodes 5000 --asks 50000]``.
+process, as it does in the scheduler. The clients run in processes of their own, as real clients do, so
+the figures measure what serving costs the scheduler, not what reading does.
+Two loads: dashboards (four clients per path polling every second) and a stress (one client per path
+asking back to back; on this 2-core machine those clients take CPU from the scheduler themselves).
+Run: ``python benchmarks/rest_latency.py [--nodes 5000 --asks 50000]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import multiprocessing
 import sys
-import threading
 import time
 
 from benchmarks_common import CONFIG, CountingCallback, feed
 
 from actors.base import stop_all
 from actors.core.scheduler import Scheduler
+from actors.shim.cli import READER_SHARE
 from rest.app import SchedulerView
 from rest.server import RestServer
 
 
-def load(port: int, path: str, stop: threading.Event, counts: dict) -> None:
+def load(port: int, path: str, interval: float, ready, go, stop, served) -> None:
+    """One client process: counts itself ``ready``, then once ``go`` is set GETs ``path`` every ``interval``
+    seconds (0: back to back) until ``stop``; ``served`` counts 200 answers."""
+    with ready.get_lock():
+        ready.value += 1
+    go.wait()
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    while not stop.is_set():
+    while not stop.wait(interval) if interval else not stop.is_set():
         connection.request("GET", path)
         response = connection.getresponse()
         response.read()
         if response.status == 200:
-            counts[path] = counts.get(path, 0) + 1
+            with served.get_lock():
+                served.value += 1
         if response.will_close:
             connection.close()
             connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
 
-def run(nodes: int, asks: int, with_load: bool) -> dict:
+PATHS = ("/ws/v1/partition/default/nodes", "/ws/v1/partition/default/queues")
+
+
+def dump_seconds(port: int) -> tuple[float, int]:
+    began = time.perf_counter()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    connection.request("GET", "/ws/v1/fullstatedump")
+    body = connection.getresponse().read()
+    return time.perf_counter() - began, len(body)
+
+
+def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0) -> dict:
+    """Allocate ``asks`` while ``clients`` processes per path poll /nodes and /queues every ``interval``."""
     from si import si_pb2
 
     callback = CountingCallback(asks)
     scheduler = Scheduler(tick_interval=1.0)
     scheduler.register(si_pb2.RegisterResourceManagerRequest(rmID="bench", config=CONFIG), callback)
-    server = RestServer(SchedulerView(scheduler), host="127.0.0.1", port=0)
-    stop, counts = threading.Event(), {}
-    loaders = [threading.Thread(target=load, args=(server.port, path, stop, counts), daemon=True)
-               for path in ("/ws/v1/partition/default/nodes", "/ws/v1/partition/default/queues")] if with_load else []
-    first = feed(scheduler, nodes, asks)
-    for loader in loaders:
+    view = SchedulerView(scheduler, reader_share=READER_SHARE)
+    server = RestServer(view, host="127.0.0.1", port=0)
+    context = multiprocessing.get_context("spawn")  # the scheduler's threads are running: never fork them
+    ready, go, stop = context.Value("l", 0), context.Event(), context.Event()
+    counters = {path: context.Value("l", 0) for path in PATHS}
+    loaders = [context.Process(target=load, args=(server.port, path, interval, ready, go, stop, counters[path]),
+                               daemon=True) for path in PATHS for _ in range(clients)]
+    for loader in loaders:  # started (and their imports done) before the measured allocation begins
         loader.start()
+    while ready.value < len(loaders):
+        time.sleep(0.05)
+    first = feed(scheduler, nodes, asks)
+    cpu_began = time.process_time()
+    go.set()
     if not callback.done.wait(900):
         raise SystemExit(f"only {callback.count} of {asks} allocations")
     elapsed = callback.last - first
+    cpu = time.process_time() - cpu_began
     stop.set()
     for loader in loaders:
         loader.join(60)
-    dump_began = time.perf_counter()
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
-    connection.request("GET", "/ws/v1/fullstatedump")
-    body = connection.getresponse().read()
-    dump = time.perf_counter() - dump_began
+    # Dumps of the final state through the same server, from fresh snapshots: the first right after
+    # the burst (everything changed since the last read), the second with nothing changed since.
+    view.max_age, view.reader_share = 0.0, 0.0
+    cold, size = dump_seconds(server.port)
+    steady, _ = dump_seconds(server.port)
     server.stop()
     scheduler.stop()
     stop_all()
-    return {"rate": asks / elapsed, "elapsed": elapsed, "dump": dump, "dump_mb": len(body) / 2**20,
-            "rps": {path: n / elapsed for path, n in counts.items()}}
+    return {"rate": asks / elapsed, "cpu_rate": asks / cpu, "cold": cold, "steady": steady, "mb": size / 2**20,
+            "rps": {path: counter.value / elapsed for path, counter in counters.items()}}
 
 
 def main(argv=None) -> int:
@@ -70,14 +101,18 @@ def main(argv=None) -> int:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--asks", type=int, default=50_000)
     args = parser.parse_args(argv)
-    quiet = run(args.nodes, args.asks, with_load=False)
-    loaded = run(args.nodes, args.asks, with_load=True)
-    print(f"{args.nodes} nodes, {args.asks} allocations")
-    print(f"  allocations/s without REST load: {quiet['rate']:8.0f}")
-    print(f"  allocations/s with REST load   : {loaded['rate']:8.0f}  (ratio {loaded['rate'] / quiet['rate']:.2f})")
-    for path, rps in loaded["rps"].items():
-        print(f"  {path}: {rps:6.1f} requests/s during allocation")
-    print(f"  full state dump after allocation: {loaded['dump']:.2f} s ({loaded['dump_mb']:.1f} MiB)")
+    quiet = run(args.nodes, args.asks)
+    print(f"{args.nodes} nodes, {args.asks} allocations; REST readers may take {READER_SHARE:.0%} of the time")
+    print(f"  without REST load: {quiet['rate']:6.0f} allocations/s ({quiet['cpu_rate']:.0f} per CPU second)")
+    for label, clients, interval in (("dashboards (4 per path, every 1 s)", 4, 1.0),
+                                     ("stress (1 per path, back to back)", 1, 0.0)):
+        loaded = run(args.nodes, args.asks, clients, interval)
+        print(f"  with {label}: {loaded['rate']:6.0f} allocations/s, ratio {loaded['rate'] / quiet['rate']:.2f}; "
+              f"per CPU second of the scheduler process {loaded['cpu_rate']:.0f}, "
+              f"ratio {loaded['cpu_rate'] / quiet['cpu_rate']:.2f}")
+        print("    " + ", ".join(f"{path.rsplit('/', 1)[-1]} {rps:.1f} requests/s" for path, rps in loaded["rps"].items()))
+    print(f"  full state dump ({loaded['mb']:.1f} MiB): {loaded['cold']:.2f} s right after the burst, "
+          f"{loaded['steady']:.2f} s once nothing changed since the last read")
     return 0
 
 

@@ -15,11 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import falcon
+import orjson
 import pykka
 
 from actors.core.config import parse
 from actors.core.scheduler import Scheduler
 from rest import daos, metrics
+from rest.fragments import Fragments
 
 log = logging.getLogger(__name__)
 OPENAPI = pathlib.Path(__file__).with_name("openapi.json")
@@ -33,17 +35,36 @@ class SchedulerView:
     """What the REST API reads: the core, and optionally the shim's state.
 
     Reads are at most ``max_age`` seconds old: a snapshot costs the partition actor time it would
-    otherwise spend scheduling, so readers share one per interval.
+    otherwise spend scheduling, so readers share one per interval. With a ``reader_share``, a snapshot
+    also lives until the time spent taking and serializing it is at most that share of its lifetime,
+    so however hard clients poll a large cluster, reading takes at most that share from scheduling.
     """
 
     scheduler: Scheduler
     shim_state: Callable[[], object | None] | None = None
     extender: object | None = None  # plugin mode: serves kube-scheduler's extender calls (rest.extender)
     max_age: float = 2.0
+    reader_share: float = 0.0
     started: int = field(default_factory=time.time_ns)
+    fragments: Fragments = field(default_factory=Fragments, init=False, repr=False)
+    _current: object | None = field(default=None, init=False, repr=False)
+    _cost: float = field(default=0.0, init=False, repr=False)  # seconds spent on the current snapshot
 
     def snapshot(self):
-        return self.scheduler.snapshot(self.max_age)
+        age = self.max_age
+        if self.reader_share > 0:
+            age = max(age, self._cost / self.reader_share)
+        began = time.perf_counter()
+        snapshot = self.scheduler.snapshot(age)
+        if snapshot is not self._current:
+            self._current, self._cost = snapshot, time.perf_counter() - began
+        return snapshot
+
+    def spent(self, taken_at: int, seconds: float) -> None:
+        """Serializing the snapshot taken at ``taken_at`` took ``seconds``."""
+        current = self._current
+        if current is not None and current.taken_at == taken_at:
+            self._cost += seconds
 
 
 def _fail(status, message: str, description: str = ""):
@@ -153,9 +174,9 @@ class Cluster:
         resp.media = {
             "timestamp": snapshot.taken_at,
             "partitions": [daos.partition(p) for p in snapshot.partitions],
-            "applications": [daos.application(a) for p in snapshot.partitions
+            "applications": [self.view.fragments.application(a) for p in snapshot.partitions
                              for a in p.applications + p.terminated_applications],
-            "nodes": [daos.node(n) for p in snapshot.partitions for n in p.nodes],
+            "nodes": [self.view.fragments.node(n) for p in snapshot.partitions for n in p.nodes],
             "queues": [daos.queue(p.root_queue) for p in snapshot.partitions],
             "placementRules": [{"partition": p.name, "rules": list(p.placement_rules)} for p in snapshot.partitions],
             "clusterInfo": {"rmId": snapshot.rm_id},
@@ -223,7 +244,7 @@ class Partitions:
         else:
             _fail(falcon.HTTP_400, "Invalid application state",
                   f"state {state!r} is not one of active, rejected, completed")
-        resp.media = [daos.application(a) for a in apps]
+        resp.media = [self.view.fragments.application(a) for a in apps]
 
     def on_get_queue_apps(self, req, resp, partition, queue, state=None):
         snapshot = _partition(self.view, partition)
@@ -231,24 +252,24 @@ class Partitions:
         if state not in (None, "active"):
             _fail(falcon.HTTP_400, "Invalid application state", f"only active is allowed here, got {state!r}")
         status = _status_filter(req)
-        resp.media = [daos.application(a) for a in snapshot.applications
+        resp.media = [self.view.fragments.application(a) for a in snapshot.applications
                       if a.queue_name == queue and (status is None or a.state.lower() == status)]
 
     def on_get_app(self, req, resp, partition, app):
-        resp.media = daos.application(_application(_partition(self.view, partition), app))
+        resp.media = self.view.fragments.application(_application(_partition(self.view, partition), app))
 
     def on_get_queue_app(self, req, resp, partition, queue, app):
         snapshot = _partition(self.view, partition)
         _queue(snapshot, queue)
-        resp.media = daos.application(_application(snapshot, app, queue))
+        resp.media = self.view.fragments.application(_application(snapshot, app, queue))
 
     def on_get_nodes(self, req, resp, partition):
-        resp.media = [daos.node(n) for n in _partition(self.view, partition).nodes]
+        resp.media = [self.view.fragments.node(n) for n in _partition(self.view, partition).nodes]
 
     def on_get_node(self, req, resp, partition, node):
         for candidate in _partition(self.view, partition).nodes:
             if candidate.node_id == node:
-                resp.media = daos.node(candidate)
+                resp.media = self.view.fragments.node(candidate)
                 return
         _fail(falcon.HTTP_404, "Node not found", f"node {node} not found")
 
@@ -363,7 +384,9 @@ class SnapshotCache:
             return
         if key in self.entries and self.entries[key][0] == req.context.snapshot_time:
             return
+        began = time.perf_counter()
         body = resp.render_body()
+        self.view.spent(req.context.snapshot_time, time.perf_counter() - began)
         if body is None:
             return
         if len(self.entries) >= self.size:
@@ -373,6 +396,9 @@ class SnapshotCache:
 
 def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
     app = falcon.App(cors_enable=True, middleware=[SnapshotCache(view)])
+    json_handler = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
+    app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
+    app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.req_options.strip_url_path_trailing_slash = True
     app.set_error_serializer(_serialize_error)
     app.add_error_handler(Exception, _unexpected)

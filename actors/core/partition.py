@@ -79,6 +79,8 @@ class Partition:
         self.created = time.time_ns()
         self.dirty = True  # something changed that may allow a new allocation
         self.snapshot_cache: dict[tuple[str, str], tuple[int, object]] = {}  # (kind, id) -> (version, snapshot)
+        self.allocation_snapshots: dict[str, object] = {}  # allocation key -> its last snapshot (views)
+        self.health_cache: dict[str, tuple[int, tuple]] = {}  # node id -> (version, its findings) (health)
         self.apply_config(config)
 
     # Configuration.

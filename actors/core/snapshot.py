@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from si.resources import Resource
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # readers cache by identity
 class AllocationSnapshot:
     allocation_key: str
     allocation_tags: Mapping[str, str]
@@ -43,7 +43,7 @@ class AskSnapshot:
     last_failure: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # readers cache by identity
 class ApplicationSnapshot:
     application_id: str
     partition: str
@@ -97,7 +97,7 @@ class QueueSnapshot:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # readers cache by identity
 class NodeSnapshot:
     node_id: str
     host_name: str

@@ -44,9 +44,11 @@ def application_snapshot(app: Application, shared: dict[str, AllocationSnapshot]
 
 
 def _shared(allocation: Allocation, shared: dict[str, AllocationSnapshot]) -> AllocationSnapshot:
-    """One snapshot per allocation, whether a node or an application lists it."""
+    """One snapshot per allocation, whether a node or an application lists it, kept from one partition
+    snapshot to the next while the allocation is unchanged (so readers may cache what they made of it)."""
     found = shared.get(allocation.key)
-    if found is None:
+    if (found is None or found.resource is not allocation.resource or found.node_id != allocation.node_id
+            or found.allocation_time != allocation.allocation_time):
         found = shared[allocation.key] = allocation_snapshot(allocation)
     return found
 
@@ -56,7 +58,7 @@ def node_snapshot(node: Node, shared: dict[str, AllocationSnapshot]) -> NodeSnap
                         node.capacity, node.allocated, node.occupied, node.available,
                         percent(node.allocated + node.occupied, node.capacity),
                         tuple(_shared(a, shared) for a in node.allocations.values()),
-                        tuple(allocation_snapshot(a) for a in node.foreign.values()), node.schedulable, False)
+                        tuple(_shared(a, shared) for a in node.foreign.values()), node.schedulable, False)
 
 
 def queue_snapshot(queue: Queue, partition: str, preemption: bool) -> QueueSnapshot:
@@ -85,7 +87,7 @@ def _cached(cache: dict, kind: str, key: str, version: int, build):
 
 
 def partition_snapshot(partition, stats: SchedulingStats) -> PartitionSnapshot:
-    shared: dict[str, AllocationSnapshot] = {}
+    shared = partition.allocation_snapshots
     cache = partition.snapshot_cache
     nodes = tuple(_cached(cache, "node", n.node_id, n.version, lambda n=n: node_snapshot(n, shared))
                   for n in partition.nodes.values())
@@ -98,6 +100,9 @@ def partition_snapshot(partition, stats: SchedulingStats) -> PartitionSnapshot:
         ("app", k) for k in partition.terminated}
     for key in [k for k in cache if k not in live]:
         del cache[key]
+    if len(shared) > 2 * sum(len(n.allocations) + len(n.foreign) for n in partition.nodes.values()) + 1000:
+        partition.allocation_snapshots = {key: shared[key] for n in partition.nodes.values()
+                                          for key in (*n.allocations, *n.foreign) if key in shared}
     by_state = Counter(a.state for a in apps + terminated)
     config = partition.config
     return PartitionSnapshot(

@@ -28,6 +28,7 @@ from actors.shim.service import SchedulerService, ServiceSettings
 from actors.shim.state import ShimStateSnapshot
 
 log = logging.getLogger("yunikorn.scheduler")
+READER_SHARE = 0.1  # REST readers may take at most this share of the scheduler's time (see SchedulerView)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -154,8 +155,9 @@ def _start_rest(core, service: SchedulerService, port: int):
     from rest import server
     from rest.app import SchedulerView
 
-    rest = server.start(SchedulerView(core, shim_state=service.latest_state, extender=service.extender),
-                        host="0.0.0.0", port=port)
+    view = SchedulerView(core, shim_state=service.latest_state, extender=service.extender,
+                         reader_share=READER_SHARE)
+    rest = server.start(view, host="0.0.0.0", port=port)
     log.info("REST API at %s", rest.url)
     return rest
 
