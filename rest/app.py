@@ -36,8 +36,8 @@ class SchedulerView:
 
     Reads are at most ``max_age`` seconds old: a snapshot costs the partition actor time it would
     otherwise spend scheduling, so readers share one per interval. With a ``reader_share``, a snapshot
-    also lives until the time spent taking and serializing it is at most that share of its lifetime,
-    so however hard clients poll a large cluster, reading takes at most that share from scheduling.
+    also lives until the time spent taking it and building answers from it is at most that share of
+    its lifetime, so polling clients cannot keep the core and the REST threads rebuilding views.
     """
 
     scheduler: Scheduler
@@ -61,7 +61,7 @@ class SchedulerView:
         return snapshot
 
     def spent(self, taken_at: int, seconds: float) -> None:
-        """Serializing the snapshot taken at ``taken_at`` took ``seconds``."""
+        """Building an answer from the snapshot taken at ``taken_at`` took ``seconds``."""
         current = self._current
         if current is not None and current.taken_at == taken_at:
             self._cost += seconds
@@ -377,6 +377,8 @@ class SnapshotCache:
             resp.content_type = entry[2]
             resp.data = entry[1]
             resp.complete = True
+        else:
+            req.context.handling_began = time.perf_counter()
 
     def process_response(self, req, resp, resource, succeeded) -> None:
         key = self._key(req)
@@ -384,9 +386,10 @@ class SnapshotCache:
             return
         if key in self.entries and self.entries[key][0] == req.context.snapshot_time:
             return
-        began = time.perf_counter()
         body = resp.render_body()
-        self.view.spent(req.context.snapshot_time, time.perf_counter() - began)
+        began = req.context.get("handling_began")
+        if began is not None:
+            self.view.spent(req.context.snapshot_time, time.perf_counter() - began)
         if body is None:
             return
         if len(self.entries) >= self.size:
