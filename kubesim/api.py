@@ -23,6 +23,8 @@ def success(details: dict | None = None, code: int = 201) -> dict:
 
 
 class Api:
+    """The verbs, as the HTTP server calls them; request bodies are the call's own (freshly decoded)."""
+
     def __init__(self, store: Store) -> None:
         self.store = store
 
@@ -83,7 +85,7 @@ class Api:
             return 201, success({"name": name, "kind": "pods"})
         if subresource:
             raise errors.method_not_allowed(f"create is not supported on {kind.plural}/{subresource}")
-        obj = copy.deepcopy(body)
+        obj = body  # a request body decoded for this call alone: nobody else holds it
         obj.pop("status", None) if kind is POD else None
         self._validate(kind, obj)
         self._require_namespace(kind, namespace)
@@ -122,7 +124,7 @@ class Api:
         with self.store.lock:
             current = self.store.get(kind, namespace, name)
             expected = (body.get("metadata") or {}).get("resourceVersion")
-            new = self._merge_write(kind, current, copy.deepcopy(body), subresource)
+            new = self._merge_write(kind, current, body, subresource)
             return 200, self.store.replace(kind, namespace, name, new, expected)
 
     def _merge_write(self, kind: Kind, current: dict, new: dict, subresource: str) -> dict:

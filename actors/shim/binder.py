@@ -12,8 +12,9 @@ answered as failed. ``BinderStatsRequest`` (an ask) answers counts and the time 
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,7 +91,8 @@ class Binder(pykka.ThreadingActor):
         self._client = client
         self._listener = listener
         self._workers = workers
-        self._pool: ThreadPoolExecutor | None = None
+        self._work: queue.SimpleQueue = queue.SimpleQueue()  # (function, message); None stops a worker
+        self._threads: list[threading.Thread] = []
         self._in_flight: set[str] = set()
         self._draining = False
         self._bound = 0
@@ -98,10 +100,15 @@ class Binder(pykka.ThreadingActor):
         self._last_bound_at = 0.0
 
     def on_start(self) -> None:
-        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="binder")
+        # Long-lived workers on a SimpleQueue: a Future per bind (ThreadPoolExecutor) cost as much
+        # interpreter time as the bind's own request.
+        self._threads = [threading.Thread(target=self._serve, name=f"binder-{i}", daemon=True)
+                         for i in range(self._workers)]
+        for thread in self._threads:
+            thread.start()
 
     def on_stop(self) -> None:
-        self._shutdown_pool()
+        self._stop_workers()
 
     def on_receive(self, message: Any) -> Any:
         if isinstance(message, Binds):
@@ -113,10 +120,10 @@ class Binder(pykka.ThreadingActor):
             self._finished(message)
         elif isinstance(message, DeletePod):
             if not self._draining:
-                self._pool.submit(self._delete, message)
+                self._work.put((self._delete, message))
         elif isinstance(message, Drain):
             self._draining = True
-            self._shutdown_pool()
+            self._stop_workers()
         elif isinstance(message, BinderStatsRequest):
             return BinderStats(self._bound, self._failed, len(self._in_flight), self._last_bound_at)
         else:
@@ -142,7 +149,7 @@ class Binder(pykka.ThreadingActor):
                         request.name)
             return
         self._in_flight.add(request.uid)
-        self._pool.submit(self._bind, request)
+        self._work.put((self._bind, request))
 
     def _bind(self, request: BindRequest) -> None:
         try:
@@ -168,6 +175,15 @@ class Binder(pykka.ThreadingActor):
         except Exception:  # logged; the next informer event shows whether the pod is still there
             log.exception("deleting pod %s/%s failed", request.namespace, request.name)
 
-    def _shutdown_pool(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+    def _serve(self) -> None:
+        while (item := self._work.get()) is not None:
+            function, message = item
+            function(message)
+
+    def _stop_workers(self) -> None:
+        """Let the workers finish what was accepted, then end them."""
+        for _ in self._threads:
+            self._work.put(None)
+        for thread in self._threads:
+            thread.join()
+        self._threads = []
