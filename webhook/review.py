@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import base64
-import json
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 INVALID_UID = "yunikorn-invalid-body"
 
@@ -47,8 +48,8 @@ class Decision:
 def parse_review(body: bytes) -> ReviewRequest:
     """The request of an AdmissionReview body; :class:`ReviewError` when it cannot be decoded."""
     try:
-        document = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as error:
+        document = orjson.loads(body)
+    except ValueError as error:
         raise ReviewError(f"body decode failed: {error}") from None
     request = document.get("request") if isinstance(document, dict) else None
     if not isinstance(request, dict):
@@ -77,7 +78,6 @@ def response_body(uid: str, decision: Decision) -> bytes:
     if decision.message:
         response["status"] = {"metadata": {}, "message": decision.message}
     if decision.patch:
-        response["patch"] = base64.b64encode(json.dumps(decision.patch, separators=(",", ":")).encode()).decode()
+        response["patch"] = base64.b64encode(orjson.dumps(decision.patch)).decode()
         response["patchType"] = "JSONPatch"
-    return json.dumps({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "response": response},
-                      separators=(",", ":")).encode()
+    return orjson.dumps({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "response": response})
