@@ -470,6 +470,7 @@ class ShimContext(pykka.ThreadingActor):
             return
         elif pod.assigned and state == TaskState.ALLOCATED and pod.node_name == task.node:
             self._task_bound(task)
+            self._settle_handoff(task)  # plugin mode: bound by kube-scheduler before the handoff reported
         elif pod.assigned and not previous.assigned and state == TaskState.BOUND:
             self._settle_handoff(task)  # plugin mode: kube-scheduler bound the pod (its PostBind)
         elif pod.assigned and state in (TaskState.PENDING, TaskState.SCHEDULING):
