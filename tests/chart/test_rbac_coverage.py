@@ -122,6 +122,47 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
             ("list", "configmaps", ""), ("create", "events", ""), ("patch", "pods", "status")} <= made, made
 
 
+@pytest.mark.timeout(120)
+def test_plugin_mode_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
+    """In plugin mode the scheduler also annotates pods, and binds through the extender's bind verb."""
+    require_command("actors.shim.cli")
+    objects = render({"pluginMode": {"enabled": True}})
+    account = objects.one("Deployment", "yunikorn-scheduler")["spec"]["template"]["spec"]["serviceAccountName"]
+    sim.seed_nodes(2, cpu="2")
+    sim.store.create(POD, "default", pending_pod("fits", "500m"))
+    module = "actors.shim.cli"
+    port = free_port()
+    process = start(module, ["--kubeconfig", str(tmp_path / "kubeconfig"), "--rest-port", str(port),
+                             "--plugin-mode"], tmp_path)
+    try:
+        def approved() -> dict | None:
+            assert process.poll() is None, (tmp_path / f"{module}.log").read_text()
+            pod = next(p for p in sim.objects("pods", "default") if p["metadata"]["name"] == "fits")
+            return pod if "yunikorn.apache.org/quota-approved" in (pod["metadata"].get("annotations") or {}) else None
+        pod = wait_for(approved, timeout=60, interval=0.1, message="the pod to be approved")
+        ready = f"http://127.0.0.1:{port}/ws/v1/health/ready"
+        wait_for(lambda: process.poll() is not None or http_ok(ready), timeout=60, interval=0.1,
+                 message=f"{ready} to answer 200")
+        node = pod["metadata"]["annotations"]["yunikorn.apache.org/quota-approved"].split(" ")[0]
+        extender = f"http://127.0.0.1:{port}/scheduler/extender"
+        passed = post_json(f"{extender}/filter", {"Pod": pod, "NodeNames": ["node-00000", "node-00001"]})
+        assert passed["NodeNames"] == [node]
+        assert post_json(f"{extender}/bind", {"PodName": "fits", "PodNamespace": "default",
+                                               "PodUID": pod["metadata"]["uid"], "Node": node}) == {"Error": ""}
+    finally:
+        output = stop(process, tmp_path, module)
+    assert process.returncode == 0, output
+    assert_covered(sim, objects, account)
+    assert {("patch", "pods", ""), ("create", "pods", "binding")} <= made_by(sim)
+
+
+def post_json(url: str, body: dict) -> dict:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        return json.loads(reply.read())
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

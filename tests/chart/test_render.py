@@ -180,7 +180,9 @@ def test_rbac_has_no_wildcards(render):
     ({"scheduler": {"livenessPath": "health"}}, "/scheduler/livenessPath"),
     ({"schedular": {}}, "schedular"),
     ({"embedAdmissionController": "yes"}, "/embedAdmissionController"),
-    ({"pluginMode": {"enabled": True}}, "/pluginMode/enabled"),
+    ({"pluginMode": {"enabled": "yes"}}, "/pluginMode/enabled"),
+    ({"pluginMode": {"httpTimeout": "five seconds"}}, "/pluginMode/httpTimeout"),
+    ({"pluginMode": {"image": {"tag": 135}}}, "/pluginMode/image/tag"),
     ({"service": {"port": 70000}}, "/service/port"),
 ], ids=lambda value: str(value)[:40])
 def test_bad_values_fail_at_template_time(helm, tmp_path, values, complaint):
