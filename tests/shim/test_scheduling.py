@@ -230,8 +230,9 @@ def test_faults_lose_nothing_and_bind_nothing_twice(cluster):
     faults.clear()
     wait_for(lambda: set(cluster.binds_per_pod()) == set(names))  # the log entry follows the answer
     cluster.assert_consistent()
-    state = cluster.service.state()
-    assert sorted(p.name for p in state.pods if p.state == "Bound") == sorted(names)
+    # The shim learns of each bind from the binder and from the pod watch, both after kubesim answered.
+    wait_for(lambda: sorted(p.name for p in cluster.service.state().pods if p.state == "Bound") == sorted(names),
+             timeout=10, message="every pod Bound in the shim's state")
 
 
 def test_bind_failure_after_retries_schedules_the_pod_again(cluster):
