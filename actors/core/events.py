@@ -7,6 +7,7 @@ only immutable protobuf copies.
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
@@ -38,15 +39,16 @@ class EventRing:
 
     def add(self, events: Iterable[si_pb2.EventRecord]) -> None:
         with self._lock:
-            for event in events:
-                entry = (self._next_id, event)
-                self._events.append(entry)
-                self._next_id += 1
-                for stream in self._streams:
+            first = self._next_id
+            entries = list(zip(itertools.count(first), events))
+            self._next_id = first + len(entries)
+            self._events.extend(entries)
+            for stream in self._streams:
+                for entry in entries:
                     try:
                         stream.put_nowait(entry)
                     except queue.Full:  # a stalled reader loses events rather than holding the core back
-                        pass
+                        break
 
     def batch(self, start: int = 0, count: int = 10_000) -> tuple[int, int, tuple[tuple[int, si_pb2.EventRecord], ...]]:
         """``(lowest_id, highest_id, events)`` with ids from ``start``, at most ``count`` of them."""

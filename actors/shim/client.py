@@ -5,14 +5,13 @@ The generated API methods validate every argument and build a model for every ob
 hot paths (a list of 50,000 pods, a watch, thousands of binds) that costs more than the scheduling.
 ``KubeClient`` therefore takes its configuration (kubeconfig, tokens, TLS) from the official
 ``ApiClient``, sends lists and watches through it, sends the many small requests on a leaner
-transport (``transport``), and parses every response with ``json``. Writes that must survive a flaky API
+transport (``transport``), and parses every response with ``orjson``. Writes that must survive a flaky API
 server (binding) are retried with tenacity: 5xx, 429 (honouring ``Retry-After``) and connection errors,
 exponential backoff with jitter, bounded in attempts and time.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -20,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import tenacity
 import urllib3
 
@@ -177,7 +177,7 @@ class KubeClient:
             payload = None
             if body is not None:
                 headers["Content-Type"] = content_type
-                payload = json.dumps(body, separators=(",", ":")).encode()
+                payload = orjson.dumps(body)
             status, reason, retry_after, data = self._transport.exchange(method, path, query, payload, headers)
         else:
             response = self._send(method, path, query, body, content_type)
@@ -185,7 +185,7 @@ class KubeClient:
                                                  response.getheader("Retry-After"), response.read())
         if not 200 <= status <= 299:
             raise _error(status, reason, data, retry_after)
-        return json.loads(data) if data else {}
+        return orjson.loads(data) if data else {}
 
     def request_retrying(self, method: str, path: str, **kwargs: Any) -> dict:
         """``request`` under the retry policy."""
@@ -290,7 +290,7 @@ class KubeClient:
 def _error(status: int, reason: str, data: bytes, retry_after: str | None) -> ApiError:
     message = data.decode("utf-8", "replace")[:500]
     try:
-        document = json.loads(data)
+        document = orjson.loads(data)
         if isinstance(document, dict):
             message = document.get("message", message)
             reason = document.get("reason") or reason
@@ -326,9 +326,9 @@ class WatchStream:
                 if b"\n" not in chunk:
                     continue
                 *lines, pending = pending.split(b"\n")
-                yield [_event(json.loads(line)) for line in lines if line.strip()]
+                yield [_event(orjson.loads(line)) for line in lines if line.strip()]
             if pending.strip():
-                yield [_event(json.loads(pending))]
+                yield [_event(orjson.loads(pending))]
         except Exception:
             if self._closed.is_set():
                 return
