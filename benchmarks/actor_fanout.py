@@ -19,6 +19,7 @@ from benchmarks_common import CONFIG, CountingCallback, feed
 
 from actors.base import Actor, message, stop_all
 from actors.core.scheduler import Scheduler
+from actors.heap import tune_collector
 from si import si_pb2
 
 
@@ -97,6 +98,7 @@ def main(argv=None) -> int:
     parser.add_argument("--nodes", default="500,5000")
     parser.add_argument("--asks", type=int, default=50_000)
     args = parser.parse_args(argv)
+    tune_collector()  # as the scheduler command does
     print(f"{'nodes':>6} {'told':>16} {'actors':>7} {'allocs/s':>9} {'ratio':>6}")
     for nodes in (int(n) for n in args.nodes.split(",")):
         base = None

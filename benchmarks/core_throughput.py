@@ -16,6 +16,7 @@ from benchmarks_common import CONFIG, CountingCallback, feed
 
 from actors.base import stop_all
 from actors.core.scheduler import Scheduler
+from actors.heap import tune_collector
 from si import si_pb2
 
 
@@ -44,6 +45,7 @@ def main(argv=None) -> int:
     parser.add_argument("--nodes", default="500,2000,5000")
     parser.add_argument("--asks", type=int, default=50_000)
     args = parser.parse_args(argv)
+    tune_collector()  # as the scheduler command does
     print(f"{'nodes':>6} {'asks':>7} {'setup s':>8} {'alloc s':>8} {'allocs/s':>9} {'us/alloc':>9} {'snapshot s':>10}")
     for nodes in (int(n) for n in args.nodes.split(",")):
         r = run(nodes, args.asks)

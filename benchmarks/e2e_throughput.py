@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 SPAWN = multiprocessing.get_context("spawn")  # the scheduler's threads are running: never fork them
 sys.path.insert(0, str(REPO))
 
+from actors.heap import tune_collector  # noqa: E402
 from actors.shim.binder import BinderStatsRequest  # noqa: E402
 from actors.shim.client import KubeClient  # noqa: E402
 from actors.shim.service import ServiceSettings  # noqa: E402
@@ -174,6 +175,7 @@ def main() -> None:
     parser.add_argument("--bind-workers", type=int, default=16)
     parser.add_argument("--create-threads", type=int, default=8)
     args = parser.parse_args()
+    tune_collector()  # as the scheduler command does
     header = ("nodes", "pods", "seconds", "pods/s", "creates/s", "raw binds/s", "ratio", "raw c+b/s", "ratio",
               "sched cpu s", "kubesim cpu s", "failed", "unbound")
     print(" ".join(f"{h:>{max(len(h), 7)}}" for h in header), flush=True)

@@ -28,6 +28,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from e2e_throughput import queues_yaml, start_kubesim  # noqa: E402
 
+from actors.heap import tune_collector  # noqa: E402
 from actors.shim.client import KubeClient  # noqa: E402
 
 
@@ -60,6 +61,7 @@ def main() -> None:
     parser.add_argument("--foreign", type=float, default=0.2, help="share of pods of another scheduler")
     parser.add_argument("--creators", type=int, default=2, help="creator processes")
     args = parser.parse_args()
+    tune_collector()  # as the scheduler command does
     foreign_every = round(1 / args.foreign) if args.foreign > 0 else 0
 
     from actors.core.scheduler import Scheduler

@@ -21,6 +21,7 @@ from benchmarks_common import CONFIG, CountingCallback, feed
 
 from actors.base import stop_all
 from actors.core.scheduler import Scheduler
+from actors.heap import tune_collector
 from actors.shim.cli import READER_SHARE
 from rest.app import SchedulerView
 from rest.server import RestServer
@@ -101,6 +102,7 @@ def main(argv=None) -> int:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--asks", type=int, default=50_000)
     args = parser.parse_args(argv)
+    tune_collector()  # as the scheduler command does
     quiet = run(args.nodes, args.asks)
     print(f"{args.nodes} nodes, {args.asks} allocations; REST readers may take {READER_SHARE:.0%} of the time")
     print(f"  without REST load: {quiet['rate']:6.0f} allocations/s ({quiet['cpu_rate']:.0f} per CPU second)")

@@ -1,7 +1,8 @@
 """The Falcon application: routes of YuniKorn's ``/ws/v1`` API over core snapshots.
 
 Every read comes from a snapshot the core builds between scheduling batches (at most
-``max_age`` seconds old), so REST load never stalls a scheduling decision.
+``max_age`` seconds old), so REST load never stalls a scheduling decision. Each route names the
+optional parts of the snapshot it reads (nodes, applications, health), and only those are taken.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pykka
 
 from actors.core.config import parse
 from actors.core.scheduler import Scheduler
+from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, NODES
 from rest import daos, metrics
 from rest.fragments import Fragments
 
@@ -37,7 +39,9 @@ class SchedulerView:
     Reads are at most ``max_age`` seconds old: a snapshot costs the partition actor time it would
     otherwise spend scheduling, so readers share one per interval. With a ``reader_share``, a snapshot
     also lives until the time spent taking it and building answers from it is at most that share of
-    its lifetime, so polling clients cannot keep the core and the REST threads rebuilding views.
+    its lifetime, so polling clients cannot keep the core and the REST threads rebuilding views. Each
+    kind of snapshot (by the areas it holds) gets an equal part of the share, so a cheap one (queues)
+    is renewed often and an expensive one (every node) rarely, and all of them together stay within it.
     """
 
     scheduler: Scheduler
@@ -47,32 +51,38 @@ class SchedulerView:
     reader_share: float = 0.0
     started: int = field(default_factory=time.time_ns)
     fragments: Fragments = field(default_factory=Fragments, init=False, repr=False)
-    _current: object | None = field(default=None, init=False, repr=False)
-    _cost: float = field(default=0.0, init=False, repr=False)  # seconds spent on the current snapshot
+    _current: dict = field(default_factory=dict, init=False, repr=False)  # areas -> the snapshot in use
+    _cost: dict = field(default_factory=dict, init=False, repr=False)  # areas -> seconds spent on it
 
-    def snapshot(self):
+    def snapshot(self, areas: frozenset[str] = ALL_AREAS):
         age = self.max_age
         if self.reader_share > 0:
-            age = max(age, self._cost / self.reader_share)
+            kinds = len(self._current | {areas: None})
+            age = max(age, kinds * self._cost.get(areas, 0.0) / self.reader_share)
         began = time.perf_counter()
-        snapshot = self.scheduler.snapshot(age)
-        if snapshot is not self._current:
-            self._current, self._cost = snapshot, time.perf_counter() - began
+        snapshot = self.scheduler.snapshot(age, areas)
+        if snapshot is not self._current.get(areas):
+            self._current[areas], self._cost[areas] = snapshot, time.perf_counter() - began
         return snapshot
 
-    def spent(self, taken_at: int, seconds: float) -> None:
-        """Building an answer from the snapshot taken at ``taken_at`` took ``seconds``."""
-        current = self._current
+    def spent(self, areas: frozenset[str], taken_at: int, seconds: float) -> None:
+        """Building an answer from the ``areas`` snapshot taken at ``taken_at`` took ``seconds``."""
+        current = self._current.get(areas)
         if current is not None and current.taken_at == taken_at:
-            self._cost += seconds
+            self._cost[areas] += seconds
 
 
 def _fail(status, message: str, description: str = ""):
     raise falcon.HTTPError(status, title=message, description=description or message)
 
 
-def _partition(view: SchedulerView, name: str):
-    partition = view.snapshot().partition(name)
+def _snapshot(req: falcon.Request):
+    """The snapshot the middleware took for this request's route."""
+    return req.context.snapshot
+
+
+def _partition(req: falcon.Request, name: str):
+    partition = _snapshot(req).partition(name)
     if partition is None:
         _fail(falcon.HTTP_404, "Partition not found", f"partition {name} not found")
     return partition
@@ -119,22 +129,22 @@ class Cluster:
         self.view = view
 
     def on_get_clusters(self, req, resp):
-        snapshot = self.view.snapshot()
+        snapshot = _snapshot(req)
         resp.media = [{"startTime": self.view.started, "rmBuildInformation": [{"rmId": snapshot.rm_id,
                                                                                "buildVersion": "yunikorn-py"}],
                        "partition": p.name, "clusterName": "kubernetes"} for p in snapshot.partitions]
 
     def on_get_partitions(self, req, resp):
-        resp.media = [daos.partition(p) for p in self.view.snapshot().partitions]
+        resp.media = [daos.partition(p) for p in _snapshot(req).partitions]
 
     def on_get_health(self, req, resp):
-        resp.media = daos.health(self.view.snapshot().health)
+        resp.media = daos.health(_snapshot(req).health)
 
     def on_get_utilizations(self, req, resp):
-        resp.media = [daos.utilizations(p) for p in self.view.snapshot().partitions]
+        resp.media = [daos.utilizations(p) for p in _snapshot(req).partitions]
 
     def on_get_config(self, req, resp):
-        snapshot = self.view.snapshot()
+        snapshot = _snapshot(req)
         if req.get_header("Accept") == "application/json":
             config = parse(snapshot.config_yaml)
             resp.media = {"Partitions": [_config_json(p) for p in config.partitions], "Checksum": snapshot.checksum,
@@ -162,14 +172,14 @@ class Cluster:
     def on_get_metrics(self, req, resp):
         _, highest, _ = self.view.scheduler.events.batch(0, 0)
         resp.content_type = "text/plain; version=0.0.4; charset=utf-8"
-        resp.data = metrics.render(self.view.snapshot(), highest + 1)
+        resp.data = metrics.render(_snapshot(req), highest + 1)
 
     def on_get_openapi(self, req, resp):
         resp.content_type = falcon.MEDIA_JSON
         resp.data = OPENAPI.read_bytes()
 
     def on_get_dump(self, req, resp):
-        snapshot = self.view.snapshot()
+        snapshot = _snapshot(req)
         shim = self.view.shim_state() if self.view.shim_state else None
         resp.media = {
             "timestamp": snapshot.taken_at,
@@ -227,13 +237,13 @@ class Partitions:
         self.view = view
 
     def on_get_queues(self, req, resp, partition):
-        resp.media = daos.queue(_partition(self.view, partition).root_queue)
+        resp.media = daos.queue(_partition(req, partition).root_queue)
 
     def on_get_queue(self, req, resp, partition, queue):
-        resp.media = daos.queue(_queue(_partition(self.view, partition), queue), subtree=req.has_param("subtree"))
+        resp.media = daos.queue(_queue(_partition(req, partition), queue), subtree=req.has_param("subtree"))
 
     def on_get_apps(self, req, resp, partition, state):
-        snapshot = _partition(self.view, partition)
+        snapshot = _partition(req, partition)
         status = _status_filter(req)
         if state == "active":
             apps = [a for a in snapshot.applications if status is None or a.state.lower() == status]
@@ -247,7 +257,7 @@ class Partitions:
         resp.media = [self.view.fragments.application(a) for a in apps]
 
     def on_get_queue_apps(self, req, resp, partition, queue, state=None):
-        snapshot = _partition(self.view, partition)
+        snapshot = _partition(req, partition)
         _queue(snapshot, queue)
         if state not in (None, "active"):
             _fail(falcon.HTTP_400, "Invalid application state", f"only active is allowed here, got {state!r}")
@@ -256,40 +266,40 @@ class Partitions:
                       if a.queue_name == queue and (status is None or a.state.lower() == status)]
 
     def on_get_app(self, req, resp, partition, app):
-        resp.media = self.view.fragments.application(_application(_partition(self.view, partition), app))
+        resp.media = self.view.fragments.application(_application(_partition(req, partition), app))
 
     def on_get_queue_app(self, req, resp, partition, queue, app):
-        snapshot = _partition(self.view, partition)
+        snapshot = _partition(req, partition)
         _queue(snapshot, queue)
         resp.media = self.view.fragments.application(_application(snapshot, app, queue))
 
     def on_get_nodes(self, req, resp, partition):
-        resp.media = [self.view.fragments.node(n) for n in _partition(self.view, partition).nodes]
+        resp.media = [self.view.fragments.node(n) for n in _partition(req, partition).nodes]
 
     def on_get_node(self, req, resp, partition, node):
-        for candidate in _partition(self.view, partition).nodes:
+        for candidate in _partition(req, partition).nodes:
             if candidate.node_id == node:
                 resp.media = self.view.fragments.node(candidate)
                 return
         _fail(falcon.HTTP_404, "Node not found", f"node {node} not found")
 
     def on_get_rules(self, req, resp, partition):
-        resp.media = list(_partition(self.view, partition).placement_rules)
+        resp.media = list(_partition(req, partition).placement_rules)
 
     def on_get_users(self, req, resp, partition):
-        resp.media = list(_partition(self.view, partition).user_usage)
+        resp.media = list(_partition(req, partition).user_usage)
 
     def on_get_user(self, req, resp, partition, user):
-        found = [u for u in _partition(self.view, partition).user_usage if u["userName"] == user]
+        found = [u for u in _partition(req, partition).user_usage if u["userName"] == user]
         if not found:
             _fail(falcon.HTTP_404, "User not found", f"user {user} not found")
         resp.media = found[0]
 
     def on_get_groups(self, req, resp, partition):
-        resp.media = list(_partition(self.view, partition).group_usage)
+        resp.media = list(_partition(req, partition).group_usage)
 
     def on_get_group(self, req, resp, partition, group):
-        found = [g for g in _partition(self.view, partition).group_usage if g["groupName"] == group]
+        found = [g for g in _partition(req, partition).group_usage if g["groupName"] == group]
         if not found:
             _fail(falcon.HTTP_404, "Group not found", f"group {group} not found")
         resp.media = found[0]
@@ -349,7 +359,8 @@ def _unexpected(req, resp, error, params) -> None:
 
 
 class SnapshotCache:
-    """Serves a GET again from the bytes it produced for the same snapshot.
+    """Takes the snapshot a route reads, and serves a GET again from the bytes it produced for the
+    same snapshot.
 
     Serializing thousands of nodes takes the interpreter's lock away from the scheduler; with this,
     each snapshot is serialized at most once per path, however many clients poll it.
@@ -357,21 +368,27 @@ class SnapshotCache:
 
     UNCACHED = ("/ws/v1/events/", "/ws/v1/health/", "/ws/v1/openapi.json", "/ws/v1/metrics")
 
-    def __init__(self, view: SchedulerView, size: int = 64) -> None:
+    def __init__(self, view: SchedulerView, areas: dict[str, frozenset[str]], size: int = 64) -> None:
         self.view = view
+        self.areas = areas  # route template -> the optional areas it reads; absent: reads no snapshot
         self.size = size
         self.entries: dict[tuple, tuple[int, bytes, str]] = {}
 
     def _key(self, req: falcon.Request) -> tuple | None:
-        if req.method != "GET" or req.path.startswith(self.UNCACHED):
+        if req.method != "GET" or req.path.startswith(self.UNCACHED) or "snapshot" not in req.context:
             return None
         return (req.path, req.query_string, req.get_header("Accept") or "")
 
-    def process_request(self, req, resp) -> None:
+    def process_resource(self, req, resp, resource, params) -> None:
+        areas = self.areas.get(req.uri_template)
+        if areas is None:
+            return
+        req.context.areas = areas
+        req.context.snapshot = self.view.snapshot(areas)
         key = self._key(req)
         if key is None:
             return
-        req.context.snapshot_time = self.view.snapshot().taken_at
+        req.context.snapshot_time = _snapshot(req).taken_at
         entry = self.entries.get(key)
         if entry is not None and entry[0] == req.context.snapshot_time:
             resp.content_type = entry[2]
@@ -389,7 +406,7 @@ class SnapshotCache:
         body = resp.render_body()
         began = req.context.get("handling_began")
         if began is not None:
-            self.view.spent(req.context.snapshot_time, time.perf_counter() - began)
+            self.view.spent(req.context.areas, req.context.snapshot_time, time.perf_counter() - began)
         if body is None:
             return
         if len(self.entries) >= self.size:
@@ -398,39 +415,42 @@ class SnapshotCache:
 
 
 def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
-    app = falcon.App(cors_enable=True, middleware=[SnapshotCache(view)])
+    cluster, partitions, events = Cluster(view), Partitions(view), Events(view, max_streams)
+    none, nodes, apps = frozenset(), frozenset({NODES}), frozenset({APPLICATIONS})
+    # (path, resource, responder suffix, the optional snapshot areas it reads or None for no snapshot)
+    routes = [
+        ("/ws/v1/clusters", cluster, "clusters", none), ("/ws/v1/partitions", cluster, "partitions", none),
+        ("/ws/v1/scheduler/healthcheck", cluster, "health", frozenset({HEALTH})),
+        ("/ws/v1/scheduler/node-utilizations", cluster, "utilizations", nodes),
+        ("/ws/v1/config", cluster, "config", none), ("/ws/v1/validate-conf", cluster, "validate", None),
+        ("/ws/v1/metrics", cluster, "metrics", none), ("/ws/v1/openapi.json", cluster, "openapi", None),
+        ("/ws/v1/health/live", cluster, "live", None), ("/ws/v1/health/ready", cluster, "ready", None),
+        ("/ws/v1/fullstatedump", cluster, "dump", ALL_AREAS), ("/debug/fullstatedump", cluster, "dump", ALL_AREAS),
+        ("/ws/v1/partition/{partition}/queues", partitions, "queues", none),
+        ("/ws/v1/partition/{partition}/queue/{queue}", partitions, "queue", none),
+        ("/ws/v1/partition/{partition}/applications/{state}", partitions, "apps", apps),
+        ("/ws/v1/partition/{partition}/queue/{queue}/applications", partitions, "queue_apps", apps),
+        ("/ws/v1/partition/{partition}/queue/{queue}/applications/{state}", partitions, "queue_apps", apps),
+        ("/ws/v1/partition/{partition}/application/{app}", partitions, "app", apps),
+        ("/ws/v1/partition/{partition}/queue/{queue}/application/{app}", partitions, "queue_app", apps),
+        ("/ws/v1/partition/{partition}/nodes", partitions, "nodes", nodes),
+        ("/ws/v1/partition/{partition}/node/{node}", partitions, "node", nodes),
+        ("/ws/v1/partition/{partition}/placementrules", partitions, "rules", none),
+        ("/ws/v1/partition/{partition}/usage/users", partitions, "users", none),
+        ("/ws/v1/partition/{partition}/usage/user/{user}", partitions, "user", none),
+        ("/ws/v1/partition/{partition}/usage/groups", partitions, "groups", none),
+        ("/ws/v1/partition/{partition}/usage/group/{group}", partitions, "group", none),
+        ("/ws/v1/events/batch", events, "batch", None), ("/ws/v1/events/stream", events, "stream", None),
+    ]
+    app = falcon.App(cors_enable=True, middleware=[SnapshotCache(view, {path: areas for path, *_, areas in routes
+                                                                         if areas is not None})])
     json_handler = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.req_options.strip_url_path_trailing_slash = True
     app.set_error_serializer(_serialize_error)
     app.add_error_handler(Exception, _unexpected)
-    cluster, partitions, events = Cluster(view), Partitions(view), Events(view, max_streams)
-    routes = [
-        ("/ws/v1/clusters", cluster, "clusters"), ("/ws/v1/partitions", cluster, "partitions"),
-        ("/ws/v1/scheduler/healthcheck", cluster, "health"),
-        ("/ws/v1/scheduler/node-utilizations", cluster, "utilizations"),
-        ("/ws/v1/config", cluster, "config"), ("/ws/v1/validate-conf", cluster, "validate"),
-        ("/ws/v1/metrics", cluster, "metrics"), ("/ws/v1/openapi.json", cluster, "openapi"),
-        ("/ws/v1/health/live", cluster, "live"), ("/ws/v1/health/ready", cluster, "ready"),
-        ("/ws/v1/fullstatedump", cluster, "dump"), ("/debug/fullstatedump", cluster, "dump"),
-        ("/ws/v1/partition/{partition}/queues", partitions, "queues"),
-        ("/ws/v1/partition/{partition}/queue/{queue}", partitions, "queue"),
-        ("/ws/v1/partition/{partition}/applications/{state}", partitions, "apps"),
-        ("/ws/v1/partition/{partition}/queue/{queue}/applications", partitions, "queue_apps"),
-        ("/ws/v1/partition/{partition}/queue/{queue}/applications/{state}", partitions, "queue_apps"),
-        ("/ws/v1/partition/{partition}/application/{app}", partitions, "app"),
-        ("/ws/v1/partition/{partition}/queue/{queue}/application/{app}", partitions, "queue_app"),
-        ("/ws/v1/partition/{partition}/nodes", partitions, "nodes"),
-        ("/ws/v1/partition/{partition}/node/{node}", partitions, "node"),
-        ("/ws/v1/partition/{partition}/placementrules", partitions, "rules"),
-        ("/ws/v1/partition/{partition}/usage/users", partitions, "users"),
-        ("/ws/v1/partition/{partition}/usage/user/{user}", partitions, "user"),
-        ("/ws/v1/partition/{partition}/usage/groups", partitions, "groups"),
-        ("/ws/v1/partition/{partition}/usage/group/{group}", partitions, "group"),
-        ("/ws/v1/events/batch", events, "batch"), ("/ws/v1/events/stream", events, "stream"),
-    ]
-    for path, resource, suffix in routes:
+    for path, resource, suffix, _ in routes:
         app.add_route(path, resource, suffix=suffix)
     if view.extender is not None:
         from rest import extender

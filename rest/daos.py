@@ -42,7 +42,7 @@ def ask(a: AskSnapshot) -> dict:
             "schedulingAttempted": a.scheduling_attempted, "triggeredScaleUp": False}
 
 
-def application(app: ApplicationSnapshot, allocation=allocation) -> dict:
+def application(app: ApplicationSnapshot) -> dict:
     return {"applicationID": app.application_id, "usedResource": resource(app.used_resource),
             "maxUsedResource": resource(app.max_used_resource), "pendingResource": resource(app.pending_resource),
             "partition": app.partition, "queueName": app.queue_name, "submissionTime": app.submission_time,
@@ -78,7 +78,7 @@ def queue(q: QueueSnapshot, subtree: bool = True) -> dict:
     return body
 
 
-def node(n: NodeSnapshot, allocation=allocation) -> dict:
+def node(n: NodeSnapshot) -> dict:
     return {"nodeID": n.node_id, "hostName": n.host_name, "rackName": n.rack_name, "attributes": dict(n.attributes),
             "capacity": resource(n.capacity), "allocated": resource(n.allocated), "occupied": resource(n.occupied),
             "available": resource(n.available), "utilized": dict(n.utilized),

@@ -1,12 +1,13 @@
 """Serialized JSON of snapshot objects, reused for as long as the core hands out the same object.
 
-The core keeps a node's, an application's and an allocation's snapshot object from one partition
-snapshot to the next while it is unchanged, so what a reader made of it can be kept too: a node whose
-allocations did not change is not serialized again, and a changed node reuses the fragments of its
-unchanged allocations. Fragments are embedded verbatim by ``orjson``.
+The core keeps a node's and an application's snapshot object from one partition snapshot to the next
+while it is unchanged, so what a reader made of it can be kept too: a node or an application that did
+not change is not serialized again. A changed one is serialized whole, its allocations with it: one
+``orjson`` call per object costs less than keeping a fragment per allocation would. Fragments are
+embedded verbatim by ``orjson``.
 
-An entry lives exactly as long as its snapshot object: when the core drops the object (the node,
-application or pod changed or went away), a weak reference's callback drops the fragment.
+An entry lives exactly as long as its snapshot object: when the core drops the object (the node or
+application changed or went away), a weak reference's callback drops the fragment.
 """
 
 from __future__ import annotations
@@ -43,11 +44,8 @@ class Fragments:
         if entry is not None and entry[0]() is None:  # the id may already belong to a newer object
             del self._entries[key]
 
-    def allocation(self, allocation) -> orjson.Fragment:
-        return self._get(allocation, daos.allocation)
-
     def node(self, node) -> orjson.Fragment:
-        return self._get(node, lambda n: daos.node(n, allocation=self.allocation))
+        return self._get(node, daos.node)
 
     def application(self, app) -> orjson.Fragment:
-        return self._get(app, lambda a: daos.application(a, allocation=self.allocation))
+        return self._get(app, daos.application)

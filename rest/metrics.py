@@ -37,7 +37,7 @@ class SnapshotCollector:
             totals["rejected"] += stats.rejected
             for state, count in partition.applications_by_state.items():
                 apps.add_metric([state], count)
-            schedulable = sum(1 for n in partition.nodes if n.schedulable)
+            schedulable = partition.schedulable_nodes
             nodes.add_metric(["active"], schedulable)
             nodes.add_metric(["draining"], partition.total_nodes - schedulable)
             stack = [partition.root_queue]

@@ -24,7 +24,7 @@ from actors.core.config import ConfigError, PartitionConfig
 from actors.core.events import EventRing
 from actors.core.partition import Outbox, Partition, Timing
 from actors.core.plugins import NodePredicates, ResourceManagerCallback
-from actors.core.snapshot import CoreSnapshot, HealthReport, SchedulingStats
+from actors.core.snapshot import ALL_AREAS, HEALTH, CoreSnapshot, HealthReport, SchedulingStats
 from actors.core.views import partition_snapshot
 from si import si_pb2
 from si.constants import DEFAULT_PARTITION, NODE_ATTR_PARTITION
@@ -67,7 +67,7 @@ class Tick:
 
 @message
 class TakeSnapshot:
-    pass
+    areas: frozenset[str] = ALL_AREAS
 
 
 @message
@@ -142,7 +142,7 @@ class PartitionActor(Actor):
     def on_TakeSnapshot(self, msg: TakeSnapshot):
         stats = SchedulingStats(self.cycles, self.allocations_made, self.waiting_reasons, self.rejected,
                                 self.scheduling_seconds, tuple(self.cycle_buckets.items()))
-        return partition_snapshot(self.partition, stats)
+        return partition_snapshot(self.partition, stats, msg.areas)
 
     def on_Barrier(self, msg: Barrier) -> None:
         return None
@@ -283,14 +283,16 @@ class CoreScheduler(Actor):
         for future in [ref.ask(Barrier(), block=False) for ref in self.partitions.values()]:
             future.get()
 
-    def snapshot(self) -> CoreSnapshot:
-        futures = [ref.ask(TakeSnapshot(), block=False) for ref in self.partitions.values()]
+    def snapshot(self, areas: frozenset[str] = ALL_AREAS) -> CoreSnapshot:
+        futures = [ref.ask(TakeSnapshot(areas), block=False) for ref in self.partitions.values()]
         partitions = tuple(f.get() for f in futures)
-        checks = tuple(c for p in partitions for c in p.health.checks)
+        report = None
+        if HEALTH in areas:
+            checks = tuple(c for p in partitions for c in p.health.checks)
+            report = HealthReport(all(c.succeeded for c in checks), checks)
         config = self.config
         return CoreSnapshot(time.time_ns(), self.rm_id, partitions, config.text if config else "",
-                            config.checksum if config else "", dict(self.extra),
-                            HealthReport(all(c.succeeded for c in checks), checks))
+                            config.checksum if config else "", dict(self.extra), report, areas)
 
 
 class Scheduler:
@@ -308,7 +310,7 @@ class Scheduler:
         self._stopped = threading.Event()
         self._ticker = threading.Thread(target=self._tick, name="core-ticker", daemon=True)
         self._ticker.start()
-        self._snapshot: CoreSnapshot | None = None
+        self._snapshots: dict[frozenset[str], CoreSnapshot] = {}  # by the areas they hold
         self._snapshot_lock = threading.Lock()
 
     def _tick(self) -> None:
@@ -347,12 +349,16 @@ class Scheduler:
         self._core.barrier().get()
 
     # Readers.
-    def snapshot(self, max_age: float = 0.0) -> CoreSnapshot:
-        """A snapshot no older than ``max_age`` seconds (taken between scheduling batches)."""
+    def snapshot(self, max_age: float = 0.0, areas: frozenset[str] = ALL_AREAS) -> CoreSnapshot:
+        """A snapshot no older than ``max_age`` seconds (taken between scheduling batches) holding at
+        least the optional ``areas`` (see :mod:`actors.core.snapshot`): a reader of queues alone does
+        not make the core picture every node and application."""
         with self._snapshot_lock:
-            current = self._snapshot
-            if current is None or (time.time_ns() - current.taken_at) / 1e9 > max_age:
-                current = self._snapshot = self._core.snapshot().get()
+            oldest = time.time_ns() - max_age * 1e9
+            fresh = [s for s in self._snapshots.values() if s.taken_at >= oldest and areas <= s.areas]
+            if fresh:
+                return max(fresh, key=lambda s: s.taken_at)
+            current = self._snapshots[areas] = self._core.snapshot(areas).get()
             return current
 
     @staticmethod

@@ -11,8 +11,15 @@ from dataclasses import dataclass
 
 from si.resources import Resource
 
+# What a reader may leave out of a snapshot: the parts that cost in proportion to the cluster's size.
+# The partition's summary, its queue tree, placement rules and usage are always taken.
+NODES = "nodes"
+APPLICATIONS = "applications"
+HEALTH = "health"
+ALL_AREAS = frozenset({NODES, APPLICATIONS, HEALTH})
 
-@dataclass(frozen=True, slots=True, weakref_slot=True)  # readers cache by identity
+
+@dataclass(frozen=True, slots=True)
 class AllocationSnapshot:
     allocation_key: str
     allocation_tags: Mapping[str, str]
@@ -153,17 +160,18 @@ class PartitionSnapshot:
     resource_weights: Mapping[str, float]
     preemption_enabled: bool
     total_nodes: int
+    schedulable_nodes: int
     applications_by_state: Mapping[str, int]
     total_applications: int
     total_containers: int
     root_queue: QueueSnapshot
-    applications: tuple[ApplicationSnapshot, ...]
-    terminated_applications: tuple[ApplicationSnapshot, ...]
-    nodes: tuple[NodeSnapshot, ...]
+    applications: tuple[ApplicationSnapshot, ...] | None  # None: APPLICATIONS was not asked for
+    terminated_applications: tuple[ApplicationSnapshot, ...] | None
+    nodes: tuple[NodeSnapshot, ...] | None  # None: NODES was not asked for
     placement_rules: tuple[Mapping, ...]
     user_usage: tuple[Mapping, ...]
     group_usage: tuple[Mapping, ...]
-    health: HealthReport
+    health: HealthReport | None  # None: HEALTH was not asked for
     scheduling: SchedulingStats
 
 
@@ -175,7 +183,8 @@ class CoreSnapshot:
     config_yaml: str
     checksum: str
     extra_config: Mapping[str, str]
-    health: HealthReport
+    health: HealthReport | None  # None: HEALTH was not asked for
+    areas: frozenset[str]  # the optional parts this snapshot holds
 
     def partition(self, name: str) -> PartitionSnapshot | None:
         return next((p for p in self.partitions if p.name == name), None)

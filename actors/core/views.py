@@ -11,6 +11,10 @@ from actors.core.application import Application
 from actors.core.node import Node
 from actors.core.queue import Queue
 from actors.core.snapshot import (
+    ALL_AREAS,
+    APPLICATIONS,
+    HEALTH,
+    NODES,
     AllocationSnapshot,
     ApplicationSnapshot,
     AskSnapshot,
@@ -45,7 +49,7 @@ def application_snapshot(app: Application, shared: dict[str, AllocationSnapshot]
 
 def _shared(allocation: Allocation, shared: dict[str, AllocationSnapshot]) -> AllocationSnapshot:
     """One snapshot per allocation, whether a node or an application lists it, kept from one partition
-    snapshot to the next while the allocation is unchanged (so readers may cache what they made of it)."""
+    snapshot to the next while the allocation is unchanged (so a snapshot pays only for what changed)."""
     found = shared.get(allocation.key)
     if (found is None or found.resource is not allocation.resource or found.node_id != allocation.node_id
             or found.allocation_time != allocation.allocation_time):
@@ -86,30 +90,39 @@ def _cached(cache: dict, kind: str, key: str, version: int, build):
     return entry[1]
 
 
-def partition_snapshot(partition, stats: SchedulingStats) -> PartitionSnapshot:
+def _prune(cache: dict, kind: str, live) -> None:
+    for key in [k for k in cache if k[0] == kind and k[1] not in live]:
+        del cache[key]
+
+
+def partition_snapshot(partition, stats: SchedulingStats, areas: frozenset[str] = ALL_AREAS) -> PartitionSnapshot:
+    """The partition as readers see it; of the optional ``areas`` only those asked for are taken."""
     shared = partition.allocation_snapshots
     cache = partition.snapshot_cache
-    nodes = tuple(_cached(cache, "node", n.node_id, n.version, lambda n=n: node_snapshot(n, shared))
-                  for n in partition.nodes.values())
-    used = total(n.allocated + n.occupied for n in partition.nodes.values()) if partition.nodes else Resource()
-    apps = tuple(_cached(cache, "app", a.application_id, a.version, lambda a=a: application_snapshot(a, shared))
-                 for a in partition.apps.values())
-    terminated = tuple(_cached(cache, "app", a.application_id, a.version, lambda a=a: application_snapshot(a, shared))
-                       for a in partition.terminated.values())
-    live = {("node", k) for k in partition.nodes} | {("app", k) for k in partition.apps} | {
-        ("app", k) for k in partition.terminated}
-    for key in [k for k in cache if k not in live]:
-        del cache[key]
+    nodes = apps = terminated = None
+    if NODES in areas:
+        nodes = tuple(_cached(cache, "node", n.node_id, n.version, lambda n=n: node_snapshot(n, shared))
+                      for n in partition.nodes.values())
+        _prune(cache, "node", partition.nodes)
+    if APPLICATIONS in areas:
+        apps = tuple(_cached(cache, "app", a.application_id, a.version, lambda a=a: application_snapshot(a, shared))
+                     for a in partition.apps.values())
+        terminated = tuple(_cached(cache, "app", a.application_id, a.version,
+                                   lambda a=a: application_snapshot(a, shared))
+                           for a in partition.terminated.values())
+        _prune(cache, "app", partition.apps.keys() | partition.terminated.keys())
     if len(shared) > 2 * sum(len(n.allocations) + len(n.foreign) for n in partition.nodes.values()) + 1000:
         partition.allocation_snapshots = {key: shared[key] for n in partition.nodes.values()
                                           for key in (*n.allocations, *n.foreign) if key in shared}
-    by_state = Counter(a.state for a in apps + terminated)
+    live_apps = partition.apps.values()
+    used = total(n.allocated + n.occupied for n in partition.nodes.values()) if partition.nodes else Resource()
+    by_state = Counter(a.state for a in live_apps) + Counter(a.state for a in partition.terminated.values())
     config = partition.config
     return PartitionSnapshot(
         partition.name, partition.rm_id, "Active", partition.created, partition.total, used,
         percent(used, partition.total), config.node_sort_policy.type, dict(config.node_sort_policy.resource_weights),
-        config.preemption.enabled, len(nodes), dict(by_state), len(apps) + len(terminated),
-        sum(len(a.allocations) for a in apps),
+        config.preemption.enabled, len(partition.nodes), sum(1 for n in partition.nodes.values() if n.schedulable),
+        dict(by_state), len(partition.apps) + len(partition.terminated), sum(len(a.allocations) for a in live_apps),
         queue_snapshot(partition.queues.root, partition.name, config.preemption.enabled), apps, terminated, nodes,
         tuple(partition.placement.describe()), tuple(partition.usage.users()), tuple(partition.usage.groups()),
-        health.check(partition), stats)
+        health.check(partition) if HEALTH in areas else None, stats)
