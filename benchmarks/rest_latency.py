@@ -86,7 +86,7 @@ def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0) -> dict:
     for loader in loaders:
         loader.join(60)
     # Dumps of the final state through the same server, from fresh snapshots: the first right after
-    # the burst (everything changed since the last read), the second with nothing changed since.
+    # the burst (everything changed since the last read, if any), the second with nothing changed since.
     view.max_age, view.reader_share = 0.0, 0.0
     cold, size = dump_seconds(server.port)
     steady, _ = dump_seconds(server.port)
@@ -113,8 +113,9 @@ def main(argv=None) -> int:
               f"per CPU second of the scheduler process {loaded['cpu_rate']:.0f}, "
               f"ratio {loaded['cpu_rate'] / quiet['cpu_rate']:.2f}")
         print("    " + ", ".join(f"{path.rsplit('/', 1)[-1]} {rps:.1f} requests/s" for path, rps in loaded["rps"].items()))
-    print(f"  full state dump ({loaded['mb']:.1f} MiB): {loaded['cold']:.2f} s right after the burst, "
-          f"{loaded['steady']:.2f} s once nothing changed since the last read")
+    # The dumps of the run without load: the first process of the figures, nothing read before them.
+    print(f"  full state dump ({quiet['mb']:.1f} MiB): {quiet['cold']:.2f} s right after the burst, "
+          f"{quiet['steady']:.2f} s once nothing changed since the last read")
     return 0
 
 
