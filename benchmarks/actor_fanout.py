@@ -15,7 +15,7 @@ import resource
 import sys
 from collections import defaultdict
 
-from benchmarks_common import CONFIG, CountingCallback, feed
+from benchmarks_common import CONFIG, CountingCallback, clean_heap, feed
 
 from actors.base import Actor, message, stop_all
 from actors.core.scheduler import Scheduler
@@ -74,6 +74,7 @@ VARIANTS = {
 
 
 def run(nodes: int, asks: int, variant: str) -> dict:
+    clean_heap()
     key = VARIANTS[variant]
     callback = CountingCallback(asks) if key is None else TellingCallback(asks, key)
     scheduler = Scheduler(tick_interval=1.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -58,3 +59,9 @@ def feed(scheduler, nodes: int, asks: int) -> float:
             si_pb2.Allocation(allocationKey=f"a{app}-{i}", applicationID=f"app{app}", partitionName="default",
                               resourcePerAlloc=ask) for i in range(per_app)]))
     return first
+
+
+def clean_heap() -> None:
+    """Collect what earlier runs left, so a run does not pay for the previous scheduler's garbage
+    (with the scheduler's collector thresholds, a full collection may not come on its own for minutes)."""
+    gc.collect()

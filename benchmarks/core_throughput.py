@@ -12,7 +12,7 @@ import resource
 import sys
 import time
 
-from benchmarks_common import CONFIG, CountingCallback, feed
+from benchmarks_common import CONFIG, CountingCallback, clean_heap, feed
 
 from actors.base import stop_all
 from actors.core.scheduler import Scheduler
@@ -21,6 +21,7 @@ from si import si_pb2
 
 
 def run(nodes: int, asks: int) -> dict:
+    clean_heap()
     callback = CountingCallback(asks)
     scheduler = Scheduler(tick_interval=1.0)
     scheduler.register(si_pb2.RegisterResourceManagerRequest(rmID="bench", config=CONFIG), callback)

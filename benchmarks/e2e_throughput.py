@@ -17,6 +17,7 @@ CPU seconds of the scheduler process and of kubesim during the run.
 from __future__ import annotations
 
 import argparse
+import gc
 import multiprocessing
 import os
 import resource
@@ -122,6 +123,7 @@ def run(nodes: int, args: argparse.Namespace) -> dict:
     from actors.shim.predicates import KubernetesPredicates
     from actors.shim.service import SchedulerService
 
+    gc.collect()  # the previous size's scheduler is garbage: do not let this run pay for collecting it
     with tempfile.TemporaryDirectory() as scratch:
         kubeconfig = str(Path(scratch) / "kubeconfig")
         sim = start_kubesim(nodes, kubeconfig)

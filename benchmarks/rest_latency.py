@@ -6,7 +6,7 @@ process, as it does in the scheduler. The clients run in processes of their own,
 the figures measure what serving costs the scheduler, not what reading does.
 Two loads: dashboards (four clients per path polling every second) and a stress (one client per path
 asking back to back; on this 2-core machine those clients take CPU from the scheduler themselves).
-Run: ``python benchmarks/rest_latency.py [--nodes 5000 --asks 50000]``.
+Run: ``python benchmarks/rest_latency.py [--nodes 5000 --asks 50000 --rounds 3]``.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import http.client
 import multiprocessing
 import sys
 import time
+from statistics import median
 
-from benchmarks_common import CONFIG, CountingCallback, feed
+from benchmarks_common import CONFIG, CountingCallback, clean_heap, feed
 
 from actors.base import stop_all
 from actors.core.scheduler import Scheduler
@@ -59,6 +60,7 @@ def dump_seconds(port: int) -> tuple[float, int]:
 
 def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0) -> dict:
     """Allocate ``asks`` while ``clients`` processes per path poll /nodes and /queues every ``interval``."""
+    clean_heap()
     from si import si_pb2
 
     callback = CountingCallback(asks)
@@ -97,25 +99,41 @@ def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0) -> dict:
             "rps": {path: counter.value / elapsed for path, counter in counters.items()}}
 
 
+LOADS = (("dashboards (4 per path, every 1 s)", 4, 1.0), ("stress (1 per path, back to back)", 1, 0.0))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--asks", type=int, default=50_000)
+    parser.add_argument("--rounds", type=int, default=3, help="each load against its own quiet run; medians")
     args = parser.parse_args(argv)
     tune_collector()  # as the scheduler command does
-    quiet = run(args.nodes, args.asks)
-    print(f"{args.nodes} nodes, {args.asks} allocations; REST readers may take {READER_SHARE:.0%} of the time")
-    print(f"  without REST load: {quiet['rate']:6.0f} allocations/s ({quiet['cpu_rate']:.0f} per CPU second)")
-    for label, clients, interval in (("dashboards (4 per path, every 1 s)", 4, 1.0),
-                                     ("stress (1 per path, back to back)", 1, 0.0)):
-        loaded = run(args.nodes, args.asks, clients, interval)
-        print(f"  with {label}: {loaded['rate']:6.0f} allocations/s, ratio {loaded['rate'] / quiet['rate']:.2f}; "
-              f"per CPU second of the scheduler process {loaded['cpu_rate']:.0f}, "
-              f"ratio {loaded['cpu_rate'] / quiet['cpu_rate']:.2f}")
-        print("    " + ", ".join(f"{path.rsplit('/', 1)[-1]} {rps:.1f} requests/s" for path, rps in loaded["rps"].items()))
-    # The dumps of the run without load: the first process of the figures, nothing read before them.
-    print(f"  full state dump ({quiet['mb']:.1f} MiB): {quiet['cold']:.2f} s right after the burst, "
-          f"{quiet['steady']:.2f} s once nothing changed since the last read")
+    print(f"{args.nodes} nodes, {args.asks} allocations, {args.rounds} rounds; REST readers may take "
+          f"{READER_SHARE:.0%} of the time")
+    quiet_runs, ratios, cpu_ratios, loaded_runs = [], {}, {}, {}
+    for round_ in range(1, args.rounds + 1):
+        # A burst lasts seconds, so each load is set against a quiet run of the same round.
+        quiet = run(args.nodes, args.asks)
+        quiet_runs.append(quiet)
+        line = f"  round {round_}: without load {quiet['rate']:6.0f} allocations/s"
+        for label, clients, interval in LOADS:
+            loaded = run(args.nodes, args.asks, clients, interval)
+            loaded_runs.setdefault(label, []).append(loaded)
+            ratios.setdefault(label, []).append(loaded["rate"] / quiet["rate"])
+            cpu_ratios.setdefault(label, []).append(loaded["cpu_rate"] / quiet["cpu_rate"])
+            line += f"; {label.split()[0]} {loaded['rate']:6.0f} (ratio {ratios[label][-1]:.2f})"
+        print(line, flush=True)
+    print(f"  without REST load: {median(r['rate'] for r in quiet_runs):6.0f} allocations/s (median)")
+    for label, *_ in LOADS:
+        rps = {path: median(r["rps"][path] for r in loaded_runs[label]) for path in PATHS}
+        print(f"  with {label}: ratio {median(ratios[label]):.2f} (median; {min(ratios[label]):.2f} to "
+              f"{max(ratios[label]):.2f}); per CPU second of the scheduler process {median(cpu_ratios[label]):.2f}")
+        print("    " + ", ".join(f"{path.rsplit('/', 1)[-1]} {v:.1f} requests/s" for path, v in rps.items()))
+    # The dumps of the runs without load, nothing read before them.
+    print(f"  full state dump ({quiet_runs[0]['mb']:.1f} MiB): {median(r['cold'] for r in quiet_runs):.2f} s "
+          f"right after the burst, {median(r['steady'] for r in quiet_runs):.2f} s once nothing changed since "
+          f"the last read (medians)")
     return 0
 
 
