@@ -62,7 +62,8 @@ class SchedulerView:
         began = time.perf_counter()
         snapshot = self.scheduler.snapshot(age, areas)
         if snapshot is not self._current.get(areas):
-            self._current[areas], self._cost[areas] = snapshot, time.perf_counter() - began
+            # The cost first: ``spent`` may run on another thread as soon as the snapshot is current.
+            self._cost[areas], self._current[areas] = time.perf_counter() - began, snapshot
         return snapshot
 
     def spent(self, areas: frozenset[str], taken_at: int, seconds: float) -> None:
