@@ -54,12 +54,13 @@ class Outbox:
 
 
 class _Cycle:
-    """What one scheduling cycle learned: shapes no node takes, apps and queues with nothing to place."""
+    """What one scheduling cycle learned: shapes no node takes (and why), apps and queues with nothing
+    to place."""
 
     __slots__ = ("failed_shapes", "exhausted", "allocations")
 
     def __init__(self) -> None:
-        self.failed_shapes: set = set()
+        self.failed_shapes: dict = {}
         self.exhausted: set[int] = set()
         self.allocations = 0
 
@@ -517,7 +518,11 @@ class Partition:
         headroom = queue.headroom()
         user_headroom = self.usage.headroom(app.user, app.groups, queue.path)
         for ask in app.asks:
-            if ask.shape is not None and ask.shape in cycle.failed_shapes:
+            shape_failure = cycle.failed_shapes.get(ask.shape) if ask.shape is not None else None
+            if shape_failure is not None:
+                # Every pod waiting for this reason is told so, not only the first one of its shape.
+                if not ask.last_failure.startswith("no node"):
+                    self._note_failure(app, ask, shape_failure)
                 continue
             if not ask.attempted:
                 ask.attempted = True
@@ -531,7 +536,7 @@ class Partition:
             node, shape_decided = self._find_node(ask)
             if node is None:
                 if ask.shape is not None and shape_decided:
-                    cycle.failed_shapes.add(ask.shape)
+                    cycle.failed_shapes[ask.shape] = ask.last_failure
                 continue
             self._remove_ask(app, ask)
             ask.last_failure = ""

@@ -262,6 +262,19 @@ def test_an_impossible_ask_waits_with_a_reason(core_factory):
     assert core.callback.failures("app-0")[0].startswith("no node has room")
 
 
+def test_every_waiting_ask_of_one_shape_is_told_why_once(core_factory):
+    core = core_factory()
+    core.nodes(2, vcore=2000)
+    core.app("app", queue="root.q")
+    keys = core.asks("app", 7, vcore=1000)  # four fit; three of the same shape wait
+    core.settle()
+    waiting = sorted(set(keys) - {a.allocationKey for a in core.callback.new()})
+    assert len(waiting) == 3
+    for key in waiting:
+        assert len(core.callback.failures(key)) == 1, key
+        assert core.callback.failures(key)[0].startswith("no node has room"), key
+
+
 def test_removing_a_node_releases_its_allocations(core_factory):
     core = core_factory()
     core.nodes(1)
