@@ -6,6 +6,7 @@ import copy
 import re
 
 from kubesim import errors, patch
+from kubesim.paging import Pager, parse_limit
 from kubesim.resources import NAMESPACE, NODE, POD, Kind
 from kubesim.selectors import combine, field_selector, label_selector
 from kubesim.store import Store, now_rfc3339
@@ -27,6 +28,7 @@ class Api:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.pager = Pager()
 
     # Validation.
     def _validate(self, kind: Kind, obj: dict) -> None:
@@ -191,10 +193,19 @@ class Api:
         return 200, self.store.get(kind, namespace, name)
 
     def list(self, kind: Kind, namespace: str, query: dict) -> tuple[int, dict]:
-        matcher = combine(label_selector(query.get("labelSelector")), field_selector(query.get("fieldSelector")))
-        items, rv = self.store.list(kind, namespace, matcher)
-        return 200, {"kind": f"{kind.kind}List", "apiVersion": kind.group_version,
-                     "metadata": {"resourceVersion": str(rv)}, "items": items}
+        limit = parse_limit(query.get("limit"))
+        token = query.get("continue")
+        if token:
+            items, rv, token, remaining = self.pager.next(token, limit)
+        else:
+            matcher = combine(label_selector(query.get("labelSelector")), field_selector(query.get("fieldSelector")))
+            items, rv = self.store.list(kind, namespace, matcher)
+            items, rv, token, remaining = self.pager.first(items, rv, limit)
+        metadata = {"resourceVersion": str(rv)}
+        if token:
+            metadata["continue"], metadata["remainingItemCount"] = token, remaining
+        return 200, {"kind": f"{kind.kind}List", "apiVersion": kind.group_version, "metadata": metadata,
+                     "items": items}
 
     def watch(self, kind: Kind, namespace: str, query: dict):
         matcher = combine(label_selector(query.get("labelSelector")), field_selector(query.get("fieldSelector")))

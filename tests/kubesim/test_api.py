@@ -1,6 +1,8 @@
 """kubesim through the official client: CRUD, concurrency control, patches, status, errors."""
 
 import json
+import urllib.error
+import urllib.request
 
 import pytest
 from kubernetes import client
@@ -230,3 +232,30 @@ def test_discovery(kube_api):
     resources = {r.name for r in client.CoreV1Api(kube_api).get_api_resources().resources}
     assert {"pods", "pods/binding", "pods/status", "nodes", "configmaps"} <= resources
     assert client.VersionApi(kube_api).get_code().major == "1"
+
+
+def test_chunked_lists_are_ordered_consistent_and_resumable(core):
+    for index in (3, 0, 4, 1, 2):
+        core.create_namespaced_pod("default", pod(f"p{index}"))
+    first = core.list_namespaced_pod("default", limit=2)
+    assert [p.metadata.name for p in first.items] == ["p0", "p1"]
+    assert first.metadata.remaining_item_count == 3 and first.metadata._continue
+    core.create_namespaced_pod("default", pod("p5"))  # after the first page: not part of this list
+    core.delete_namespaced_pod("p4", "default")
+    second = core.list_namespaced_pod("default", limit=2, _continue=first.metadata._continue)
+    again = core.list_namespaced_pod("default", limit=2, _continue=first.metadata._continue)
+    assert [p.metadata.name for p in second.items] == [p.metadata.name for p in again.items] == ["p2", "p3"]
+    last = core.list_namespaced_pod("default", limit=2, _continue=second.metadata._continue)
+    assert [p.metadata.name for p in last.items] == ["p4"], "the list shows the cluster as of its first page"
+    assert not last.metadata._continue and not last.metadata.remaining_item_count
+    assert first.metadata.resource_version == second.metadata.resource_version == last.metadata.resource_version
+    assert len(core.list_namespaced_pod("default").items) == 5, "without a limit, one page"
+
+
+def test_an_unknown_continue_token_is_410_and_a_bad_limit_is_400(kubesim, core):
+    with pytest.raises(ApiException) as error:
+        core.list_namespaced_pod("default", _continue="no-such-list.2")
+    assert error.value.status == 410 and status_of(error.value)["reason"] == "Expired"
+    with pytest.raises(urllib.error.HTTPError) as bad:  # the official client would not send it
+        urllib.request.urlopen(f"{kubesim.url}/api/v1/namespaces/default/pods?limit=two")
+    assert bad.value.code == 400 and "limit" in json.loads(bad.value.read())["message"]

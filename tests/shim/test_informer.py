@@ -188,3 +188,14 @@ def test_concurrent_churn_is_delivered_exactly(kubesim, kube_api, shim_client):
     kubesim.faults.drop_watches()
     wait_for(lambda: in_sync(view, kubesim), timeout=30)
     stop(informer, inbox)
+
+
+def test_a_list_follows_continue_tokens_and_keeps_the_first_pages_resource_version(kubesim, kube_api, shim_client):
+    core = k8s.CoreV1Api(kube_api)
+    uids = {create_pod(core, f"p{i}") for i in range(7)}
+    lists_before = sum(r.verb == "list" and r.resource == "pods" for r in kubesim.request_log)
+    items, resource_version = shim_client.list("/api/v1/pods", page_size=3)
+    lists = sum(r.verb == "list" and r.resource == "pods" for r in kubesim.request_log) - lists_before
+    assert {item["metadata"]["uid"] for item in items} == uids
+    assert lists == 3, "seven pods in pages of three"
+    assert resource_version == core.list_pod_for_all_namespaces(limit=3).metadata.resource_version
