@@ -231,14 +231,18 @@ class UsageTracker:
                  "queues": self._queues_view(by_path, lambda level, g=group: level.groups.get(g))}
                 for group, by_path in sorted(self._groups.items())]
 
-    def _queues_view(self, by_path: dict[str, _Usage], limit_at) -> list[dict]:
-        entries = []
-        for path, usage in sorted(by_path.items()):
+    def _queues_view(self, by_path: dict[str, _Usage], limit_at) -> dict | None:
+        """The usage from root down, each queue with its ``children`` (upstream's ResourceUsage tree)."""
+        entries: dict[str, dict] = {}
+        for path, usage in sorted(by_path.items()):  # a parent sorts before its children
             level = self._levels.get(path)
             limit = limit_at(level) if level is not None else None
-            entries.append({
+            entry = entries[path] = {
                 "queuePath": path, "resourceUsage": usage.resource.as_dict(),
                 "runningApplications": sorted(usage.apps),
                 "maxResources": limit.max_resources.as_dict() if limit and limit.max_resources else None,
-                "maxApplications": limit.max_applications if limit else None})
-        return entries
+                "maxApplications": limit.max_applications if limit else None, "children": []}
+            parent = entries.get(path.rpartition(".")[0])
+            if parent is not None:
+                parent["children"].append(entry)
+        return entries.get("root")

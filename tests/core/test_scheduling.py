@@ -200,7 +200,7 @@ def test_user_limits_hold_and_extra_apps_wait(core_factory):
     assert core.callback.failures("eve-2-0")[-1] == "user eve: maxapplications limit reached in root.q"
     assert not core.callback.rejected_apps(), "over a limit an application waits; it is not rejected"
     usage = {u["userName"]: u for u in core.snapshot().partitions[0].user_usage}
-    assert usage["bob"]["queues"][-1]["resourceUsage"]["vcore"] == 2000
+    assert usage["bob"]["queues"]["resourceUsage"]["vcore"] == 2000
 
 
 def test_foreign_allocations_occupy_nodes_and_are_released(core_factory):

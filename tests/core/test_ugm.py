@@ -167,6 +167,13 @@ partitions:
     assert not usage.can_run_app("bob", [], "root.a.b")
 
 
+def flat(tree):
+    """The queues of a usage tree, parents before children."""
+    yield tree
+    for child in tree["children"]:
+        yield from flat(child)
+
+
 def test_usage_views():
     usage = tracker(a_limits="[{users: [bob], maxresources: {vcore: 4}, maxapplications: 3},"
                              " {groups: [dev], maxapplications: 9}]")
@@ -174,19 +181,20 @@ def test_usage_views():
     run(usage, "y", "bob", "root.d", vcore=1, groups=["ops"])
     [bob] = usage.users()
     assert bob["userName"] == "bob" and bob["groups"] == {"x": "dev", "y": ""}
-    by_path = {q["queuePath"]: q for q in bob["queues"]}
-    assert sorted(by_path) == ["root", "root.a", "root.a.b", "root.d"]
+    by_path = {q["queuePath"]: q for q in flat(bob["queues"])}
+    assert list(by_path) == ["root", "root.a", "root.a.b", "root.d"]
+    assert [c["queuePath"] for c in bob["queues"]["children"]] == ["root.a", "root.d"], "nested as upstream"
     assert by_path["root"]["resourceUsage"] == {"vcore": 3 * CORE}
     assert by_path["root"]["runningApplications"] == ["x", "y"]
     assert by_path["root.a"]["maxResources"] == {"vcore": 4 * CORE} and by_path["root.a"]["maxApplications"] == 3
     assert by_path["root.a.b"]["maxResources"] is None
     [dev] = usage.groups()
     assert dev["groupName"] == "dev" and dev["applications"] == ["x"]
-    assert [q["queuePath"] for q in dev["queues"]] == ["root", "root.a", "root.a.b"]
-    assert dev["queues"][1]["maxApplications"] == 9
+    assert [q["queuePath"] for q in flat(dev["queues"])] == ["root", "root.a", "root.a.b"]
+    assert dev["queues"]["children"][0]["maxApplications"] == 9
     usage.released("x", Resource.of(vcore=2 * CORE))
     usage.app_removed("x")
-    assert [q["queuePath"] for q in usage.users()[0]["queues"]] == ["root", "root.d"]
+    assert [q["queuePath"] for q in flat(usage.users()[0]["queues"])] == ["root", "root.d"]
     assert usage.groups() == []
 
 

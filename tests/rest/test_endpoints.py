@@ -218,7 +218,11 @@ def test_full_state_dump_and_usage(rest):
     status, users = client.get("/ws/v1/partition/default/usage/users")
     assert status == 200 and users[0]["userName"] == "alice"
     status, user = client.get("/ws/v1/partition/default/usage/user/alice")
-    assert status == 200 and user["queues"][-1]["resourceUsage"]["vcore"] == 3000
+    assert status == 200 and user["queues"]["queuePath"] == "root"
+    leaf = user["queues"]
+    while leaf["children"]:
+        leaf = leaf["children"][0]
+    assert leaf["resourceUsage"]["vcore"] == 3000
     status, rules = client.get("/ws/v1/partition/default/placementrules")
     assert status == 200 and rules[-1]["name"] == "recovery"
 
