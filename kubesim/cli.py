@@ -25,16 +25,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
+    # Handlers first: whoever reads the line below may signal at once.
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     sim = KubeSim(host=args.host, port=args.port, kubelet_delay=args.kubelet_delay).start()
     if args.nodes:
         sim.seed_nodes(args.nodes, cpu=args.node_cpu, memory=args.node_memory)
     if args.kubeconfig_out:
         sim.write_kubeconfig(args.kubeconfig_out)
     print(f"kubesim serving at {sim.url} with {args.nodes} nodes", flush=True)
-
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
     stop.wait()
     sim.stop()
     return 0
