@@ -58,8 +58,13 @@ def test_queue_quota_keeps_extra_pods_pending_with_a_reason(cluster):
     waiting = [n for n in names if not cluster.bound(n)]
     wait_for(lambda: all(cluster.events("FailedScheduling", n) for n in waiting))
     assert "root.small" in cluster.events("FailedScheduling", waiting[0])[0].message
-    conditions = cluster.core_api.read_namespaced_pod_status(waiting[0], "default").status.conditions
-    assert any(c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable" for c in conditions)
+
+    def unschedulable(name):  # the condition is written apart from the event, maybe after it
+        conditions = cluster.core_api.read_namespaced_pod_status(name, "default").status.conditions or []
+        return any(c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+                   for c in conditions)
+
+    wait_for(lambda: all(unschedulable(n) for n in waiting), message="PodScheduled=False on the waiting pods")
     assert sum(cluster.bound(n) for n in names) == 3
     cluster.assert_consistent()
 
