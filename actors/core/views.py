@@ -105,11 +105,11 @@ def partition_snapshot(partition, stats: SchedulingStats, areas: frozenset[str] 
                       for n in partition.nodes.values())
         _prune(cache, "node", partition.nodes)
     if APPLICATIONS in areas:
-        apps = tuple(_cached(cache, "app", a.application_id, a.version, lambda a=a: application_snapshot(a, shared))
-                     for a in partition.apps.values())
-        terminated = tuple(_cached(cache, "app", a.application_id, a.version,
-                                   lambda a=a: application_snapshot(a, shared))
-                           for a in partition.terminated.values())
+        def app_snapshot(a: Application) -> ApplicationSnapshot:
+            return _cached(cache, "app", a.application_id, a.version, lambda: application_snapshot(a, shared))
+
+        apps = tuple(map(app_snapshot, partition.apps.values()))
+        terminated = tuple(map(app_snapshot, partition.terminated.values()))
         _prune(cache, "app", partition.apps.keys() | partition.terminated.keys())
     if len(shared) > 2 * sum(len(n.allocations) + len(n.foreign) for n in partition.nodes.values()) + 1000:
         partition.allocation_snapshots = {key: shared[key] for n in partition.nodes.values()
