@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import re
 
 from kubesim import errors, patch
 from kubesim.paging import Pager, parse_limit
 from kubesim.resources import NAMESPACE, NODE, POD, Kind
 from kubesim.selectors import combine, field_selector, label_selector
-from kubesim.store import Store, now_rfc3339
+from kubesim.store import Store, clone, now_rfc3339
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -108,7 +107,7 @@ class Api:
                                       {"name": name, "kind": "pods/binding"})
             if pod["metadata"].get("deletionTimestamp"):
                 raise errors.conflict(POD, name, "pod is being deleted")
-            updated = copy.deepcopy(pod)
+            updated = clone(pod)
             updated["spec"]["nodeName"] = target
             conditions = [c for c in updated["status"].get("conditions", []) if c.get("type") != "PodScheduled"]
             conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
@@ -132,7 +131,7 @@ class Api:
     def _merge_write(self, kind: Kind, current: dict, new: dict, subresource: str) -> dict:
         """What a write may change: ``/status`` writes only status; the main resource never writes status."""
         if subresource == "status":
-            merged = copy.deepcopy(current)
+            merged = clone(current)
             merged["status"] = new.get("status", {})
             if "resourceVersion" in (new.get("metadata") or {}):
                 merged["metadata"]["resourceVersion"] = new["metadata"]["resourceVersion"]

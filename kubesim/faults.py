@@ -72,12 +72,16 @@ class Faults:
             self._latencies.clear()
             self._gone.clear()
 
-    # Used by the server.
+    # Used by the server, on every request: an empty plan answers without taking the lock.
     def delay_for(self, verb: str, resource: str, namespace: str | None) -> float:
+        if not self._latencies:
+            return 0.0
         with self._lock:
             return sum(r.seconds for r in self._latencies if r.matches(verb, resource, namespace))
 
     def failure_for(self, verb: str, resource: str, namespace: str | None) -> ApiError | None:
+        if not self._failures:
+            return None
         with self._lock:
             for rule in self._failures:
                 if rule.matches(verb, resource, namespace):
@@ -92,10 +96,14 @@ class Faults:
         return None
 
     def take_gone(self, resource: str) -> bool:
+        if not self._gone:
+            return False
         with self._lock:
             for key in (resource, "*"):
                 if self._gone.get(key, 0) > 0:
                     self._gone[key] -= 1
+                    if not self._gone[key]:
+                        del self._gone[key]
                     return True
         return False
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import heapq
 import threading
 import time
 
 from kubesim import errors
 from kubesim.resources import POD
-from kubesim.store import Event, Store, now_rfc3339
+from kubesim.store import Event, Store, clone, now_rfc3339
 
 
 class Kubelets:
@@ -62,7 +61,7 @@ def set_phase(store: Store, namespace: str, name: str, phase: str, uid: str | No
             return None
         if uid is not None and pod["metadata"]["uid"] != uid:
             return None
-        updated = copy.deepcopy(pod)
+        updated = clone(pod)
         status = updated.setdefault("status", {})
         status["phase"] = phase
         now = now_rfc3339()

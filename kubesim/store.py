@@ -9,11 +9,13 @@ from __future__ import annotations
 import copy
 import queue
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+
+import orjson
 
 from kubesim import errors
 from kubesim.resources import Kind
@@ -21,8 +23,21 @@ from kubesim.resources import Kind
 Key = tuple[str, str, str]  # (plural, namespace, name)
 
 
+def clone(obj: dict) -> dict:
+    """A deep copy of a stored object, to modify and store anew. Stored objects are plain JSON data,
+    so an orjson round trip copies them (about ten times faster than ``copy.deepcopy``)."""
+    return orjson.loads(orjson.dumps(obj))
+
+
+_stamp = (0, "")  # (second, its RFC 3339 text): a burst of writes formats each second once
+
+
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _stamp
+    second = int(time.time())
+    if _stamp[0] != second:
+        _stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
+    return _stamp[1]
 
 
 @dataclass(slots=True)

@@ -1,0 +1,154 @@
+"""The shim's lean HTTP transport against a real local HTTP(S) server with scripted answers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import socket
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from kubernetes import client as k8s
+
+from actors.shim.transport import FastTransport, TransportError
+from webhook.pki import generate_ca, generate_server_certificate
+
+
+class Scripted(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
+        pass
+
+    def do_GET(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        if self.path == "/chunked":
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in (b'{"a": ', b'[1, 2, 3]', b"}"):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+        elif self.path == "/busy":
+            self._answer(429, b'{"reason": "TooManyRequests"}', {"Retry-After": "7"}, "Too Many Requests")
+        elif self.path == "/close":
+            self._answer(200, b"{}", {"Connection": "close"})
+            self.close_connection = True
+        elif self.path == "/cut":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"partial")
+            self.wfile.flush()
+            self.close_connection = True
+        else:
+            echo = {"method": self.command, "path": self.path, "port": self.client_address[1],
+                    "authorization": self.headers.get("Authorization"), "body": body.decode()}
+            self._answer(200, json.dumps(echo).encode())
+
+    do_POST = do_GET
+
+    def _answer(self, status: int, body: bytes, headers: dict | None = None, reason: str | None = None):
+        self.send_response(status, reason)
+        for name, value in {"Content-Type": "application/json", "Content-Length": str(len(body)),
+                            **(headers or {})}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def transport_for(host: str, **settings) -> FastTransport:
+    configuration = k8s.Configuration(host=host, api_key={"authorization": "secret-token"},
+                                      api_key_prefix={"authorization": "Bearer"})
+    for name, value in settings.items():
+        setattr(configuration, name, value)
+    return FastTransport(k8s.ApiClient(configuration), timeout=5.0)
+
+
+def get(transport: FastTransport, path: str, body: bytes | None = None, method: str = "GET",
+        query: list[tuple[str, str]] | None = None):
+    return transport.exchange(method, path, query, body, {"Accept": "application/json"})
+
+
+def test_requests_share_one_kept_alive_connection_with_auth_query_and_body(server):
+    transport = transport_for(f"http://127.0.0.1:{server.server_port}/prefix")
+    status, reason, _, data = get(transport, "/echo", b'{"x": 1}', "POST", [("watch", "true"), ("q", "a b")])
+    first = json.loads(data)
+    assert (status, reason) == (200, "OK")
+    assert first["method"] == "POST" and first["body"] == '{"x": 1}'
+    assert first["path"] == "/prefix/echo?watch=true&q=a+b"
+    assert first["authorization"] == "Bearer secret-token"
+    second = json.loads(get(transport, "/echo")[3])
+    assert second["port"] == first["port"] and second["body"] == ""
+
+
+def test_a_chunked_body_is_joined(server):
+    transport = transport_for(f"http://127.0.0.1:{server.server_port}")
+    assert json.loads(get(transport, "/chunked")[3]) == {"a": [1, 2, 3]}
+    assert get(transport, "/echo")[0] == 200  # the connection is still usable after the last chunk
+
+
+def test_status_reason_and_retry_after_are_reported(server):
+    transport = transport_for(f"http://127.0.0.1:{server.server_port}")
+    status, reason, retry_after, data = get(transport, "/busy")
+    assert (status, reason, retry_after) == (429, "Too Many Requests", "7")
+    assert json.loads(data) == {"reason": "TooManyRequests"}
+
+
+def test_connection_close_from_the_server_opens_a_new_connection_next_time(server):
+    transport = transport_for(f"http://127.0.0.1:{server.server_port}")
+    before = json.loads(get(transport, "/echo")[3])["port"]
+    assert get(transport, "/close")[0] == 200
+    assert json.loads(get(transport, "/echo")[3])["port"] != before
+
+
+def test_a_response_cut_short_is_a_transport_error_and_the_next_request_reconnects(server):
+    transport = transport_for(f"http://127.0.0.1:{server.server_port}")
+    with pytest.raises(TransportError, match="GET /cut"):
+        get(transport, "/cut")
+    assert get(transport, "/echo")[0] == 200
+
+
+def test_a_refused_connection_is_a_transport_error():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # bound but not listening: connecting is refused
+        with pytest.raises(TransportError, match="ConnectionRefusedError"):
+            get(transport_for(f"http://127.0.0.1:{port}"), "/echo")
+
+
+@pytest.fixture
+def tls_server(server, tmp_path):
+    now = dt.datetime.now(dt.UTC)
+    ca = generate_ca(now, dt.timedelta(days=1), key_bits=2048)
+    served = generate_server_certificate(ca, "localhost", "default", now)
+    (tmp_path / "server.pem").write_bytes(served.pem)
+    (tmp_path / "ca.pem").write_bytes(ca.cert_pem)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "server.pem")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    return server, str(tmp_path / "ca.pem")
+
+
+def test_https_verifies_the_server_against_the_configured_ca(tls_server, tmp_path):
+    server, ca_file = tls_server
+    transport = transport_for(f"https://localhost:{server.server_port}", ssl_ca_cert=ca_file)
+    first = json.loads(get(transport, "/echo")[3])
+    assert first["authorization"] == "Bearer secret-token"
+    assert json.loads(get(transport, "/echo")[3])["port"] == first["port"]
+
+    other = generate_ca(dt.datetime.now(dt.UTC), dt.timedelta(days=1), key_bits=2048)
+    (tmp_path / "other.pem").write_bytes(other.cert_pem)
+    stranger = transport_for(f"https://localhost:{server.server_port}", ssl_ca_cert=str(tmp_path / "other.pem"))
+    with pytest.raises(TransportError, match="CERTIFICATE_VERIFY_FAILED"):
+        get(stranger, "/echo")
