@@ -13,10 +13,11 @@ supported; they are dropped here (logged once per pod at debug level).
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+import orjson
 
 from actors.shim.keys import HOSTNAME_LABEL
 
@@ -138,7 +139,7 @@ def encode(spec: Mapping, namespace: str) -> str:
         document["antiAffinity"] = anti
     if not document:
         return ""
-    text = json.dumps(document, separators=(",", ":"), sort_keys=True)
+    text = orjson.dumps(document, option=orjson.OPT_SORT_KEYS).decode()
     decode(text)  # refuse now what could not be compiled later
     return text
 
@@ -194,13 +195,13 @@ def _anti_affinity_json(affinity: Mapping, namespace: str) -> list:
 
 # ---- from the tag to compiled constraints --------------------------------------------------------
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=16384)  # bound pods carry their node's name: one tag per node and shape
 def decode(text: str) -> Constraints:
     """Compile a constraints tag; ``""`` is no constraint. Raises ``ConstraintError`` if malformed."""
     if not text:
         return NONE
     try:
-        document = json.loads(text)
+        document = orjson.loads(text)
     except ValueError as error:
         raise ConstraintError(f"constraints tag is not JSON: {error}") from None
     if not isinstance(document, dict):
@@ -287,4 +288,4 @@ def parse_taints(text: str) -> tuple[Taint, ...]:
 
 @functools.lru_cache(maxsize=4096)
 def _parse_taints(text: str) -> tuple[Taint, ...]:
-    return tuple(Taint(t.get("key", ""), t.get("value", ""), t["effect"]) for t in json.loads(text))
+    return tuple(Taint(t.get("key", ""), t.get("value", ""), t["effect"]) for t in orjson.loads(text))

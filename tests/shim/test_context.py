@@ -2,6 +2,7 @@
 Kubernetes events out (the core is a recording double here; tests/shim/test_integration.py uses the real one)."""
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -13,7 +14,7 @@ from actors.shim.informer import Added, Changes, Deleted, Listed, Updated
 from actors.shim.nodes import parse_node
 from actors.shim.objects import parse_configmap, parse_namespace, parse_priority_class
 from actors.shim.pods import parse_pod
-from actors.shim.state import ShimStateRequest, StateBoard
+from actors.shim.state import PLACED, ShimStateRequest, StateBoard
 from si import si_pb2
 from si.resources import Resource
 from tests.shim.doubles import Inbox, RecordingCore, inbox_messages, wait_for
@@ -42,7 +43,11 @@ class Shim:
         return self.state()
 
     def state(self):
-        return self.ref.ask(ShimStateRequest())
+        """The context's snapshot, whose per-node pod counts (kept as pods change) must equal a recount."""
+        snapshot = self.ref.ask(ShimStateRequest())
+        placed = Counter(p.node for p in snapshot.pods if p.state in PLACED)
+        assert {n.name: n.pods for n in snapshot.nodes} == {n.name: placed[n.name] for n in snapshot.nodes}
+        return snapshot
 
     def change(self, kind, *changes):
         self.ref.tell(Changes(kind, tuple(changes)))
