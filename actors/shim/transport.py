@@ -90,9 +90,9 @@ class FastTransport:
         lines.append(b"Content-Length: %d\r\n\r\n" % len(body) if body is not None else b"\r\n")
         if body is not None:
             lines.append(body)
-        connection = self._connection(method, path)
         response = _Response()
         try:
+            connection = self._connection()
             connection.sendall(b"".join(lines))
             while not response.complete:
                 data = connection.recv(RECEIVE_SIZE)
@@ -113,16 +113,13 @@ class FastTransport:
             connection.close()
             self._local.connection = None
 
-    def _connection(self, method: str, path: str) -> socket.socket:
+    def _connection(self) -> socket.socket:
         connection = getattr(self._local, "connection", None)
         if connection is None:
-            try:
-                connection = socket.create_connection((self._host, self._port), timeout=self._timeout)
-                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                if self._ssl is not None:
-                    connection = self._ssl.wrap_socket(connection, server_hostname=self._host)
-            except OSError as error:
-                raise TransportError(f"{method} {path}: {type(error).__name__}: {error}") from None
+            connection = socket.create_connection((self._host, self._port), timeout=self._timeout)
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._ssl is not None:
+                connection = self._ssl.wrap_socket(connection, server_hostname=self._host)
             self._local.connection = connection
         return connection
 
