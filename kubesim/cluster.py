@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections import deque
 from typing import NamedTuple
@@ -12,7 +11,7 @@ from kubesim.faults import Faults
 from kubesim.kubelet import Kubelets, set_phase
 from kubesim.resources import NAMESPACE, NODE
 from kubesim.server import Server
-from kubesim.store import Store, Watcher, now_rfc3339
+from kubesim.store import Store, Watcher, clone, now_rfc3339
 
 
 class RequestRecord(NamedTuple):
@@ -132,7 +131,7 @@ class KubeSim:
     def objects(self, plural: str, namespace: str | None = None) -> list[dict]:
         """Deep copies of the stored objects of one kind (for assertions)."""
         with self.store.lock:
-            return [copy.deepcopy(obj) for (kind, ns, _), obj in self.store.objects.items()
+            return [clone(obj) for (kind, ns, _), obj in self.store.objects.items()
                     if kind == plural and (namespace is None or ns == namespace)]
 
     # Used by the server.
