@@ -2,7 +2,8 @@
 
 - **Messages** are SI protobuf messages or small frozen dataclasses declared with :func:`message`;
   never bare dicts, so every boundary has a named, typed, immutable shape.
-- **Actors** derive from :class:`Actor` (a pykka ``ThreadingActor``) and handle ``Msg`` in ``on_Msg``.
+- **Actors** derive from :class:`Actor` (a pykka ``ThreadingActor``) or, when there are thousands of
+  them, :class:`PooledActor` (run on a shared dispatcher), and handle ``Msg`` in ``on_Msg``.
   Failures are logged with the actor's name and reported to the supervisor callback given at start,
   so a crash never silently stops part of the scheduler.
 - **Life cycle**: :func:`stop_all` stops every actor (tests assert none is left; see
@@ -17,6 +18,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pykka
+
+from actors import dispatch
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -38,15 +41,8 @@ class ActorFailed:
 Supervisor = Callable[[ActorFailed], None]
 
 
-class Actor(pykka.ThreadingActor):
-    """A pykka thread actor that dispatches typed messages and reports its failures.
-
-    ``tell(Msg(...))`` runs ``on_Msg(msg)``. An exception from an ``ask`` goes back to the asker (as
-    pykka does); one from a ``tell`` stops the actor, as pykka does, and :meth:`on_failure` reports it
-    with the actor's name to ``supervisor``, so a crash is always visible (logs, health, REST).
-    """
-
-    use_daemon_thread = True
+class _Conventions:
+    """Typed dispatch and failure reports, shared by both kinds of actor below."""
 
     def __init__(self, supervisor: Supervisor | None = None) -> None:
         super().__init__()
@@ -69,6 +65,22 @@ class Actor(pykka.ThreadingActor):
                 self._supervisor(ActorFailed(self.name, repr(exception_value)))
             except Exception:  # a broken supervisor must not hide the first failure
                 log.exception("supervisor of %s failed", self.name)
+
+
+class Actor(_Conventions, pykka.ThreadingActor):
+    """An actor on a thread of its own, for actors that wait (network I/O, timers) or are few.
+
+    ``tell(Msg(...))`` runs ``on_Msg(msg)``. An exception from an ``ask`` goes back to the asker (as
+    pykka does); one from a ``tell`` stops the actor, as pykka does, and :meth:`on_failure` reports it
+    with the actor's name to ``supervisor``, so a crash is always visible (logs, health, REST).
+    """
+
+    use_daemon_thread = True
+
+
+class PooledActor(_Conventions, dispatch.PooledActor):
+    """An actor with the same conventions run on a shared :class:`~actors.dispatch.Dispatcher`, for
+    the thousands of node and application actors; its handlers must not block."""
 
 
 def live_actors() -> list[pykka.ActorRef]:

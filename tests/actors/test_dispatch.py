@@ -1,0 +1,197 @@
+"""Pooled actors keep pykka's semantics on a few shared threads: order, one message at a time,
+fairness, failures, stop, and the registry."""
+
+import threading
+
+import pykka
+import pytest
+
+from actors.base import ActorFailed, PooledActor, message
+from actors.dispatch import Dispatcher
+from tests.waiting import wait_for
+
+
+@message
+class Note:
+    sender: int
+    seq: int
+
+
+@message
+class Seen:
+    pass
+
+
+@message
+class Hold:
+    release: threading.Event
+
+
+@message
+class Explode:
+    pass
+
+
+@pytest.fixture
+def pool():
+    dispatcher = Dispatcher("test", workers=4, slice_=8)
+    yield dispatcher
+    pykka.ActorRegistry.stop_all()
+    dispatcher.shutdown()
+
+
+def pooled(pool):
+    class Recorder(PooledActor):
+        """Records notes; fails the test run if two workers ever run it at once."""
+
+        def __init__(self, trace=None, supervisor=None):
+            super().__init__(supervisor)
+            self.trace = trace if trace is not None else []
+            self.notes = []
+            self.inside = threading.Lock()
+            self.overlaps = 0
+
+        def on_Note(self, msg):
+            if not self.inside.acquire(blocking=False):
+                self.overlaps += 1
+                return
+            try:
+                self.notes.append((msg.sender, msg.seq))
+                self.trace.append("busy")
+            finally:
+                self.inside.release()
+
+        def on_Seen(self, msg):
+            self.trace.append("idle")
+            return list(self.notes), self.overlaps
+
+        def on_Hold(self, msg):
+            msg.release.wait(10)
+            return "held"
+
+        def on_Explode(self, msg):
+            raise RuntimeError("boom")
+
+    Recorder.pool = pool
+    return Recorder
+
+
+def test_mailbox_order_is_kept_per_sender_and_one_message_runs_at_a_time(pool):
+    recorders = [pooled(pool).start() for _ in range(20)]
+    senders, per_sender = 6, 500
+
+    def send(sender):
+        for seq in range(per_sender):
+            for ref in recorders:
+                ref.tell(Note(sender, seq))
+
+    threads = [threading.Thread(target=send, args=(s,)) for s in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for ref in recorders:
+        notes, overlaps = ref.ask(Seen())
+        assert overlaps == 0
+        assert len(notes) == senders * per_sender
+        for sender in range(senders):
+            assert [seq for s, seq in notes if s == sender] == list(range(per_sender))
+
+
+def test_an_idle_actor_waits_at_most_one_slice_behind_a_busy_one():
+    single = Dispatcher("fair", workers=1, slice_=4)
+    try:
+        actor = pooled(single)
+        trace = []
+        busy, idle = actor.start(trace), actor.start(trace)
+        gate = threading.Event()
+        busy.tell(Hold(gate))  # holds the only worker until the backlog and the ask are queued
+        for seq in range(1_000):
+            busy.tell(Note(0, seq))
+        answer = idle.ask(Seen(), block=False)
+        gate.set()
+        answer.get(timeout=10)
+        assert busy.ask(Seen(), timeout=10)[0] == [(0, seq) for seq in range(1_000)]
+        # The busy actor's turn was Hold plus three notes; then the idle actor's ask was answered.
+        assert trace.index("idle") == 3
+    finally:
+        pykka.ActorRegistry.stop_all()
+        single.shutdown()
+
+
+def test_2000_actors_run_on_the_dispatchers_threads(pool):
+    before = threading.active_count()
+    refs = [pooled(pool).start() for _ in range(2_000)]
+    for ref in refs:
+        ref.tell(Note(0, 1))
+    futures = [ref.ask(Seen(), block=False) for ref in refs]
+    assert all(f.get(timeout=30)[0] == [(0, 1)] for f in futures)
+    assert threading.active_count() == before
+    assert sum(1 for r in pykka.ActorRegistry.get_all() if r.actor_class.__name__ == "Recorder") == 2_000
+    assert pool.stats().messages >= 4_000 and pool.stats().busy_seconds > 0
+
+
+def test_an_ask_failure_goes_to_the_asker_and_the_actor_lives_on(pool):
+    ref = pooled(pool).start()
+    with pytest.raises(RuntimeError, match="boom"):
+        ref.ask(Explode())
+    assert ref.ask(Seen()) == ([], 0)
+
+
+def test_a_tell_failure_stops_the_actor_reports_it_and_fails_queued_asks(pool):
+    reports, reported = [], threading.Event()
+
+    def supervisor(failure):
+        reports.append(failure)
+        reported.set()
+
+    ref = pooled(pool).start(supervisor=supervisor)
+    gate = threading.Event()
+    ref.tell(Hold(gate))
+    ref.tell(Explode())
+    queued = ref.ask(Seen(), block=False)
+    gate.set()
+    assert reported.wait(10)
+    assert isinstance(reports[0], ActorFailed) and "boom" in reports[0].error
+    with pytest.raises(pykka.ActorDeadError):
+        queued.get(timeout=10)
+    assert not ref.is_alive()
+    with pytest.raises(pykka.ActorDeadError):
+        ref.ask(Seen())
+
+
+def test_stop_while_busy_handles_what_came_before_and_refuses_what_came_after(pool):
+    stopped = threading.Event()
+
+    class Stopping(pooled(pool)):
+        def on_stop(self):
+            stopped.set()
+
+    ref = Stopping.start()
+    gate = threading.Event()
+    held = ref.ask(Hold(gate), block=False)
+    ref.tell(Note(0, 1))
+    before = ref.ask(Seen(), block=False)
+    stopping = ref.stop(block=False)
+    after = ref.ask(Seen(), block=False)
+    gate.set()
+    assert held.get(timeout=10) == "held"
+    assert before.get(timeout=10) == ([(0, 1)], 0)
+    stopping.get(timeout=10)
+    assert stopped.is_set()
+    with pytest.raises(pykka.ActorDeadError):
+        after.get(timeout=10)
+    assert ref not in pykka.ActorRegistry.get_all()
+    assert ref.stop() is False  # stopping a stopped actor is allowed, and says so
+
+
+def test_proxies_and_the_registry_work_as_for_thread_actors(pool):
+    ref = pooled(pool).start()
+    proxy = ref.proxy()
+    assert proxy.notes.get() == []
+    ref.tell(Note(1, 2))
+    assert proxy.on_Seen(Seen()).get() == ([(1, 2)], 0)
+    assert pykka.ActorRegistry.get_by_urn(ref.actor_urn) is ref
+    pykka.ActorRegistry.stop_all(block=True)
+    assert not ref.is_alive()
+    wait_for(lambda: pool.stats().run_queue == 0, 5)
