@@ -48,14 +48,25 @@ from actors.shim.lifecycle import (
     StateMachine,
     TaskState,
 )
+from actors.shim.messages import (
+    FlushToCore,
+    NodeChanged,
+    NodeDeleted,
+    NodeGone,
+    NodeRecovered,
+    PlacedPod,
+    PodsLeft,
+    PodsOnNode,
+    Registered,
+    Settle,
+    ToCore,
+)
+from actors.shim.nodeactor import NodeActor
 from actors.shim.nodes import NodeRecord
-from actors.shim.outbox import Outbox
 from actors.shim.pods import FAILED, PodRecord
 from actors.shim.schedconfig import SchedulerConfigError, ShimConfig, merge
 from actors.shim.state import (
-    FOREIGN,
     AppView,
-    NodeView,
     PodView,
     PodViews,
     RecoveryProgress,
@@ -63,6 +74,7 @@ from actors.shim.state import (
     ShimStateSnapshot,
     StateBoard,
 )
+from actors.shim.ticker import Alarms
 from si import constants, si_pb2
 
 log = logging.getLogger(__name__)
@@ -76,10 +88,13 @@ _CORE_APP_EVENTS = {"Accepted": ("accept",), "Starting": ("run",), "Running": ("
 
 @dataclass(frozen=True, slots=True)
 class Connect:
-    """Tell the context where the binder and the event recorder are (sent once, before informers start)."""
+    """Tell the context where the binder, the event recorder and the core outlet are, and the alarms
+    its node actors use (sent once, before informers start)."""
 
     binder: pykka.ActorRef
     recorder: pykka.ActorRef
+    outlet: pykka.ActorRef
+    alarms: Alarms
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,26 +114,26 @@ class Publish:
 
 @dataclass(frozen=True, slots=True)
 class ContextSettings:
-    """``namespace`` is the scheduler's (where its configmaps live); ``recovery_batch`` allocations go
-    to the core per confirmed recovery step. ``plugin_mode``: kube-scheduler binds (see ``handoff``),
+    """``namespace`` is the scheduler's (where its configmaps live). ``node_lost_after``: seconds a node may stay NotReady before it counts as lost. ``plugin_mode``: kube-scheduler binds (see ``handoff``),
     and only pods that name their application are YuniKorn's; the others are left to kube-scheduler."""
 
     namespace: str = "default"
-    recovery_batch: int = 1000
     required_kinds: frozenset[str] = ALL_KINDS
     plugin_mode: bool = False
+    node_lost_after: float = 300.0
 
 
 class Task:
     """A YuniKorn pod and its state; its view in ``views`` (for snapshots) follows every transition."""
 
-    __slots__ = ("pod", "machine", "node", "views")
+    __slots__ = ("pod", "machine", "node", "views", "placed_by_core")
 
     def __init__(self, pod: PodRecord, views: PodViews) -> None:
         self.pod = pod
         self.machine = StateMachine(TASK_TRANSITIONS, TaskState.NEW, f"task {pod.full_name}")
         self.node = ""
         self.views = views
+        self.placed_by_core = False
         views.show(self._view())
 
     @property
@@ -133,6 +148,7 @@ class Task:
         state = self.machine.fire(event)
         if node is not None:
             self.node = node
+            self.placed_by_core = event == "allocate"
         self.views.show(self._view())
         return state
 
@@ -165,40 +181,45 @@ class ShimContext(pykka.ThreadingActor):
         self._machine = StateMachine(SCHEDULER_TRANSITIONS, SchedulerState.NEW, "scheduler")
         self._binder: pykka.ActorRef | None = None
         self._recorder: pykka.ActorRef | None = None
+        self._outlet: pykka.ActorRef | None = None
+        self._alarms: Alarms | None = None
         self._listed: set[str] = set()
         self._nodes: dict[str, NodeRecord] = {}
-        self._schedulable: dict[str, bool] = {}
+        self._node_actors: dict[str, pykka.ActorRef] = {}
+        self._node_mail: dict[str, list[Any]] = {}
         self._namespaces: dict[str, Any] = {}
         self._priority_classes: dict[str, int] = {}
         self._configmaps: dict[str, Any] = {}
         self._pods: dict[str, PodRecord] = {}
         self._tasks: dict[str, Task] = {}
         self._apps: dict[str, App] = {}
-        self._foreign: dict[str, PodRecord] = {}
-        self._orphans: dict[str, dict[str, PodRecord]] = defaultdict(dict)
         self._config: ShimConfig | None = None
-        self._outbox = Outbox("")
+        self._to_core: list[Any] = []
         self._binds: list[BindRequest] = []
         self._feedback: list[KubeEvent | PodCondition] = []
-        self._views = PodViews()
+        self._views = board.pods
         self._registered_at = 0
-        self._recovering: dict[str, set[str]] = {}
+        self._recovering: set[str] = set()
         self._nodes_total = 0
         self._pods_recovered = 0
-        self._dirty = True
+        self._published = None
 
     # ---- dispatch ------------------------------------------------------------------------------
 
     def on_start(self) -> None:
         self._publish()
 
+    def on_stop(self) -> None:
+        for ref in self._node_actors.values():
+            ref.stop(block=False)
+
     def on_receive(self, message: Any) -> Any:
         if isinstance(message, ShimStateRequest):
-            self._flush()  # what a reader sees has been sent to the core
+            self._settle()  # what a reader sees has been sent to the core
             return self._snapshot()
         if isinstance(message, Publish):
             self._flush()
-            if self._dirty:
+            if self._published != self._board.version:
                 self._publish()
             return None
         if isinstance(message, Changes):
@@ -217,10 +238,15 @@ class ShimContext(pykka.ThreadingActor):
             self._on_core_events(message.events)
         elif isinstance(message, si_pb2.NodeResponse):
             self._on_node_response(message)
+        elif isinstance(message, NodeRecovered):
+            self._on_node_recovered(message)
+        elif isinstance(message, NodeGone):
+            self._on_node_gone(message)
         elif isinstance(message, Listed):
             self._on_listed(message)
         elif isinstance(message, Connect):
             self._binder, self._recorder = message.binder, message.recorder
+            self._outlet, self._alarms = message.outlet, message.alarms
         elif isinstance(message, Shutdown):
             self._flush()
             self._fire("drain")
@@ -230,9 +256,8 @@ class ShimContext(pykka.ThreadingActor):
             raise TypeError(f"shim context: unexpected message {type(message).__name__}")
         # Group commit: while more messages wait, keep collecting, so a burst of small informer
         # batches reaches the core as a few large requests; an idle context sends at once.
-        if len(self._outbox) + len(self._binds) >= FLUSH_AT or self.actor_inbox.empty():
+        if len(self._to_core) + len(self._binds) >= FLUSH_AT or self.actor_inbox.empty():
             self._flush()
-        self._dirty = True
         return None
 
     @property
@@ -252,15 +277,27 @@ class ShimContext(pykka.ThreadingActor):
             if self._recorder is not None:
                 self._recorder.tell(Feedback(tuple(self._feedback)))
             self._feedback = []
-        if not self._outbox:
-            return
-        for message in self._outbox.drain():
-            if isinstance(message, si_pb2.AllocationRequest):
-                self._core.update_allocation(message)
-            elif isinstance(message, si_pb2.ApplicationRequest):
-                self._core.update_application(message)
-            else:
-                self._core.update_node(message)
+        if self._to_core:
+            self._outlet.tell(ToCore(tuple(self._to_core)))
+            self._to_core = []
+        # After the context's own requests: a node reporting a pod of ours needs its application first.
+        for name, mail in self._node_mail.items():
+            ref = self._node_actors.get(name)
+            if ref is not None:
+                for message in _merged(mail):
+                    ref.tell(message)
+        self._node_mail = {}
+
+    def _settle(self) -> None:
+        """Flush, and wait until the node actors and the outlet have handled what they were told."""
+        self._flush()
+        for _ in range(3):  # a node's recovery is a round trip through the outlet
+            version = self._board.version
+            for future in [ref.ask(Settle(), block=False) for ref in self._node_actors.values()]:
+                future.get()
+            self._outlet.ask(FlushToCore())
+            if version == self._board.version:
+                return
 
     # ---- informers -----------------------------------------------------------------------------
 
@@ -291,19 +328,25 @@ class ShimContext(pykka.ThreadingActor):
         state = self._machine.state
         if state in (SchedulerState.DRAINING, SchedulerState.STOPPED):
             return
-        live = state == SchedulerState.RUNNING
+        live = state in (SchedulerState.RECOVERING, SchedulerState.RUNNING)
         kind = message.kind
         for change in message.changes:
             if isinstance(change, Deleted):
+                previous = self._pods.get(change.record.key) if kind == kinds.PODS else None
                 self._remember(kind, change.record, deleted=True)
                 if live:
                     self._deleted(kind, change.record)
+                    if previous is not None:
+                        self._route_to_node(previous, None)
             else:
                 record = change.new if isinstance(change, Updated) else change.record
                 old = change.old if isinstance(change, Updated) else None
+                previous = self._pods.get(record.key) if kind == kinds.PODS else None
                 self._remember(kind, record)
                 if live:
                     self._seen(kind, old, record)
+                    if kind == kinds.PODS:
+                        self._route_to_node(previous, record)
 
     def _seen(self, kind: str, old: Any, record: Any) -> None:
         if kind == kinds.PODS:
@@ -334,8 +377,6 @@ class ShimContext(pykka.ThreadingActor):
             return
         self._fire("recover")
         self._recover()
-        self._fire("recovered")
-        self._submit_pending()
 
     def _register(self) -> None:
         try:
@@ -349,59 +390,51 @@ class ShimContext(pykka.ThreadingActor):
             config=config.queues_yaml, extraConfig=dict(config.extra), buildInfo={"shim": "yunikorn-py"})
         self._core.register(request, ShimCallback(self.actor_ref))
         self._config = config
-        self._outbox = Outbox(config.cluster_id)
+        self._outlet.tell(Registered(config.cluster_id))
         self._registered_at = time.time_ns()
         self._fire("register")
 
     def _recover(self) -> None:
-        """Nodes (draining), applications, then existing allocations in confirmed batches."""
-        for node in self._nodes.values():
-            self._add_node(node, draining=True)
-        self._recovering = {name: set() for name in self._nodes}
-        self._nodes_total = len(self._nodes)
-        self._flush()
+        """Applications and tasks of the pods already on nodes first (their requests go out first), then
+        one node actor per node, each recovering itself; ``Running`` once every node has recovered."""
         assigned = sorted((p for p in self._pods.values() if p.assigned and not p.terminated),
                           key=lambda p: (p.created, p.uid))
+        on_node: dict[str, list[PlacedPod]] = defaultdict(list)
         for pod in assigned:
-            if pod.node_name in self._recovering:
-                self._recovering[pod.node_name].add(pod.uid)
-            if self._managed(pod) and not pod.invalid:
-                self._ensure_app(pod, force=True)
+            if self._managed(pod):
+                if pod.invalid:
+                    continue
+                self._task_seen(pod)
+            on_node[pod.node_name].append(PlacedPod(pod, self._priority(pod), True, not self._managed(pod)))
         self._flush()
-        batch = self._settings.recovery_batch
-        for start in range(0, len(assigned), batch):
-            chunk = assigned[start:start + batch]
-            for pod in chunk:
-                self._pod_seen(pod)
-            self._flush()
-            self._core.barrier()
-            self._recovered(chunk)
-        for name in list(self._recovering):
-            self._node_recovered(name)
-        self._flush()
-
-    def _recovered(self, pods: Iterable[PodRecord]) -> None:
-        for pod in pods:
-            waiting = self._recovering.get(pod.node_name)
-            if waiting is not None and pod.uid in waiting:
-                waiting.discard(pod.uid)
-                self._pods_recovered += 1
-                if not waiting:
-                    self._node_recovered(pod.node_name)
-        self._publish()
-
-    def _node_recovered(self, name: str) -> None:
-        if self._recovering.pop(name, None) is None:
-            return
-        node = self._nodes.get(name)
-        if node is not None and not node.unschedulable and not node.invalid:
-            self._outbox.node(si_pb2.NodeInfo(nodeID=name, action=si_pb2.NodeInfo.DRAIN_TO_SCHEDULABLE))
-            self._schedulable[name] = True
-
-    def _submit_pending(self) -> None:
+        for name, node in self._nodes.items():
+            if node.invalid:
+                self._node_event(name, WARNING, "NodeRejected", f"node {name} not registered: {node.invalid}")
+                continue
+            self._recovering.add(name)
+            self._start_node(name, node, tuple(on_node.pop(name, ())))
+        for name, pods in on_node.items():  # named by pods, not listed: lost until they appear
+            self._start_node(name, None, tuple(pods))
+        self._nodes_total = len(self._recovering)
         for pod in sorted(self._pods.values(), key=lambda p: (p.created, p.uid)):
-            if pod.uid not in self._tasks and pod.uid not in self._foreign:
-                self._pod_seen(pod)
+            if not pod.assigned and not pod.terminated:
+                self._pod_seen(pod)  # pending pods become tasks; they are submitted once Running
+        self._publish()
+        if not self._recovering:
+            self._recovery_done()
+
+    def _on_node_recovered(self, message: NodeRecovered) -> None:
+        if message.name in self._recovering:
+            self._recovering.discard(message.name)
+            self._pods_recovered += message.pods
+            if not self._recovering and self._machine.state == SchedulerState.RECOVERING:
+                self._recovery_done()
+
+    def _recovery_done(self) -> None:
+        self._fire("recovered")
+        for task in sorted(self._tasks.values(), key=lambda t: (t.pod.created, t.pod.uid)):
+            if task.state == TaskState.PENDING and not task.pod.gated:
+                self._submit(task)
 
     # ---- pods ----------------------------------------------------------------------------------
 
@@ -412,50 +445,36 @@ class ShimContext(pykka.ThreadingActor):
     def _pod_seen(self, pod: PodRecord) -> None:
         if self._managed(pod):
             self._task_seen(pod)
-        else:
-            self._foreign_seen(pod)
 
     def _pod_gone(self, pod: PodRecord) -> None:
-        self._orphans.get(pod.node_name, {}).pop(pod.uid, None)
-        if pod.uid in self._foreign:
-            self._forget_foreign(pod.uid)
-            self._outbox.release(translate.release(pod, "pod deleted", PARTITION, foreign=True))
-            return
         task = self._tasks.pop(pod.uid, None)
         if task is None:
             return
         self._settle_handoff(task)
-        if task.state in (TaskState.SCHEDULING, TaskState.ALLOCATED, TaskState.BOUND):
-            self._outbox.release(translate.release(task.pod, "pod deleted", PARTITION))
+        if _released_by_context(task):
+            self._to_core.append(translate.release(task.pod, "pod deleted", PARTITION))
         if task.can("kill"):
             task.fire("kill")
         self._views.hide(pod.uid)
         self._detach(task)
 
-    def _foreign_seen(self, pod: PodRecord) -> None:
-        known = self._foreign.get(pod.uid)
-        if pod.assigned and not pod.terminated:
-            if pod.invalid:
-                log.warning("foreign pod %s not counted: %s", pod.full_name, pod.invalid)
-                return
-            if known is not None and known.resource == pod.resource and known.node_name == pod.node_name:
-                self._foreign[pod.uid] = pod
-                return
-            if pod.node_name not in self._nodes:
-                self._orphans[pod.node_name][pod.uid] = pod
-                return
-            self._foreign[pod.uid] = pod
-            self._views.show(PodView(pod.uid, pod.namespace, pod.name, "", FOREIGN, pod.node_name, True))
-            self._outbox.allocate(translate.foreign_allocation(pod, self._priority(pod), PARTITION))
-        elif known is not None:
-            self._forget_foreign(pod.uid)
-            self._outbox.release(translate.release(known, "pod terminated", PARTITION, foreign=True))
+    def _route_to_node(self, previous: PodRecord | None, pod: PodRecord | None) -> None:
+        """Tell the nodes a pod left or is on them: the pod's node actor counts it."""
+        was = previous.node_name if previous is not None and previous.assigned and not previous.terminated else ""
+        now = pod.node_name if pod is not None and pod.assigned and not pod.terminated else ""
+        if was and was != now:
+            self._node_mail.setdefault(was, []).append(PodsLeft((previous,)))
+        if not now:
+            return
+        if now == was and (previous.resource == pod.resource or pod.yunikorn):
+            return  # nothing the node reports changed
+        foreign = not self._managed(pod)
+        task = self._tasks.get(pod.uid)
+        placed = PlacedPod(pod, self._priority(pod), foreign or task is None or not task.placed_by_core, foreign)
+        if now not in self._node_actors:
+            self._start_node(now, None, (placed,))
         else:
-            self._orphans.get(pod.node_name, {}).pop(pod.uid, None)
-
-    def _forget_foreign(self, uid: str) -> None:
-        del self._foreign[uid]
-        self._views.hide(uid)
+            self._node_mail.setdefault(now, []).append(PodsOnNode((placed,)))
 
     def _task_seen(self, pod: PodRecord) -> None:
         task = self._tasks.get(pod.uid)
@@ -479,7 +498,7 @@ class ShimContext(pykka.ThreadingActor):
         elif pod.assigned and state in (TaskState.PENDING, TaskState.SCHEDULING):
             self._task_placed_elsewhere(task)
         elif state == TaskState.BOUND and pod.resource != previous.resource:
-            self._outbox.allocate(translate.allocation(pod, self._priority(pod), PARTITION, task.node))
+            self._to_core.append(translate.allocation(pod, self._priority(pod), PARTITION, task.node))
         elif state == TaskState.PENDING and previous.gated and not pod.gated:
             self._submit(task)
 
@@ -495,28 +514,24 @@ class ShimContext(pykka.ThreadingActor):
             self._recover_task(task)
             return
         task.fire("init")
-        if not pod.gated:
+        if not pod.gated and self._running:
             self._submit(task)
 
     def _recover_task(self, task: Task) -> None:
-        pod = task.pod
-        if pod.node_name not in self._nodes:
-            self._orphans[pod.node_name][pod.uid] = pod
-        else:
-            self._outbox.allocate(translate.allocation(pod, self._priority(pod), PARTITION, pod.node_name))
-        task.fire("recover", node=pod.node_name)
+        """A pod of ours found on a node: its node actor reports the allocation."""
+        task.fire("recover", node=task.pod.node_name)
 
     def _submit(self, task: Task) -> None:
         pod = task.pod
         task.fire("submit")
-        self._outbox.allocate(translate.allocation(pod, self._priority(pod), PARTITION))
+        self._to_core.append(translate.allocation(pod, self._priority(pod), PARTITION))
         self._pod_event(pod, NORMAL, "Scheduling", f"{pod.full_name} is queued and waiting for allocation")
 
     def _task_placed_elsewhere(self, task: Task) -> None:
         """A pending pod got a node without us (bound by another party, or a bind we gave up on
         succeeded after all): withdraw the ask and count it where it is."""
         if task.state == TaskState.SCHEDULING:
-            self._outbox.release(translate.release(task.pod, "pod bound outside the scheduler", PARTITION))
+            self._to_core.append(translate.release(task.pod, "pod bound outside the scheduler", PARTITION))
         self._recover_task(task)
 
     def _task_bound(self, task: Task) -> None:
@@ -531,8 +546,8 @@ class ShimContext(pykka.ThreadingActor):
                         f"Pod {pod.full_name} is successfully bound to node {task.node}")
 
     def _finish_task(self, task: Task, event: str) -> None:
-        if task.state in (TaskState.SCHEDULING, TaskState.ALLOCATED, TaskState.BOUND):
-            self._outbox.release(translate.release(task.pod, f"pod {task.pod.phase.lower()}", PARTITION))
+        if _released_by_context(task):
+            self._to_core.append(translate.release(task.pod, f"pod {task.pod.phase.lower()}", PARTITION))
         if task.can(event):
             task.fire(event)
 
@@ -545,7 +560,7 @@ class ShimContext(pykka.ThreadingActor):
             return
         if app.machine.can("kill"):
             app.machine.fire("kill")
-            self._outbox.remove_application(app.app_id, PARTITION)
+            self._to_core.append(_remove_application(app.app_id))
             app.machine.fire("killed")
         del self._apps[app.app_id]
 
@@ -566,7 +581,7 @@ class ShimContext(pykka.ThreadingActor):
         self._apps[pod.app_id] = fresh
         namespace = self._namespaces.get(pod.namespace)
         tags = translate.application_tags(pod, namespace.app_tags if namespace else None, force)
-        self._outbox.add_application(translate.add_application(pod, tags, PARTITION))
+        self._to_core.append(translate.add_application(pod, tags, PARTITION))
         fresh.machine.fire("submit")
         return fresh
 
@@ -589,7 +604,7 @@ class ShimContext(pykka.ThreadingActor):
         state = app.machine.fire(event)
         log.debug("application %s: %s", app_id, state)
         if state == AppState.COMPLETED:
-            self._outbox.remove_application(app_id, PARTITION)
+            self._to_core.append(_remove_application(app_id))
 
     def _app_rejected(self, app_id: str, reason: str) -> None:
         app = self._apps.get(app_id)
@@ -625,7 +640,7 @@ class ShimContext(pykka.ThreadingActor):
             log.warning("allocation %s on %s for a pod that does not wait for one (%s): releasing it", key, node,
                         task.state if task else "unknown pod")
             if task is None or task.state in TASK_TERMINAL:
-                self._outbox.release(si_pb2.AllocationRelease(
+                self._to_core.append(si_pb2.AllocationRelease(
                     partitionName=PARTITION, applicationID=allocation.applicationID, allocationKey=key,
                     terminationType=si_pb2.STOPPED_BY_RM, message="no pod waits for this allocation"))
             return
@@ -657,7 +672,7 @@ class ShimContext(pykka.ThreadingActor):
             return  # the informer's delete releases the allocation
         pod = task.pod
         log.warning("binding %s to %s failed, scheduling it again: %s", pod.full_name, outcome.node, outcome.reason)
-        self._outbox.release(translate.release(pod, f"bind failed: {outcome.reason}", PARTITION))
+        self._to_core.append(translate.release(pod, f"bind failed: {outcome.reason}", PARTITION))
         task.fire("unbind", node="")
         self._pod_event(pod, WARNING, "PodBindFailure", outcome.reason)
         if self._running:
@@ -669,7 +684,7 @@ class ShimContext(pykka.ThreadingActor):
         if task is None or task.state != TaskState.BOUND or task.node != message.node or task.pod.assigned:
             return  # bound meanwhile, placed again already, or gone
         pod = task.pod
-        self._outbox.release(translate.release(pod, message.reason, PARTITION))
+        self._to_core.append(translate.release(pod, message.reason, PARTITION))
         task.fire("retract", node="")
         self._pod_event(pod, WARNING, "PodBindFailure", message.reason)
         if self._running:
@@ -703,41 +718,31 @@ class ShimContext(pykka.ThreadingActor):
 
     # ---- nodes ---------------------------------------------------------------------------------
 
-    def _add_node(self, node: NodeRecord, draining: bool) -> None:
-        if node.invalid:
-            self._node_event(node.name, WARNING, "NodeRejected", f"node {node.name} not registered: {node.invalid}")
-            return
-        action = si_pb2.NodeInfo.CREATE_DRAIN if draining or node.unschedulable else si_pb2.NodeInfo.CREATE
-        self._schedulable[node.name] = action == si_pb2.NodeInfo.CREATE
-        self._outbox.node(translate.node_info(node, action))
+    def _start_node(self, name: str, record: NodeRecord | None, pods: tuple[PlacedPod, ...]) -> None:
+        self._node_actors[name] = NodeActor.start(
+            name, record, pods, context=self.actor_ref, outlet=self._outlet, recorder=self._recorder,
+            board=self._board, alarms=self._alarms, lost_after=self._settings.node_lost_after)
 
     def _node_seen(self, old: NodeRecord | None, node: NodeRecord) -> None:
-        if old is None or node.name not in self._schedulable:
-            self._add_node(node, draining=False)
-            self._adopt_orphans(node.name)
-            return
         if node.invalid:
+            if old is None or not old.invalid:
+                self._node_event(node.name, WARNING, "NodeRejected", f"node {node.name} not registered: {node.invalid}")
             return
-        if not old.same_offer(node):
-            self._outbox.node(translate.node_info(node, si_pb2.NodeInfo.UPDATE))
-        if node.unschedulable != (not self._schedulable[node.name]):
-            action = si_pb2.NodeInfo.DRAIN_NODE if node.unschedulable else si_pb2.NodeInfo.DRAIN_TO_SCHEDULABLE
-            self._schedulable[node.name] = not node.unschedulable
-            self._outbox.node(si_pb2.NodeInfo(nodeID=node.name, action=action))
-
-    def _adopt_orphans(self, name: str) -> None:
-        """Count the pods that were seen on this node before the node itself."""
-        for pod in self._orphans.pop(name, {}).values():
-            if not self._managed(pod):
-                self._foreign_seen(pod)
-                continue
-            task = self._tasks.get(pod.uid)
-            if task is not None and task.state == TaskState.BOUND and task.node == name:
-                self._outbox.allocate(translate.allocation(task.pod, self._priority(task.pod), PARTITION, name))
+        if node.name in self._node_actors:
+            self._node_mail.setdefault(node.name, []).append(NodeChanged(node))
+        else:
+            self._start_node(node.name, node, ())
 
     def _node_gone(self, node: NodeRecord) -> None:
-        if self._schedulable.pop(node.name, None) is not None:
-            self._outbox.node(translate.node_info(node, si_pb2.NodeInfo.DECOMISSION))
+        if node.name in self._node_actors:
+            self._node_mail.setdefault(node.name, []).append(NodeDeleted())
+
+    def _on_node_gone(self, message: NodeGone) -> None:
+        """A node actor with no record and no pods left: stop it, unless the node came back meanwhile."""
+        if message.name not in self._nodes:
+            ref = self._node_actors.pop(message.name, None)
+            if ref is not None:
+                ref.stop(block=False)
 
     def _on_node_response(self, response: si_pb2.NodeResponse) -> None:
         for accepted in response.accepted:
@@ -792,17 +797,37 @@ class ShimContext(pykka.ThreadingActor):
     # ---- snapshots -----------------------------------------------------------------------------
 
     def _publish(self) -> None:
+        self._published = self._board.version
         self._board.publish(self._snapshot())
-        self._dirty = False
 
     def _snapshot(self) -> ShimStateSnapshot:
-        pods_per_node = self._views.placed_per_node
-        nodes = tuple(NodeView(name, self._schedulable.get(name, False), name not in self._recovering,
-                               node.allocatable, pods_per_node.get(name, 0))
-                      for name, node in self._nodes.items())
         apps = tuple(AppView(app.app_id, app.queue, app.user, app.machine.state, len(app.tasks))
                      for app in self._apps.values())
         recovery = RecoveryProgress(self._nodes_total, self._nodes_total - len(self._recovering),
                                     self._pods_recovered)
-        return ShimStateSnapshot(self._machine.state, self._registered_at, recovery, nodes, self._views.all(), apps,
-                                 time.time_ns())
+        return self._board.snapshot(self._machine.state, self._registered_at, recovery, apps)
+
+
+def _released_by_context(task: Task) -> bool:
+    """Whether the core holds an ask or allocation of the task that the context sent or the core made;
+    an allocation the task's node reported is released by the node when the pod leaves it."""
+    return task.state in (TaskState.SCHEDULING, TaskState.ALLOCATED) or (
+        task.state == TaskState.BOUND and task.placed_by_core)
+
+
+def _remove_application(app_id: str) -> si_pb2.RemoveApplicationRequest:
+    return si_pb2.RemoveApplicationRequest(applicationID=app_id, partitionName=PARTITION)
+
+
+def _merged(mail: list[Any]) -> list[Any]:
+    """A node's messages of one step, consecutive pod messages of one kind joined into one."""
+    merged: list[Any] = []
+    for message in mail:
+        last = merged[-1] if merged else None
+        if isinstance(message, PodsOnNode) and isinstance(last, PodsOnNode):
+            merged[-1] = PodsOnNode(last.pods + message.pods)
+        elif isinstance(message, PodsLeft) and isinstance(last, PodsLeft):
+            merged[-1] = PodsLeft(last.pods + message.pods)
+        else:
+            merged.append(message)
+    return merged

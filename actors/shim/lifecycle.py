@@ -123,3 +123,30 @@ class StateMachine:
             raise InvalidTransition(f"{self._what}: event {event!r} not allowed in state {self.state}")
         self.state = target
         return target
+
+
+class NodeState:
+    """A node as the shim sees it (resilience design): New -> Recovering -> Schedulable; Draining while
+    cordoned, NotReady while its kubelet is not ready, Lost when it is gone (deleted, NotReady too long,
+    or only named by pods) and Recovering again when it returns; Removed when it is gone for good."""
+
+    NEW = "New"
+    RECOVERING = "Recovering"
+    SCHEDULABLE = "Schedulable"
+    DRAINING = "Draining"
+    NOT_READY = "NotReady"
+    LOST = "Lost"
+    REMOVED = "Removed"
+
+
+_N = NodeState
+_NODE_IN_CORE = frozenset({_N.RECOVERING, _N.SCHEDULABLE, _N.DRAINING, _N.NOT_READY})
+NODE_TRANSITIONS: Table = {
+    "recover": (frozenset({_N.NEW, _N.LOST}), _N.RECOVERING),
+    "schedulable": (frozenset({_N.RECOVERING, _N.DRAINING, _N.NOT_READY}), _N.SCHEDULABLE),
+    "drain": (frozenset({_N.RECOVERING, _N.SCHEDULABLE, _N.NOT_READY}), _N.DRAINING),
+    "not_ready": (frozenset({_N.RECOVERING, _N.SCHEDULABLE, _N.DRAINING}), _N.NOT_READY),
+    "lose": (frozenset({_N.NEW}) | _NODE_IN_CORE, _N.LOST),
+    "remove": (frozenset({_N.NEW, _N.LOST}) | _NODE_IN_CORE, _N.REMOVED),
+}
+NODE_IN_CORE = _NODE_IN_CORE

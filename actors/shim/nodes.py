@@ -1,5 +1,7 @@
 """Nodes as the shim sees them: a ``NodeRecord`` parsed once from the API's JSON, and its SI attributes.
 
+``ready`` follows the node's ``Ready`` condition (a node that reports none counts as ready).
+
 A node offers its ``status.allocatable`` (``cpu`` as ``vcore`` millicores). Its attributes carry the
 well-known SI keys (hostname, rack, arch, os, zone, region, instance type), every label as
 ``kubernetes.io/label/<key>``, the filtering taints (``NoSchedule``, ``NoExecute``; ``PreferNoSchedule``
@@ -39,6 +41,7 @@ class NodeRecord:
     taints: str
     unschedulable: bool
     invalid: str = ""
+    ready: bool = True
 
     @property
     def key(self) -> str:
@@ -90,4 +93,13 @@ def parse_node(raw: Mapping) -> NodeRecord:
         taints=json.dumps(taints, separators=(",", ":"), sort_keys=True) if taints else "",
         unschedulable=bool(spec.get("unschedulable")),
         invalid=invalid,
+        ready=_ready(raw.get("status") or {}),
     )
+
+
+def _ready(status: Mapping) -> bool:
+    """A node is ready unless its ``Ready`` condition says otherwise (no conditions: not yet reported)."""
+    for condition in status.get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return True

@@ -1,7 +1,7 @@
 """The shim assembled: context, binder, event recorder and one informer per kind, wired to a core.
 
 ``SchedulerService(client, core).start()`` starts the actors in dependency order (context first, the
-informers last, so no event is told to an actor that is not there yet). ``stop()`` shuts down
+core outlet before any node actor, the informers last, so no event is told to an actor that is not there yet). ``stop()`` shuts down
 gracefully: the context stops taking changes (``Draining``), the informers stop, the binder finishes
 the binds it accepted, the recorder writes what the rate allows, and every actor stops (``Stopped``).
 
@@ -24,9 +24,10 @@ from actors.shim.extender import Extender
 from actors.shim.handoff import AllocationHandoff
 from actors.shim.informer import Informer, InformerStatus, InformerStatusRequest, WatchSettings
 from actors.shim.kinds import watched_kinds
+from actors.shim.outlet import CoreOutlet
 from actors.shim.recorder import EventRecorder, RecorderStats, RecorderStatsRequest
 from actors.shim.state import ShimStateRequest, ShimStateSnapshot, StateBoard
-from actors.shim.ticker import Ticker
+from actors.shim.ticker import Alarms, Ticker
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,8 @@ log = logging.getLogger(__name__)
 class ServiceSettings:
     """``namespace``: where the scheduler's configmaps live. ``bind_workers``: concurrent binds.
     ``event_qps``/``event_burst``: the API write budget of events and pod conditions.
-    ``publish_period``: how often a changed state is published for readers.
+    ``publish_period``: how often a changed state is published for readers. ``node_lost_after``: seconds
+    a node may stay NotReady before its pods are taken out of the scheduler (it is lost).
     ``plugin_mode``: kube-scheduler binds YuniKorn's decisions (see ``actors.shim.handoff``)."""
 
     namespace: str = "default"
@@ -43,7 +45,7 @@ class ServiceSettings:
     event_qps: float = 50.0
     event_burst: int = 300
     publish_period: float = 1.0
-    recovery_batch: int = 1000
+    node_lost_after: float = 300.0
     watch: WatchSettings = field(default_factory=WatchSettings)
     plugin_mode: bool = False
 
@@ -59,6 +61,8 @@ class SchedulerService:
         self.context: pykka.ActorRef | None = None
         self.binder: pykka.ActorRef | None = None
         self.recorder: pykka.ActorRef | None = None
+        self.outlet: pykka.ActorRef | None = None
+        self.alarms: Alarms | None = None
         self.informers: list[pykka.ActorRef] = []
         self.extender: Extender | None = None
         self._publisher: Ticker | None = None
@@ -66,14 +70,16 @@ class SchedulerService:
     def start(self) -> SchedulerService:
         s = self.settings
         self.context = ShimContext.start(self.core, self.board, ContextSettings(
-            s.namespace, s.recovery_batch, plugin_mode=s.plugin_mode))
+            s.namespace, plugin_mode=s.plugin_mode, node_lost_after=s.node_lost_after))
         if s.plugin_mode:
             self.binder = AllocationHandoff.start(self.client, self.context, s.bind_workers)
             self.extender = Extender(self.client, self.binder)
         else:
             self.binder = Binder.start(self.client, self.context, s.bind_workers)
         self.recorder = EventRecorder.start(self.client, s.event_qps, s.event_burst)
-        self.context.tell(Connect(self.binder, self.recorder))
+        self.outlet = CoreOutlet.start(self.core)
+        self.alarms = Alarms("node-alarms")
+        self.context.tell(Connect(self.binder, self.recorder, self.outlet, self.alarms))
         self._publisher = Ticker(self.context, Publish(), s.publish_period, "shim-state-publisher").start()
         self.informers = [Informer.start(self.client, kind, self.context, s.watch) for kind in watched_kinds(s.namespace)]
         return self
@@ -118,5 +124,7 @@ class SchedulerService:
         except pykka.ActorDeadError:
             pass
         self.context.stop(timeout=timeout)
+        self.outlet.stop(timeout=timeout)
+        self.alarms.stop()
         self.context = None
         log.info("shim stopped")

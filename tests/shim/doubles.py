@@ -66,6 +66,23 @@ class RecordingCore:
     def releases(self) -> list[si_pb2.AllocationRelease]:
         return [r for request in self.of("allocation") for r in request.releases.allocationsToRelease]
 
+    def sequence(self) -> list[tuple]:
+        """Every item the core received, in order: ``("node", id, action)``, ``("app", id)``,
+        ``("remove-app", id)``, ``("alloc", key, node)`` and ``("release", key)``."""
+        items: list[tuple] = []
+        with self._lock:
+            requests = list(self.requests)
+        for method, request in requests:
+            if method == "node":
+                items += [("node", info.nodeID, info.action) for info in request.nodes]
+            elif method == "application":
+                items += [("app", a.applicationID) for a in request.new]
+                items += [("remove-app", a.applicationID) for a in request.remove]
+            elif method == "allocation":
+                items += [("alloc", a.allocationKey, a.nodeID) for a in request.allocations]
+                items += [("release", r.allocationKey) for r in request.releases.allocationsToRelease]
+        return items
+
     def node_actions(self) -> list[tuple[str, int]]:
         return [(info.nodeID, info.action) for request in self.of("node") for info in request.nodes]
 

@@ -11,10 +11,13 @@ from actors.shim.binder import BindOutcome, BindRequest, Binds, DeletePod
 from actors.shim.context import Connect, ContextSettings, ShimContext, Shutdown
 from actors.shim.eventbuffer import Feedback, KubeEvent, PodCondition
 from actors.shim.informer import Added, Changes, Deleted, Listed, Updated
+from actors.shim.nodeactor import ATTR_NODE_STATE
 from actors.shim.nodes import parse_node
 from actors.shim.objects import parse_configmap, parse_namespace, parse_priority_class
+from actors.shim.outlet import CoreOutlet
 from actors.shim.pods import parse_pod
 from actors.shim.state import PLACED, ShimStateRequest, StateBoard
+from actors.shim.ticker import Alarms
 from si import si_pb2
 from si.resources import Resource
 from tests.shim.doubles import Inbox, RecordingCore, inbox_messages, wait_for
@@ -26,13 +29,15 @@ NodeInfo = si_pb2.NodeInfo
 class Shim:
     """A context wired to a recording core, binder inbox and recorder inbox."""
 
-    def __init__(self, core=None, recovery_batch=1000):
+    def __init__(self, core=None):
         self.core = core or RecordingCore()
         self.board = StateBoard()
         self.binder = Inbox.start()
         self.recorder = Inbox.start()
-        self.ref = ShimContext.start(self.core, self.board, ContextSettings(recovery_batch=recovery_batch))
-        self.ref.tell(Connect(self.binder, self.recorder))
+        self.outlet = CoreOutlet.start(self.core)
+        self.alarms = Alarms()
+        self.ref = ShimContext.start(self.core, self.board, ContextSettings())
+        self.ref.tell(Connect(self.binder, self.recorder, self.outlet, self.alarms))
 
     def list_all(self, pods=(), nodes=(), configmaps=(), namespaces=()):
         self.ref.tell(Listed(kinds.CONFIGMAPS, tuple(parse_configmap(c) for c in configmaps)))
@@ -43,8 +48,11 @@ class Shim:
         return self.state()
 
     def state(self):
-        """The context's snapshot, whose per-node pod counts (kept as pods change) must equal a recount."""
-        snapshot = self.ref.ask(ShimStateRequest())
+        """The context's snapshot once the shim has settled (node actors tell the context when they have
+        recovered), whose per-node pod counts (kept as pods change) must equal a recount."""
+        previous, snapshot = None, self.ref.ask(ShimStateRequest())
+        while _comparable(snapshot) != _comparable(previous):
+            previous, snapshot = snapshot, self.ref.ask(ShimStateRequest())
         placed = Counter(p.node for p in snapshot.pods if p.state in PLACED)
         assert {n.name: n.pods for n in snapshot.nodes} == {n.name: placed[n.name] for n in snapshot.nodes}
         return snapshot
@@ -58,8 +66,9 @@ class Shim:
         self.state()
 
     def stop(self):
-        for ref in (self.ref, self.binder, self.recorder):
+        for ref in (self.ref, self.binder, self.recorder, self.outlet):
             ref.stop()
+        self.alarms.stop()
 
     def binds(self):
         return [r for batch in inbox_messages(self.binder, Binds) for r in batch.requests]
@@ -72,6 +81,11 @@ class Shim:
 
     def conditions(self):
         return self.feedback(PodCondition)
+
+
+def _comparable(snapshot):
+    return None if snapshot is None else (snapshot.state, snapshot.recovery, set(snapshot.nodes), set(snapshot.pods),
+                                          set(snapshot.applications))
 
 
 @pytest.fixture
@@ -112,30 +126,32 @@ def test_start_up_registers_recovers_then_submits(shim):
     core = shim.core
     register = core.of("register")[0]
     assert register.rmID == "c7" and register.config == "partitions: []"
-    assert core.methods() == ["register", "node", "application", "allocation", "node", "application", "allocation"]
-    actions = core.node_actions()
-    assert actions[:2] == [("n1", NodeInfo.CREATE_DRAIN), ("n2", NodeInfo.CREATE_DRAIN)]
-    assert sorted(actions[2:]) == [("n1", NodeInfo.DRAIN_TO_SCHEDULABLE), ("n2", NodeInfo.DRAIN_TO_SCHEDULABLE)]
-    recovered_app, new_app = (r.new[0] for r in core.of("application"))
+    sequence = core.sequence()
+    bound_uid, foreign_uid, pending_uid = (p["metadata"]["uid"] for p in (bound, foreign, pending))
+    order = {item: n for n, item in enumerate(sequence)}
+    for node, uid in (("n1", bound_uid), ("n2", foreign_uid)):
+        # Registered draining, its pods counted, and only then schedulable.
+        assert order[("node", node, NodeInfo.CREATE_DRAIN)] < order[("alloc", uid, node)] \
+            < order[("node", node, NodeInfo.DRAIN_TO_SCHEDULABLE)]
+    assert order[("app", "app-old")] < order[("alloc", bound_uid, "n1")]
+    # New asks only once every node has recovered (Running).
+    assert order[("alloc", pending_uid, "")] > max(order[("node", n, NodeInfo.DRAIN_TO_SCHEDULABLE)] for n in ("n1", "n2"))
+    recovered_app, new_app = (r.new[0] for r in core.of("application") if r.new)
     assert recovered_app.applicationID == "app-old" and recovered_app.tags["application.create.force"] == "true"
     assert new_app.applicationID == "app-new" and "application.create.force" not in new_app.tags
-    existing, ask = core.of("allocation")
-    placed = {a.allocationKey: a for a in existing.allocations}
-    assert {key: a.nodeID for key, a in placed.items()} == {bound["metadata"]["uid"]: "n1",
-                                                           foreign["metadata"]["uid"]: "n2"}
-    assert placed[foreign["metadata"]["uid"]].allocationTags["foreign"] == "static"
-    assert [(a.allocationKey, a.nodeID) for a in ask.allocations] == [(pending["metadata"]["uid"], "")]
-    assert core.barriers == 1
+    placed = {a.allocationKey: a for r in core.of("allocation") for a in r.allocations if a.nodeID}
+    assert {key: a.nodeID for key, a in placed.items()} == {bound_uid: "n1", foreign_uid: "n2"}
+    assert placed[foreign_uid].allocationTags["foreign"] == "static"
+    assert core.barriers >= 1
     assert {p.name: p.state for p in state.pods} == {"bound": "Bound", "pending": "Scheduling", "system": "Foreign"}
     assert shim.board.latest().state == "Running"
 
 
-def test_recovery_progress_is_confirmed_in_batches(make_shim):
-    shim = make_shim(recovery_batch=2)
+def test_recovery_progress_counts_nodes_and_the_pods_they_recovered(shim):
     pods = [pod_json(f"p{i}", node="n1") for i in range(5)]
     state = shim.list_all(pods=pods, nodes=[node_json("n1"), node_json("n2")])
-    assert shim.core.barriers == 3
     assert state.recovery.pods_recovered == 5 and state.recovery.nodes_recovered == 2
+    assert {n.name: (n.state, n.pods) for n in state.nodes} == {"n1": ("Schedulable", 5), "n2": ("Schedulable", 0)}
 
 
 def test_nothing_is_sent_before_every_kind_is_listed(shim):
@@ -257,9 +273,14 @@ def test_pods_on_unknown_nodes_wait_for_the_node(shim):
     ours = parse_pod(pod_json("y", node="n9"))
     shim.change(kinds.PODS, Added(foreign), Added(ours))
     assert shim.core.allocations() == []
+    assert {n.name: n.state for n in shim.state().nodes} == {"n1": "Schedulable", "n9": "Lost"}
     shim.change(kinds.NODES, Added(parse_node(node_json("n9"))))
     assert sorted(a.allocationKey for a in shim.core.allocations()) == sorted([foreign.uid, ours.uid])
-    assert shim.core.methods()[-2:] == ["node", "allocation"]
+    order = {item: n for n, item in enumerate(shim.core.sequence())}
+    for uid in (foreign.uid, ours.uid):
+        assert order[("node", "n9", NodeInfo.CREATE_DRAIN)] < order[("alloc", uid, "n9")] \
+            < order[("node", "n9", NodeInfo.DRAIN_TO_SCHEDULABLE)]
+    assert {n.name: n.state for n in shim.state().nodes} == {"n1": "Schedulable", "n9": "Schedulable"}
 
 
 def test_running_pod_resize_updates_its_allocation(shim):
@@ -358,9 +379,14 @@ def test_node_changes(shim):
     same = parse_node(node_json("n1", cpu="16", resource_version="4"))
     shim.change(kinds.NODES, Updated(bigger, same))
     shim.change(kinds.NODES, Deleted(same))
-    assert shim.core.node_actions()[2:] == [
-        ("n1", NodeInfo.UPDATE), ("n1", NodeInfo.DRAIN_NODE), ("n1", NodeInfo.UPDATE),
-        ("n1", NodeInfo.DRAIN_TO_SCHEDULABLE), ("n1", NodeInfo.DECOMISSION)]
+    assert [action for _, action in shim.core.node_actions()] == [
+        NodeInfo.CREATE_DRAIN, NodeInfo.DRAIN_TO_SCHEDULABLE, NodeInfo.UPDATE,  # recovered
+        NodeInfo.DRAIN_NODE, NodeInfo.UPDATE,  # cordoned
+        NodeInfo.DRAIN_TO_SCHEDULABLE, NodeInfo.UPDATE,  # bigger, and uncordoned
+        NodeInfo.DECOMISSION]
+    updates = [i for r in shim.core.of("node") for i in r.nodes if i.action == NodeInfo.UPDATE]
+    assert [u.attributes[ATTR_NODE_STATE] for u in updates] == ["Schedulable", "Draining", "Schedulable"]
+    assert Resource.from_proto(updates[2].schedulableResource)["vcore"] == 16000
     shim.tell_and_settle(si_pb2.NodeResponse(accepted=[si_pb2.AcceptedNode(nodeID="n1")],
                                              rejected=[si_pb2.RejectedNode(nodeID="n2", reason="duplicate")]))
     assert shim.events("NodeAccepted")[0].name == "n1"
@@ -368,9 +394,10 @@ def test_node_changes(shim):
 
 
 def test_cordoned_node_is_registered_draining_and_stays_so(shim):
-    shim.list_all(nodes=[node_json("n1", unschedulable=True), node_json("n2")])
-    assert shim.core.node_actions() == [("n1", NodeInfo.CREATE_DRAIN), ("n2", NodeInfo.CREATE_DRAIN),
-                                        ("n2", NodeInfo.DRAIN_TO_SCHEDULABLE)]
+    state = shim.list_all(nodes=[node_json("n1", unschedulable=True), node_json("n2")])
+    assert {a for a in shim.core.node_actions() if a[1] != NodeInfo.UPDATE} == {
+        ("n1", NodeInfo.CREATE_DRAIN), ("n2", NodeInfo.CREATE_DRAIN), ("n2", NodeInfo.DRAIN_TO_SCHEDULABLE)}
+    assert {n.name: n.state for n in state.nodes} == {"n1": "Draining", "n2": "Schedulable"}
 
 
 def configmap(data, version="1"):

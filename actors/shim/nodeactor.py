@@ -1,0 +1,277 @@
+"""One actor per Kubernetes node: the node's record, the pods on it, and its recovery states.
+
+States (``lifecycle.NodeState``, the resilience design): a node starts ``Recovering``: it registers
+with the core draining (``CREATE_DRAIN``), reports the allocations of the pods already on it, and only
+once the core has processed them (``CoreConfirmed``) does it become ``Schedulable``, so nothing is
+placed on it before what runs there is counted. ``Draining`` while cordoned and ``NotReady`` while its
+kubelet is not ready keep it in the core but take no new pods. ``Lost`` (deleted while pods are still
+bound to it, ``NotReady`` for longer than ``lost_after``, or only named by pods) takes it out of the
+core; when it returns it recovers again, reporting every pod on it. ``Removed`` is the end.
+
+The node reports the allocations of foreign pods and of the pods of ours the core did not place
+(``PlacedPod.report``), and releases them when they leave; it tells the context once it has recovered
+(``NodeRecovered``) and when there is nothing left to watch (``NodeGone``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pykka
+
+from actors.base import PooledActor
+from actors.shim import keys, translate
+from actors.shim.eventbuffer import NORMAL, WARNING, Feedback, KubeEvent
+from actors.shim.lifecycle import NODE_IN_CORE, NODE_TRANSITIONS, NodeState, StateMachine
+from actors.shim.messages import (
+    CoreConfirmed,
+    NodeChanged,
+    NodeDeleted,
+    NodeGone,
+    NodeRecovered,
+    NotReadyTooLong,
+    PlacedPod,
+    PodsLeft,
+    PodsOnNode,
+    Settle,
+    ToCore,
+)
+from actors.shim.nodes import NodeRecord
+from actors.shim.pods import PodRecord
+from actors.shim.state import FOREIGN, NodeView, PodView, StateBoard
+from actors.shim.ticker import Alarms
+from si import constants, si_pb2
+from si.resources import ZERO
+
+log = logging.getLogger(__name__)
+
+PARTITION = constants.DEFAULT_PARTITION
+ATTR_NODE_STATE = keys.DOMAIN_YUNIKORN + "node-state"
+_ACTION = si_pb2.NodeInfo
+_EVENTS = {NodeState.RECOVERING: (NORMAL, "NodeRecovering", "recovering: the pods on it are being counted"),
+           NodeState.SCHEDULABLE: (NORMAL, "NodeSchedulable", "schedulable"),
+           NodeState.DRAINING: (NORMAL, "NodeDraining", "cordoned: no new pods are placed on it"),
+           NodeState.NOT_READY: (WARNING, "NodeNotReady", "not ready: no new pods are placed on it"),
+           NodeState.LOST: (WARNING, "NodeLost", "lost: out of the scheduler until it returns"),
+           NodeState.REMOVED: (NORMAL, "NodeRemoved", "removed from the scheduler")}
+
+
+class NodeActor(PooledActor):
+    """See the module docstring. ``record`` is ``None`` for a node only named by pods (it starts
+    ``Lost``); ``pods`` are the pods already on it."""
+
+    def __init__(self, name: str, record: NodeRecord | None, pods: tuple[PlacedPod, ...], *, context: pykka.ActorRef,
+                 outlet: pykka.ActorRef, recorder: pykka.ActorRef | None, board: StateBoard, alarms: Alarms,
+                 lost_after: float, supervisor=None) -> None:
+        super().__init__(supervisor)
+        self.node_name = name
+        self._record = record
+        self._context = context
+        self._outlet = outlet
+        self._recorder = recorder
+        self._board = board
+        self._alarms = alarms
+        self._lost_after = lost_after
+        self._machine = StateMachine(NODE_TRANSITIONS, NodeState.NEW, f"node {name}")
+        self._pods: dict[str, PlacedPod] = {placed.pod.uid: placed for placed in pods}
+        self._reported: set[str] = set()
+        self._token = 0
+        self._not_ready_since: float | None = None
+        self._recovered_once = False
+
+    @property
+    def state(self) -> str:
+        return self._machine.state
+
+    def on_start(self) -> None:
+        if self._record is None:
+            self._fire("lose")
+        else:
+            self._recover()
+
+    # ---- the record ----------------------------------------------------------------------------
+
+    def on_NodeChanged(self, msg: NodeChanged) -> None:
+        old, self._record = self._record, msg.record
+        if self.state == NodeState.LOST:
+            if msg.record.ready:
+                self._recover()
+            else:
+                self._publish()
+            return
+        self._track_readiness()
+        if not self._settle() and old is not None and not old.same_offer(msg.record):
+            self._send(self._node_info(_ACTION.UPDATE))
+
+    def on_NodeDeleted(self, msg: NodeDeleted) -> None:
+        self._record = None
+        if self.state in NODE_IN_CORE:
+            self._send(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DECOMISSION))
+            self._reported.clear()  # the core dropped them with the node
+            if self._pods:
+                self._fire("lose")
+        if not self._pods:
+            self._remove()
+        else:
+            self._publish()
+
+    def on_NotReadyTooLong(self, msg: NotReadyTooLong) -> None:
+        if self.state == NodeState.NOT_READY and self._not_ready_since == msg.since:
+            self._send(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DECOMISSION))
+            self._reported.clear()
+            self._fire("lose")
+
+    # ---- the pods on it ------------------------------------------------------------------------
+
+    def on_PodsOnNode(self, msg: PodsOnNode) -> None:
+        items = []
+        for placed in msg.pods:
+            known = self._pods.get(placed.pod.uid)
+            self._pods[placed.pod.uid] = placed
+            if self.state not in NODE_IN_CORE:
+                continue
+            if placed.report or placed.pod.uid in self._reported:
+                if known is None or placed.pod.uid not in self._reported or known.pod.resource != placed.pod.resource:
+                    item = self._allocation(placed)
+                    if item is not None:
+                        items.append(item)
+        if items:
+            self._send(*items)
+        if self.state == NodeState.RECOVERING:
+            self._recovery_step()  # what just arrived is part of the recovery: wait for it too
+        self._publish()
+
+    def on_PodsLeft(self, msg: PodsLeft) -> None:
+        items = []
+        for pod in msg.pods:
+            placed = self._pods.pop(pod.uid, None)
+            if placed is None:
+                continue
+            if placed.foreign:
+                self._board.pods.hide(pod.uid)
+            if pod.uid in self._reported:
+                self._reported.discard(pod.uid)
+                items.append(translate.release(pod, "pod left the node", PARTITION, foreign=placed.foreign))
+        if items:
+            self._send(*items)
+        if not self._pods and self._record is None and self.state == NodeState.LOST:
+            self._remove()
+        else:
+            self._publish()
+
+    def on_Settle(self, msg: Settle) -> None:
+        return None
+
+    # ---- recovery ------------------------------------------------------------------------------
+
+    def on_CoreConfirmed(self, msg: CoreConfirmed) -> None:
+        if self.state != NodeState.RECOVERING or msg.token != self._token:
+            return  # a later recovery step is still on its way
+        if not self._recovered_once:
+            self._recovered_once = True
+            _tell(self._context, NodeRecovered(self.node_name, len(self._pods)))
+        self._settle(recovered=True)
+
+    def _recover(self) -> None:
+        """Register draining, report every pod on the node, and wait for the core to confirm."""
+        self._fire("recover")
+        self._send(self._node_info(_ACTION.CREATE_DRAIN))
+        self._reported.clear()
+        items = [item for item in map(self._allocation, self._pods.values()) if item is not None]
+        if items:
+            self._send(*items)
+        self._track_readiness()
+        self._recovery_step()
+
+    def _recovery_step(self) -> None:
+        self._token += 1
+        _tell(self._outlet, ToCore((), confirm_to=self.actor_ref, token=self._token))
+
+    def _allocation(self, placed: PlacedPod) -> si_pb2.Allocation | None:
+        pod = placed.pod
+        if pod.invalid:
+            log.warning("pod %s on node %s not counted: %s", pod.full_name, self.node_name, pod.invalid)
+            return None
+        self._reported.add(pod.uid)
+        if not placed.foreign:
+            return translate.allocation(pod, placed.priority, PARTITION, self.node_name)
+        self._board.pods.show(_foreign_view(pod))
+        return translate.foreign_allocation(pod, placed.priority, PARTITION)
+
+    # ---- state ---------------------------------------------------------------------------------
+
+    def _desired(self) -> str:
+        record = self._record
+        if record is not None and not record.ready:
+            return NodeState.NOT_READY
+        if record is not None and record.unschedulable:
+            return NodeState.DRAINING
+        return NodeState.SCHEDULABLE
+
+    def _settle(self, recovered: bool = False) -> bool:
+        """Move between Schedulable, Draining and NotReady as the record says (not while recovering);
+        ``True`` if the core was sent the node's record with its new state."""
+        state = self.state
+        desired = self._desired()
+        if state not in NODE_IN_CORE or (state == NodeState.RECOVERING and not recovered) or desired == state:
+            self._publish()
+            return False
+        if desired == NodeState.SCHEDULABLE:
+            self._send(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DRAIN_TO_SCHEDULABLE))
+        elif state == NodeState.SCHEDULABLE:
+            self._send(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DRAIN_NODE))
+        self._fire({NodeState.SCHEDULABLE: "schedulable", NodeState.DRAINING: "drain",
+                    NodeState.NOT_READY: "not_ready"}[desired])
+        self._send(self._node_info(_ACTION.UPDATE))
+        return True
+
+    def _track_readiness(self) -> None:
+        ready = self._record is None or self._record.ready
+        if ready:
+            self._not_ready_since = None
+        elif self._not_ready_since is None:
+            self._not_ready_since = time.monotonic()
+            self._alarms.after(self._lost_after, self.actor_ref, NotReadyTooLong(self._not_ready_since))
+
+    def _remove(self) -> None:
+        self._fire("remove")
+        self._board.nodes.hide(self.node_name)
+        _tell(self._context, NodeGone(self.node_name))
+
+    def _fire(self, event: str) -> None:
+        state = self._machine.fire(event)
+        log.info("node %s: %s", self.node_name, state)
+        type_, reason, what = _EVENTS[state]
+        if self._recorder is not None:
+            _tell(self._recorder, Feedback((KubeEvent("Node", "", self.node_name, "", type_, reason,
+                                                      f"node {self.node_name} is {what}"),)))
+        self._publish()
+
+    def _publish(self) -> None:
+        if self.state == NodeState.REMOVED:
+            return
+        record = self._record
+        state = self.state
+        self._board.nodes.show(NodeView(self.node_name, state == NodeState.SCHEDULABLE,
+                                        state not in (NodeState.NEW, NodeState.RECOVERING),
+                                        record.allocatable if record else ZERO, 0, state))
+
+    def _node_info(self, action: int) -> si_pb2.NodeInfo:
+        info = translate.node_info(self._record, action)
+        info.attributes[ATTR_NODE_STATE] = self.state
+        return info
+
+    def _send(self, *items) -> None:
+        _tell(self._outlet, ToCore(items))
+
+
+def _foreign_view(pod: PodRecord) -> PodView:
+    return PodView(pod.uid, pod.namespace, pod.name, "", FOREIGN, pod.node_name, True)
+
+
+def _tell(ref: pykka.ActorRef, message: object) -> None:
+    try:
+        ref.tell(message)
+    except pykka.ActorDeadError:  # shutting down: the shim no longer listens
+        log.debug("node message dropped, its receiver stopped: %s", type(message).__name__)

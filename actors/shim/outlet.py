@@ -1,0 +1,77 @@
+"""The shim's one door to the core: every SI item the shim's actors send goes through it, in order.
+
+The node and application actors and the context tell ``ToCore`` batches; the outlet merges what
+arrives while more messages wait (group commit, as ``Outbox`` orders it) and sends a few large SI
+requests. One door keeps the order across senders that causality gives: an item told after another
+(by any actor, once it knew of the first) reaches the core after it. ``confirm_to`` asks for a
+``CoreConfirmed`` once the core has processed the batch (node recovery waits for that).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pykka
+
+from actors.base import Actor
+from actors.shim.corelink import CoreLink
+from actors.shim.messages import CoreConfirmed, FlushToCore, Registered, ToCore
+from actors.shim.outbox import Outbox
+from si import si_pb2
+
+log = logging.getLogger(__name__)
+
+FLUSH_AT = 2000  # items collected before they are sent even though messages still wait
+
+
+class CoreOutlet(Actor):
+    """See the module docstring; the requests name the cluster once the shim has registered
+    (``Registered``)."""
+
+    def __init__(self, core: CoreLink, supervisor=None) -> None:
+        super().__init__(supervisor)
+        self._core = core
+        self._outbox = Outbox("")
+        self._confirmations: list[tuple[pykka.ActorRef, int]] = []
+
+    def on_ToCore(self, msg: ToCore) -> None:
+        outbox = self._outbox
+        for item in msg.items:
+            if isinstance(item, si_pb2.Allocation):
+                outbox.allocate(item)
+            elif isinstance(item, si_pb2.AllocationRelease):
+                outbox.release(item)
+            elif isinstance(item, si_pb2.NodeInfo):
+                outbox.node(item)
+            elif isinstance(item, si_pb2.AddApplicationRequest):
+                outbox.add_application(item)
+            else:
+                outbox.remove_application(item.applicationID, item.partitionName)
+        if msg.confirm_to is not None:
+            self._confirmations.append((msg.confirm_to, msg.token))
+        if len(outbox) >= FLUSH_AT or self.actor_inbox.empty():
+            self._flush()
+
+    def on_FlushToCore(self, msg: FlushToCore) -> None:
+        self._flush()
+        self._core.barrier()
+
+    def on_Registered(self, msg: Registered) -> None:
+        self._outbox.rm_id = msg.rm_id
+
+    def _flush(self) -> None:
+        for request in self._outbox.drain():
+            if isinstance(request, si_pb2.AllocationRequest):
+                self._core.update_allocation(request)
+            elif isinstance(request, si_pb2.ApplicationRequest):
+                self._core.update_application(request)
+            else:
+                self._core.update_node(request)
+        if self._confirmations:
+            self._core.barrier()
+            confirmations, self._confirmations = self._confirmations, []
+            for ref, token in confirmations:
+                try:
+                    ref.tell(CoreConfirmed(token))
+                except pykka.ActorDeadError:
+                    pass
