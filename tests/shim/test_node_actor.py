@@ -1,0 +1,119 @@
+"""A node actor alone: SI out through a recording outlet, confirmations in. A node stays Recovering
+until the core has processed what it reported (the resilience design's Node0)."""
+
+import pytest
+
+from actors.shim.messages import (
+    CoreConfirmed,
+    NodeChanged,
+    NodeRecovered,
+    PlacedPod,
+    PodsLeft,
+    PodsOnNode,
+    Settle,
+    ToCore,
+)
+from actors.shim.nodeactor import NodeActor
+from actors.shim.nodes import parse_node
+from actors.shim.pods import parse_pod
+from actors.shim.state import StateBoard
+from actors.shim.ticker import Alarms
+from si import si_pb2
+from tests.shim.doubles import Inbox, inbox_messages
+from tests.shim.factories import node_json, pod_json
+from tests.waiting import wait_for
+
+Action = si_pb2.NodeInfo
+
+
+class Node:
+    def __init__(self, record, pods=()):
+        self.outlet, self.context, self.recorder = Inbox.start(), Inbox.start(), Inbox.start()
+        self.board = StateBoard()
+        self.alarms = Alarms()
+        self.ref = NodeActor.start("n1", record, tuple(pods), context=self.context, outlet=self.outlet,
+                                   recorder=self.recorder, board=self.board, alarms=self.alarms, lost_after=60.0)
+
+    def sent(self):
+        self.ref.ask(Settle())
+        return [i for m in inbox_messages(self.outlet, ToCore) for i in m.items]
+
+    def confirmations(self):
+        self.ref.ask(Settle())
+        return [m.token for m in inbox_messages(self.outlet, ToCore) if m.confirm_to is not None]
+
+    def state(self):
+        self.ref.ask(Settle())
+        return {v.name: v.state for v in self.board.nodes.all()}["n1"]
+
+    def stop(self):
+        for ref in (self.ref, self.outlet, self.context, self.recorder):
+            ref.stop()
+        self.alarms.stop()
+
+
+@pytest.fixture
+def node():
+    made = []
+
+    def make(*args):
+        made.append(Node(*args))
+        return made[-1]
+
+    yield make
+    for each in made:
+        each.stop()
+
+
+def ours(name):
+    return PlacedPod(parse_pod(pod_json(name, node="n1")), 0, report=True)
+
+
+def test_node0_stays_recovering_until_the_core_confirms_its_pods(node):
+    pod0 = ours("pod0")
+    n = node(parse_node(node_json("n1")), [pod0])
+    sent = n.sent()
+    assert sent[0].action == Action.CREATE_DRAIN and sent[0].nodeID == "n1"
+    assert [(a.allocationKey, a.nodeID) for a in sent[1:]] == [(pod0.pod.uid, "n1")]
+    assert n.state() == "Recovering"
+    (token,) = n.confirmations()
+    n.ref.tell(CoreConfirmed(token - 1))  # an older step's answer does not end the recovery
+    assert n.state() == "Recovering"
+    n.ref.tell(CoreConfirmed(token))
+    assert n.state() == "Schedulable"
+    assert [i.action for i in n.sent() if isinstance(i, si_pb2.NodeInfo)][-2:] == [
+        Action.DRAIN_TO_SCHEDULABLE, Action.UPDATE]
+    wait_for(lambda: inbox_messages(n.context, NodeRecovered) == [NodeRecovered("n1", 1)])
+
+
+def test_pods_arriving_while_recovering_extend_the_recovery(node):
+    n = node(parse_node(node_json("n1")), [ours("pod0")])
+    (first,) = n.confirmations()
+    n.ref.tell(PodsOnNode((ours("pod1"),)))
+    assert n.confirmations() == [first, first + 1]
+    n.ref.tell(CoreConfirmed(first))
+    assert n.state() == "Recovering"
+    n.ref.tell(CoreConfirmed(first + 1))
+    assert n.state() == "Schedulable"
+
+
+def test_reported_pods_are_released_when_they_leave_and_core_placed_ones_are_not(node):
+    n = node(parse_node(node_json("n1")))
+    n.ref.tell(CoreConfirmed(n.confirmations()[0]))
+    reported, placed = ours("found"), PlacedPod(parse_pod(pod_json("placed", node="n1")), 0, report=False)
+    n.ref.tell(PodsOnNode((reported, placed)))
+    n.ref.tell(PodsLeft((reported.pod, placed.pod)))
+    items = n.sent()
+    assert [a.allocationKey for a in items if isinstance(a, si_pb2.Allocation)] == [reported.pod.uid]
+    assert [r.allocationKey for r in items if isinstance(r, si_pb2.AllocationRelease)] == [reported.pod.uid]
+
+
+def test_a_node_only_named_by_pods_is_lost_and_recovers_when_it_appears(node):
+    pod2 = ours("pod2")
+    n = node(None, [pod2])
+    assert n.state() == "Lost" and n.sent() == []
+    n.ref.tell(NodeChanged(parse_node(node_json("n1"))))
+    sent = n.sent()
+    assert sent[0].action == Action.CREATE_DRAIN
+    assert [a.allocationKey for a in sent[1:]] == [pod2.pod.uid]
+    assert n.state() == "Recovering"
