@@ -5,7 +5,8 @@ sharing the client's connection pool. Each bind is retried by the client (5xx, 4
 and ends in one ``BindOutcome`` told to the listener: bound (including "already bound to that node"),
 gone (the pod was deleted), or failed. The binder keeps the set of pods being bound and drops a second
 request for a pod already in flight, so a pod is never bound twice. It also deletes pods the core
-preempted. ``Drain`` (an ask) waits until every accepted bind has finished; later requests are
+preempted and fails pods whose application was rejected. A ``BindRequest`` may name the actor its
+outcome goes to (``reply_to``, the pod's application actor); else it goes to the listener. ``Drain`` (an ask) waits until every accepted bind has finished; later requests are
 answered as failed. ``BinderStatsRequest`` (an ask) answers counts and the time of the last bind.
 """
 
@@ -31,6 +32,7 @@ class BindRequest:
     namespace: str
     name: str
     node: str
+    reply_to: pykka.ActorRef | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,16 @@ class BindOutcome:
     bound: bool
     gone: bool = False
     reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FailPod:
+    """Set a pod of ours that will never run to phase ``Failed`` (its application was rejected or failed)."""
+
+    namespace: str
+    name: str
+    reason: str
+    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +105,7 @@ class Binder(pykka.ThreadingActor):
         self._workers = workers
         self._work: queue.SimpleQueue = queue.SimpleQueue()  # (function, message); None stops a worker
         self._threads: list[threading.Thread] = []
-        self._in_flight: set[str] = set()
+        self._in_flight: dict[str, pykka.ActorRef] = {}
         self._draining = False
         self._bound = 0
         self._failed = 0
@@ -121,6 +133,9 @@ class Binder(pykka.ThreadingActor):
         elif isinstance(message, DeletePod):
             if not self._draining:
                 self._work.put((self._delete, message))
+        elif isinstance(message, FailPod):
+            if not self._draining:
+                self._work.put((self._fail, message))
         elif isinstance(message, Drain):
             self._draining = True
             self._stop_workers()
@@ -132,23 +147,24 @@ class Binder(pykka.ThreadingActor):
 
     def _finished(self, message: _Finished) -> None:
         outcome = message.outcome
-        self._in_flight.discard(outcome.uid)
+        reply_to = self._in_flight.pop(outcome.uid, None) or self._listener
         if outcome.bound:
             self._bound += 1
             self._last_bound_at = message.at
         else:
             self._failed += 1
-        self._listener.tell(outcome)
+        _tell(reply_to, outcome)
 
     def _accept(self, request: BindRequest) -> None:
         if self._draining:
-            self._listener.tell(BindOutcome(request.uid, request.node, False, reason="scheduler is shutting down"))
+            _tell(request.reply_to or self._listener,
+                  BindOutcome(request.uid, request.node, False, reason="scheduler is shutting down"))
             return
         if request.uid in self._in_flight:
             log.warning("pod %s/%s is already being bound; duplicate request dropped", request.namespace,
                         request.name)
             return
-        self._in_flight.add(request.uid)
+        self._in_flight[request.uid] = request.reply_to or self._listener
         self._work.put((self._bind, request))
 
     def _bind(self, request: BindRequest) -> None:
@@ -175,6 +191,13 @@ class Binder(pykka.ThreadingActor):
         except Exception:  # logged; the next informer event shows whether the pod is still there
             log.exception("deleting pod %s/%s failed", request.namespace, request.name)
 
+    def _fail(self, request: FailPod) -> None:
+        try:
+            if self._client.fail_pod(request.namespace, request.name, request.reason, request.message):
+                log.info("pod %s/%s failed: %s", request.namespace, request.name, request.message)
+        except Exception:  # logged; the pod stays pending with its event
+            log.exception("failing pod %s/%s failed", request.namespace, request.name)
+
     def _serve(self) -> None:
         while (item := self._work.get()) is not None:
             function, message = item
@@ -187,3 +210,10 @@ class Binder(pykka.ThreadingActor):
         for thread in self._threads:
             thread.join()
         self._threads = []
+
+
+def _tell(ref: pykka.ActorRef, outcome: BindOutcome) -> None:
+    try:
+        ref.tell(outcome)
+    except pykka.ActorDeadError:  # the pod's application is gone, and with it the interest in the pod
+        log.debug("bind outcome of %s dropped: its receiver stopped", outcome.uid)

@@ -270,6 +270,19 @@ class KubeClient:
             raise
         return True
 
+    def fail_pod(self, namespace: str, name: str, reason: str, message: str) -> bool:
+        """Set the pod's phase to ``Failed`` with ``reason`` (as the kubelet would); ``False`` when it is
+        gone."""
+        body = {"status": {"phase": "Failed", "reason": reason, "message": message}}
+        try:
+            self.request_retrying("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", body=body,
+                                  content_type="application/merge-patch+json")
+        except ApiError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
     def delete_pod(self, namespace: str, name: str, uid: str) -> bool:
         """Delete the pod if it is still the one with ``uid`` (checked before, and sent as a
         precondition); ``False`` when it is gone or was replaced by another pod of that name."""

@@ -27,9 +27,13 @@ class SchedulerState:
 
 
 class AppState:
+    """Upstream's application states; ``Reserving`` and ``Resuming`` belong to gang scheduling."""
+
     NEW = "New"
     SUBMITTED = "Submitted"
     ACCEPTED = "Accepted"
+    RESERVING = "Reserving"
+    RESUMING = "Resuming"
     RUNNING = "Running"
     COMPLETED = "Completed"
     REJECTED = "Rejected"
@@ -64,14 +68,16 @@ SCHEDULER_TRANSITIONS: Table = {
 }
 
 _A = AppState
-_APP_LIVE = frozenset({_A.NEW, _A.SUBMITTED, _A.ACCEPTED, _A.RUNNING})
+_APP_LIVE = frozenset({_A.NEW, _A.SUBMITTED, _A.ACCEPTED, _A.RESERVING, _A.RESUMING, _A.RUNNING})
 APP_TRANSITIONS: Table = {
     "submit": (frozenset({_A.NEW}), _A.SUBMITTED),
     "accept": (frozenset({_A.SUBMITTED}), _A.ACCEPTED),
-    "run": (frozenset({_A.SUBMITTED, _A.ACCEPTED}), _A.RUNNING),
+    "reserve": (frozenset({_A.ACCEPTED}), _A.RESERVING),
+    "resume": (frozenset({_A.RESERVING}), _A.RESUMING),
+    "run": (frozenset({_A.SUBMITTED, _A.ACCEPTED, _A.RESERVING, _A.RESUMING}), _A.RUNNING),
     "complete": (frozenset({_A.ACCEPTED, _A.RUNNING}), _A.COMPLETED),
     "reject": (frozenset({_A.NEW, _A.SUBMITTED}), _A.REJECTED),
-    "fail": (frozenset({_A.SUBMITTED, _A.ACCEPTED, _A.RUNNING}), _A.FAILING),
+    "fail": (frozenset({_A.SUBMITTED, _A.ACCEPTED, _A.RESERVING, _A.RESUMING, _A.RUNNING}), _A.FAILING),
     "failed": (frozenset({_A.FAILING}), _A.FAILED),
     "kill": (_APP_LIVE | {_A.FAILING}, _A.KILLING),
     "killed": (frozenset({_A.KILLING}), _A.KILLED),

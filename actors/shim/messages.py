@@ -1,7 +1,8 @@
 """The messages the shim's actors exchange, by the actor that receives them.
 
-Node actors and the core outlet are told these; the shim context's own inbound messages (informer
-changes, core answers, bind outcomes) are declared beside their senders.
+The core outlet, node actors and application actors are told these (and SI messages); the shim
+context is told these by node actors, and informer changes, core answers and bind outcomes, declared
+beside their senders.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import pykka
 from actors.base import message
 from actors.shim.nodes import NodeRecord
 from actors.shim.pods import PodRecord
+from actors.shim.ticker import Alarms
 from si import si_pb2
 
 CoreItem = (si_pb2.NodeInfo | si_pb2.AddApplicationRequest | si_pb2.RemoveApplicationRequest | si_pb2.Allocation
@@ -96,7 +98,62 @@ class Settle:
     """Ask: answered once everything told before has been handled."""
 
 
-# ---- ShimContext, from node actors --------------------------------------------------------------
+# ---- ApplicationActor ----------------------------------------------------------------------------
+# Also told: the SI answers of the core that concern the application (``AllocationResponse``,
+# ``ApplicationResponse``, ``UpdateContainerSchedulingStateRequest``, ``CoreEvents``), ``BindOutcome``
+# from the binder and ``RetractTask`` from the plugin-mode handoff, and ``Settle``.
+
+@message
+class TaskUpdate:
+    """A pod of the application as the cluster shows it now (``deleted``: it is gone)."""
+
+    pod: PodRecord
+    priority: int
+    deleted: bool = False
+
+
+@message
+class TaskUpdates:
+    updates: tuple[TaskUpdate, ...]
+
+
+# ---- ShimContext ---------------------------------------------------------------------------------
+# Also told: informer batches (``Listed``, ``Changes``), the core's SI answers, ``CoreEvents``,
+# ``BindOutcome`` and ``RetractTask`` (routed to the pod's application) and ``ShimStateRequest``.
+
+@message
+class Connect:
+    """Where the binder, the event recorder and the core outlet are, and the alarms node actors use
+    (told once, before the informers start)."""
+
+    binder: pykka.ActorRef
+    recorder: pykka.ActorRef
+    outlet: pykka.ActorRef
+    alarms: Alarms
+
+
+@message
+class Shutdown:
+    """Ask: stop taking cluster changes (``Draining``)."""
+
+
+@message
+class Stopped:
+    """Ask: the shim has shut down (``Stopped``)."""
+
+
+@message
+class Publish:
+    """Publish a snapshot if something changed (told by the service's timer)."""
+
+
+@message
+class PlacedElsewhere:
+    """From an application: a pod of its that was pending is on a node the core did not choose; its
+    ask is withdrawn, so the node may report it now."""
+
+    placed: PlacedPod
+
 
 @message
 class NodeRecovered:

@@ -136,10 +136,10 @@ class NodeActor(PooledActor):
                     item = self._allocation(placed)
                     if item is not None:
                         items.append(item)
-        if items:
-            self._send(*items)
         if self.state == NodeState.RECOVERING:
-            self._recovery_step()  # what just arrived is part of the recovery: wait for it too
+            self._send_confirmed(items)  # what just arrived is part of the recovery: wait for it too
+        elif items:
+            self._send(*items)
         self._publish()
 
     def on_PodsLeft(self, msg: PodsLeft) -> None:
@@ -168,25 +168,22 @@ class NodeActor(PooledActor):
     def on_CoreConfirmed(self, msg: CoreConfirmed) -> None:
         if self.state != NodeState.RECOVERING or msg.token != self._token:
             return  # a later recovery step is still on its way
+        self._settle(recovered=True)
         if not self._recovered_once:
             self._recovered_once = True
             _tell(self._context, NodeRecovered(self.node_name, len(self._pods)))
-        self._settle(recovered=True)
 
     def _recover(self) -> None:
         """Register draining, report every pod on the node, and wait for the core to confirm."""
         self._fire("recover")
-        self._send(self._node_info(_ACTION.CREATE_DRAIN))
         self._reported.clear()
-        items = [item for item in map(self._allocation, self._pods.values()) if item is not None]
-        if items:
-            self._send(*items)
+        reports = [item for item in map(self._allocation, self._pods.values()) if item is not None]
+        self._send_confirmed([self._node_info(_ACTION.CREATE_DRAIN), *reports])
         self._track_readiness()
-        self._recovery_step()
 
-    def _recovery_step(self) -> None:
+    def _send_confirmed(self, items: list) -> None:
         self._token += 1
-        _tell(self._outlet, ToCore((), confirm_to=self.actor_ref, token=self._token))
+        _tell(self._outlet, ToCore(tuple(items), confirm_to=self.actor_ref, token=self._token))
 
     def _allocation(self, placed: PlacedPod) -> si_pb2.Allocation | None:
         pod = placed.pod
@@ -253,7 +250,7 @@ class NodeActor(PooledActor):
             return
         record = self._record
         state = self.state
-        self._board.nodes.show(NodeView(self.node_name, state == NodeState.SCHEDULABLE,
+        self._board.nodes.show(self.node_name, NodeView(self.node_name, state == NodeState.SCHEDULABLE,
                                         state not in (NodeState.NEW, NodeState.RECOVERING),
                                         record.allocatable if record else ZERO, 0, state))
 

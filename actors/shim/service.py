@@ -18,12 +18,13 @@ import pykka
 
 from actors.shim.binder import Binder, Drain
 from actors.shim.client import KubeClient
-from actors.shim.context import Connect, ContextSettings, Publish, ShimContext, Shutdown, Stopped
+from actors.shim.context import ContextSettings, ShimContext
 from actors.shim.corelink import CoreLink
 from actors.shim.extender import Extender
 from actors.shim.handoff import AllocationHandoff
 from actors.shim.informer import Informer, InformerStatus, InformerStatusRequest, WatchSettings
 from actors.shim.kinds import watched_kinds
+from actors.shim.messages import Connect, Publish, Shutdown, Stopped
 from actors.shim.outlet import CoreOutlet
 from actors.shim.recorder import EventRecorder, RecorderStats, RecorderStatsRequest
 from actors.shim.state import ShimStateRequest, ShimStateSnapshot, StateBoard

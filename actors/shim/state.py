@@ -1,8 +1,10 @@
-"""The shim's state as readers see it: immutable snapshots, and the board that holds the latest one.
+"""The shim's state as readers see it: immutable views, snapshots of them, and the board holding both.
 
-``ShimContext`` answers ``ShimStateRequest`` with a fresh ``ShimStateSnapshot`` and publishes one on
-the ``StateBoard`` on every state-machine transition and at most once per period while something
-changes, so REST reads ``board.latest()`` without stopping the shim.
+Node and application actors publish the views of what they own on the ``StateBoard`` as it changes
+(immutable records, under the board's locks: a publication channel, never state an actor reads back).
+``ShimContext`` answers ``ShimStateRequest`` with a fresh ``ShimStateSnapshot`` once the actors have
+handled what they were told, and publishes one on every scheduler transition and at most once per
+period while something changes, so REST reads ``board.latest()`` without stopping the shim.
 """
 
 from __future__ import annotations
@@ -115,49 +117,49 @@ class PodViews:
             return tuple(self._views.values()), dict(self._placed_per_node)
 
 
-class NodeViews:
-    """The latest ``NodeView`` each node actor published."""
+class Views:
+    """The latest view each actor published of what it owns (a node, an application), by key."""
 
     def __init__(self) -> None:
-        self._views: dict[str, NodeView] = {}
+        self._views: dict[str, NodeView | AppView] = {}
         self._lock = threading.Lock()
         self.version = 0
 
-    def show(self, view: NodeView) -> None:
+    def show(self, key: str, view: NodeView | AppView) -> None:
         with self._lock:
-            self._views[view.name] = view
+            self._views[key] = view
             self.version += 1
 
-    def hide(self, name: str) -> None:
+    def hide(self, key: str) -> None:
         with self._lock:
-            self._views.pop(name, None)
+            self._views.pop(key, None)
             self.version += 1
 
-    def all(self) -> tuple[NodeView, ...]:
+    def all(self) -> tuple:
         with self._lock:
             return tuple(self._views.values())
 
 
 class StateBoard:
-    """The views the shim's actors publish as they change (``pods``, ``nodes``), and the latest
-    snapshot taken of them; reading the snapshot is one attribute load, safe from any thread."""
+    """The views the shim's actors publish as they change (``pods``, ``nodes``, ``apps``), and the
+    latest snapshot taken of them; reading the snapshot is one attribute load, safe from any thread."""
 
     def __init__(self) -> None:
         self.pods = PodViews()
-        self.nodes = NodeViews()
+        self.nodes = Views()
+        self.apps = Views()
         self._latest: ShimStateSnapshot | None = None
         self._changed = threading.Condition()
 
     @property
-    def version(self) -> tuple[int, int]:
-        return self.pods.version, self.nodes.version
+    def version(self) -> tuple[int, int, int]:
+        return self.pods.version, self.nodes.version, self.apps.version
 
-    def snapshot(self, state: str, registered_at: int, recovery: RecoveryProgress,
-                 applications: tuple[AppView, ...]) -> ShimStateSnapshot:
+    def snapshot(self, state: str, registered_at: int, recovery: RecoveryProgress) -> ShimStateSnapshot:
         pods, placed = self.pods.all()
         nodes = tuple(NodeView(n.name, n.schedulable, n.recovered, n.allocatable, placed.get(n.name, 0), n.state)
                       for n in self.nodes.all())
-        return ShimStateSnapshot(state, registered_at, recovery, nodes, pods, applications, time.time_ns())
+        return ShimStateSnapshot(state, registered_at, recovery, nodes, pods, self.apps.all(), time.time_ns())
 
     def publish(self, snapshot: ShimStateSnapshot) -> None:
         with self._changed:

@@ -1,16 +1,18 @@
 """The shim context as an actor: informer messages and core answers in, SI requests, bind requests and
 Kubernetes events out (the core is a recording double here; tests/shim/test_integration.py uses the real one)."""
 
+import dataclasses
 import json
 from collections import Counter
 
 import pytest
 
 from actors.shim import kinds
-from actors.shim.binder import BindOutcome, BindRequest, Binds, DeletePod
-from actors.shim.context import Connect, ContextSettings, ShimContext, Shutdown
+from actors.shim.binder import BindOutcome, BindRequest, Binds, DeletePod, FailPod
+from actors.shim.context import ContextSettings, ShimContext
 from actors.shim.eventbuffer import Feedback, KubeEvent, PodCondition
 from actors.shim.informer import Added, Changes, Deleted, Listed, Updated
+from actors.shim.messages import Connect, Shutdown
 from actors.shim.nodeactor import ATTR_NODE_STATE
 from actors.shim.nodes import parse_node
 from actors.shim.objects import parse_configmap, parse_namespace, parse_priority_class
@@ -71,7 +73,9 @@ class Shim:
         self.alarms.stop()
 
     def binds(self):
-        return [r for batch in inbox_messages(self.binder, Binds) for r in batch.requests]
+        """Bind requests, without the application actor each names for its outcome."""
+        return [dataclasses.replace(r, reply_to=None) for batch in inbox_messages(self.binder, Binds)
+                for r in batch.requests]
 
     def feedback(self, kind):
         return [i for batch in inbox_messages(self.recorder, Feedback) for i in batch.items if isinstance(i, kind)]
@@ -106,8 +110,11 @@ def shim(make_shim):
     return make_shim()
 
 
-def allocation_response(*pairs):
-    return si_pb2.AllocationResponse(new=[si_pb2.Allocation(allocationKey=uid, nodeID=node) for uid, node in pairs])
+def allocation_response(*pairs, app="yunikorn-default-autogen"):
+    """The core's allocations of ``(uid, node)`` pairs of application ``app`` (default: the autogen id of
+    pods in ``default`` that name none)."""
+    return si_pb2.AllocationResponse(new=[si_pb2.Allocation(allocationKey=uid, nodeID=node, applicationID=app)
+                                          for uid, node in pairs])
 
 
 def test_start_up_registers_recovers_then_submits(shim):
@@ -327,7 +334,10 @@ def test_rejected_application_rejects_its_tasks(shim):
         applicationID="a1", reason="queue root.nope does not exist")]))
     assert shim.state().applications[0].state == "Rejected"
     assert [p.state for p in shim.state().pods] == ["Rejected"]
-    assert "root.nope" in shim.events("TaskRejected")[0].message
+    assert "root.nope" in shim.events("ApplicationRejected")[0].message
+    # As upstream: a pod of a rejected application that has no node fails, with the reason.
+    [failed] = inbox_messages(shim.binder, FailPod)
+    assert (failed.name, failed.reason) == ("p", "ApplicationRejected") and "root.nope" in failed.message
 
 
 def test_application_states_follow_the_core(shim):
@@ -352,7 +362,7 @@ def test_core_scheduling_failure_becomes_event_and_condition(shim):
     raw = pod_json("p")
     shim.list_all(pods=[raw], nodes=[node_json("n1")])
     shim.tell_and_settle(si_pb2.UpdateContainerSchedulingStateRequest(
-        allocationKey=raw["metadata"]["uid"], state=si_pb2.UpdateContainerSchedulingStateRequest.FAILED,
+        applicationID="yunikorn-default-autogen", allocationKey=raw["metadata"]["uid"], state=si_pb2.UpdateContainerSchedulingStateRequest.FAILED,
         reason="queue root.a: max vcore 4000 reached"))
     [event] = shim.events("FailedScheduling")
     assert event.message == "queue root.a: max vcore 4000 reached" and event.type == "Warning"
@@ -364,7 +374,8 @@ def test_preempted_pods_are_deleted(shim):
     raw = pod_json("victim", node="n1")
     shim.list_all(pods=[raw], nodes=[node_json("n1")])
     shim.tell_and_settle(si_pb2.AllocationResponse(released=[si_pb2.AllocationRelease(
-        allocationKey=raw["metadata"]["uid"], terminationType=si_pb2.PREEMPTED_BY_SCHEDULER, message="make room")]))
+        applicationID="yunikorn-default-autogen", allocationKey=raw["metadata"]["uid"],
+        terminationType=si_pb2.PREEMPTED_BY_SCHEDULER, message="make room")]))
     assert inbox_messages(shim.binder, DeletePod) == [DeletePod(raw["metadata"]["uid"], "default", "victim",
                                                                 "make room")]
 

@@ -1,0 +1,409 @@
+"""One actor per application: upstream's application state machine and its tasks (the pods).
+
+The actor submits the application (``AddApplicationRequest``, sent when it is created, so that it
+reaches the core before anything about the application's pods), asks for its pending tasks, releases
+what the core holds for a task when its pod finishes or goes, binds what the core allocates (through
+the binder, whose outcome comes back here) and follows the core's answers about the application: a
+rejected or failed application fails its pods that have no node, as upstream does.
+
+A task's allocation found on a node (recovery, or a pod bound by someone else) is reported by the
+node's actor, which also releases it; the application only releases what it asked for or what the
+core placed (``Task.placed_by_core``). A pending pod bound where the core did not place it is handed
+to its node (through the context) only after the application has withdrawn its ask.
+
+In plugin mode the binder is the handoff: binds are recorded decisions, ``RetractTask`` returns a
+placement kube-scheduler did not carry out, and the handoff is told when a placed pod is settled.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import pykka
+
+from actors.base import PooledActor
+from actors.shim import translate
+from actors.shim.binder import BindOutcome, BindRequest, Binds, DeletePod, FailPod
+from actors.shim.corelink import CoreEvents
+from actors.shim.eventbuffer import NORMAL, WARNING, Feedback, KubeEvent, PodCondition
+from actors.shim.handoff import RetractTask, Settled, WaitingReason
+from actors.shim.lifecycle import (
+    APP_TERMINAL,
+    APP_TRANSITIONS,
+    TASK_TERMINAL,
+    TASK_TRANSITIONS,
+    AppState,
+    StateMachine,
+    TaskState,
+)
+from actors.shim.messages import PlacedElsewhere, PlacedPod, Settle, TaskUpdate, TaskUpdates, ToCore
+from actors.shim.pods import FAILED, PodRecord
+from actors.shim.state import AppView, PodView, StateBoard
+from si import constants, si_pb2
+
+log = logging.getLogger(__name__)
+
+PARTITION = constants.DEFAULT_PARTITION
+_CORE_APP_EVENTS = {"Accepted": ("accept",), "Starting": ("run",), "Running": ("run",),
+                    "Completed": ("complete",), "Failing": ("fail",), "Failed": ("fail", "failed")}
+_UNPLACED = frozenset({TaskState.NEW, TaskState.PENDING, TaskState.SCHEDULING, TaskState.REJECTED})
+
+
+class Task:
+    """A pod of ours and its state; its view on the board follows every transition."""
+
+    __slots__ = ("pod", "priority", "machine", "node", "placed_by_core", "_board")
+
+    def __init__(self, pod: PodRecord, priority: int, board: StateBoard) -> None:
+        self.pod = pod
+        self.priority = priority
+        self.machine = StateMachine(TASK_TRANSITIONS, TaskState.NEW, f"task {pod.full_name}")
+        self.node = ""
+        self.placed_by_core = False
+        self._board = board
+        self._show()
+
+    @property
+    def state(self) -> str:
+        return self.machine.state
+
+    def can(self, event: str) -> bool:
+        return self.machine.can(event)
+
+    def fire(self, event: str, node: str | None = None) -> str:
+        """Fire ``event`` (see ``lifecycle``); ``node`` sets the node the pod is placed on."""
+        state = self.machine.fire(event)
+        if node is not None:
+            self.node = node
+            self.placed_by_core = event == "allocate"
+        self._show()
+        return state
+
+    def holds_core_request(self) -> bool:
+        """Whether the core holds an ask or allocation of this task that the application must release."""
+        return self.state in (TaskState.SCHEDULING, TaskState.ALLOCATED) or (
+            self.state == TaskState.BOUND and self.placed_by_core)
+
+    def _show(self) -> None:
+        pod = self.pod
+        self._board.pods.show(PodView(pod.uid, pod.namespace, pod.name, pod.app_id, self.machine.state, self.node,
+                                      False))
+
+
+class ApplicationActor(PooledActor):
+    """See the module docstring. ``first`` is the pod that made the application known; ``tags`` are
+    its namespace's application tags; ``force``: the application already runs pods (recovery)."""
+
+    def __init__(self, first: PodRecord, tags: Mapping[str, str] | None, force: bool, *, outlet: pykka.ActorRef,
+                 context: pykka.ActorRef, binder: pykka.ActorRef, recorder: pykka.ActorRef | None, board: StateBoard, plugin_mode: bool,
+                 supervisor=None) -> None:
+        super().__init__(supervisor)
+        self.app_id = first.app_id
+        self._queue = first.queue
+        self._user = first.user
+        self._tags = dict(tags or {})
+        self._outlet = outlet
+        self._context = context
+        self._binder = binder
+        self._recorder = recorder
+        self._board = board
+        self._plugin_mode = plugin_mode
+        self._tasks: dict[str, Task] = {}
+        self._to_core: list[Any] = []
+        self._binds: list[BindRequest] = []
+        self._feedback: list[KubeEvent | PodCondition] = []
+        self._placed_elsewhere: list[PlacedPod] = []
+        self._machine = StateMachine(APP_TRANSITIONS, AppState.NEW, f"application {self.app_id}")
+        # Sent from the creating thread, before the context routes the application's first pod.
+        self._submit_application(first, force)
+        self._flush()
+        self._publish()
+
+    @property
+    def state(self) -> str:
+        return self._machine.state
+
+    def on_receive(self, message: Any) -> Any:
+        try:
+            return super().on_receive(message)
+        finally:
+            self._flush()
+
+    def on_stop(self) -> None:
+        self._board.apps.hide(self.app_id)
+
+    def on_Settle(self, msg: Settle) -> None:
+        return None
+
+    # ---- pods ----------------------------------------------------------------------------------
+
+    def on_TaskUpdates(self, msg: TaskUpdates) -> None:
+        for update in msg.updates:
+            if update.deleted:
+                self._task_gone(update.pod)
+            else:
+                self._task_seen(update)
+        if not self._tasks and self._machine.can("kill"):
+            self._machine.fire("kill")
+            self._to_core.append(si_pb2.RemoveApplicationRequest(applicationID=self.app_id, partitionName=PARTITION))
+            self._machine.fire("killed")
+        self._publish()
+
+    def _task_seen(self, update: TaskUpdate) -> None:
+        pod = update.pod
+        task = self._tasks.get(pod.uid)
+        if task is None:
+            if not pod.terminated:
+                self._new_task(pod, update.priority)
+            return
+        previous, task.pod, task.priority = task.pod, pod, update.priority
+        state = task.state
+        if pod.terminated:
+            self._settle_handoff(task)
+            self._finish_task(task, "fail" if pod.phase == FAILED else "complete")
+        elif state in TASK_TERMINAL:
+            return
+        elif pod.assigned and state == TaskState.ALLOCATED and pod.node_name == task.node:
+            self._task_bound(task)
+            self._settle_handoff(task)  # plugin mode: bound by kube-scheduler before the handoff reported
+        elif pod.assigned and not previous.assigned and state == TaskState.BOUND:
+            self._settle_handoff(task)  # plugin mode: kube-scheduler bound the pod (its PostBind)
+        elif pod.assigned and state in (TaskState.PENDING, TaskState.SCHEDULING):
+            self._task_placed_elsewhere(task)
+        elif state == TaskState.BOUND and task.placed_by_core and pod.resource != previous.resource:
+            self._to_core.append(translate.allocation(pod, task.priority, PARTITION, task.node))
+        elif state == TaskState.PENDING and previous.gated and not pod.gated:
+            self._submit(task)
+
+    def _new_task(self, pod: PodRecord, priority: int) -> None:
+        task = Task(pod, priority, self._board)
+        self._tasks[pod.uid] = task
+        if pod.invalid:
+            task.fire("reject")
+            self._task_unschedulable(task, "TaskRejected", f"task {pod.full_name} rejected: {pod.invalid}")
+            return
+        if self.state in APP_TERMINAL:
+            self._resubmit(pod)
+        if pod.assigned:
+            task.fire("recover", node=pod.node_name)
+            return
+        task.fire("init")
+        if not pod.gated:
+            self._submit(task)
+
+    def _task_gone(self, pod: PodRecord) -> None:
+        task = self._tasks.pop(pod.uid, None)
+        if task is None:
+            return
+        self._settle_handoff(task)
+        if task.holds_core_request():
+            self._to_core.append(translate.release(task.pod, "pod deleted", PARTITION))
+        if task.can("kill"):
+            task.fire("kill")
+        self._board.pods.hide(pod.uid)
+
+    def _submit(self, task: Task) -> None:
+        pod = task.pod
+        task.fire("submit")
+        self._to_core.append(translate.allocation(pod, task.priority, PARTITION))
+        self._pod_event(pod, NORMAL, "Scheduling", f"{pod.full_name} is queued and waiting for allocation")
+
+    def _task_placed_elsewhere(self, task: Task) -> None:
+        """A pending pod got a node without us (bound by another party, or a bind we gave up on
+        succeeded after all): withdraw the ask; its node counts it where it is."""
+        if task.state == TaskState.SCHEDULING:
+            self._to_core.append(translate.release(task.pod, "pod bound outside the scheduler", PARTITION))
+        task.fire("recover", node=task.pod.node_name)
+        self._placed_elsewhere.append(PlacedPod(task.pod, task.priority, report=True))
+
+    def _task_bound(self, task: Task) -> None:
+        task.fire("bind")
+        pod = task.pod
+        if self._plugin_mode:
+            self._pod_event(pod, NORMAL, "QuotaApproved",
+                            f"Pod {pod.full_name} is approved for node {task.node}; kube-scheduler binds it")
+            return
+        self._pod_event(pod, NORMAL, "Scheduled", f"Successfully assigned {pod.full_name} to node {task.node}")
+        self._pod_event(pod, NORMAL, "PodBindSuccessful",
+                        f"Pod {pod.full_name} is successfully bound to node {task.node}")
+
+    def _finish_task(self, task: Task, event: str) -> None:
+        if task.holds_core_request():
+            self._to_core.append(translate.release(task.pod, f"pod {task.pod.phase.lower()}", PARTITION))
+        if task.can(event):
+            task.fire(event)
+
+    # ---- the application -----------------------------------------------------------------------
+
+    def _submit_application(self, pod: PodRecord, force: bool) -> None:
+        tags = translate.application_tags(pod, self._tags, force)
+        self._to_core.append(translate.add_application(pod, tags, PARTITION))
+        self._machine.fire("submit")
+
+    def _resubmit(self, pod: PodRecord) -> None:
+        """A new pod of a finished application: submit the application again."""
+        self._machine = StateMachine(APP_TRANSITIONS, AppState.NEW, f"application {self.app_id}")
+        self._submit_application(pod, pod.assigned)
+
+    def on_ApplicationResponse(self, response: si_pb2.ApplicationResponse) -> None:
+        for _ in response.accepted:
+            self._app_event("accept")
+        for rejected in response.rejected:
+            self._rejected(rejected.reason)
+        for updated in response.updated:
+            if updated.state == "Rejected":
+                self._rejected(updated.message)
+                continue
+            for event in _CORE_APP_EVENTS.get(updated.state, ()):
+                self._app_event(event)
+            if updated.state == "Failed":
+                self._fail_unplaced("ApplicationFailed", f"application {self.app_id} failed: {updated.message}")
+        self._publish()
+
+    def _app_event(self, event: str) -> None:
+        if not self._machine.can(event):
+            return
+        state = self._machine.fire(event)
+        log.debug("application %s: %s", self.app_id, state)
+        if state == AppState.COMPLETED:
+            self._to_core.append(si_pb2.RemoveApplicationRequest(applicationID=self.app_id, partitionName=PARTITION))
+
+    def _rejected(self, reason: str) -> None:
+        if not self._machine.can("reject"):
+            return
+        self._machine.fire("reject")
+        log.info("application %s rejected: %s", self.app_id, reason)
+        self._fail_unplaced("ApplicationRejected", f"application {self.app_id} rejected: {reason}")
+
+    def _fail_unplaced(self, reason: str, message: str) -> None:
+        for task in self._tasks.values():
+            if task.state in _UNPLACED:
+                self._fail_task(task, reason, message)
+
+    def _fail_task(self, task: Task, reason: str, message: str) -> None:
+        """The task will never run: reject it, say why on the pod, and fail the pod (as upstream)."""
+        if task.can("reject"):
+            task.fire("reject")
+        pod = task.pod
+        self._task_unschedulable(task, reason, message)
+        self._binder.tell(FailPod(pod.namespace, pod.name, reason, message))
+
+    def _publish(self) -> None:
+        self._board.apps.show(self.app_id, AppView(self.app_id, self._queue, self._user, self.state,
+                                                   len(self._tasks)))
+
+    # ---- the core's decisions ------------------------------------------------------------------
+
+    def on_AllocationResponse(self, response: si_pb2.AllocationResponse) -> None:
+        for allocation in response.new:
+            self._allocated(allocation)
+        for release in response.released:
+            self._released_by_core(release)
+        for rejected in response.rejectedAllocations:
+            task = self._tasks.get(rejected.allocationKey)
+            if task is not None and task.can("reject"):
+                task.fire("reject")
+                self._task_unschedulable(task, "TaskRejected", rejected.reason)
+        self._publish()
+
+    def _allocated(self, allocation: si_pb2.Allocation) -> None:
+        key, node = allocation.allocationKey, allocation.nodeID
+        task = self._tasks.get(key)
+        if task is None or task.state != TaskState.SCHEDULING:
+            if task is not None and task.node == node and task.state in (TaskState.ALLOCATED, TaskState.BOUND):
+                return  # the core repeating itself
+            log.warning("allocation %s on %s for a pod that does not wait for one (%s): releasing it", key, node,
+                        task.state if task else "unknown pod")
+            if task is None or task.state in TASK_TERMINAL:
+                self._to_core.append(si_pb2.AllocationRelease(
+                    partitionName=PARTITION, applicationID=allocation.applicationID, allocationKey=key,
+                    terminationType=si_pb2.STOPPED_BY_RM, message="no pod waits for this allocation"))
+            return
+        task.fire("allocate", node=node)
+        if self._machine.can("run"):
+            self._machine.fire("run")
+        pod = task.pod
+        self._binds.append(BindRequest(pod.uid, pod.namespace, pod.name, node, self.actor_ref))
+
+    def _released_by_core(self, release: si_pb2.AllocationRelease) -> None:
+        if release.terminationType != si_pb2.PREEMPTED_BY_SCHEDULER:
+            return  # our own releases confirmed, or node removal: the pod itself tells the rest
+        task = self._tasks.get(release.allocationKey)
+        if task is None:
+            return
+        pod = task.pod
+        self._pod_event(pod, WARNING, "Preempted", f"{pod.full_name} preempted: {release.message}")
+        self._binder.tell(DeletePod(pod.uid, pod.namespace, pod.name, release.message or "preempted"))
+
+    def on_BindOutcome(self, outcome: BindOutcome) -> None:
+        task = self._tasks.get(outcome.uid)
+        if task is None or task.state != TaskState.ALLOCATED or task.node != outcome.node:
+            return  # already settled by the informer, or the pod is gone
+        if outcome.bound:
+            self._task_bound(task)
+            return
+        if outcome.gone:
+            return  # the informer's delete releases the allocation
+        pod = task.pod
+        log.warning("binding %s to %s failed, scheduling it again: %s", pod.full_name, outcome.node, outcome.reason)
+        self._to_core.append(translate.release(pod, f"bind failed: {outcome.reason}", PARTITION))
+        task.fire("unbind", node="")
+        self._pod_event(pod, WARNING, "PodBindFailure", outcome.reason)
+        self._submit(task)
+
+    def on_RetractTask(self, message: RetractTask) -> None:
+        """Plugin mode: kube-scheduler did not bind the pod where the core placed it; place it again."""
+        task = self._tasks.get(message.uid)
+        if task is None or task.state != TaskState.BOUND or task.node != message.node or task.pod.assigned:
+            return  # bound meanwhile, placed again already, or gone
+        pod = task.pod
+        self._to_core.append(translate.release(pod, message.reason, PARTITION))
+        task.fire("retract", node="")
+        self._pod_event(pod, WARNING, "PodBindFailure", message.reason)
+        self._submit(task)
+
+    def on_UpdateContainerSchedulingStateRequest(self, request: si_pb2.UpdateContainerSchedulingStateRequest) -> None:
+        task = self._tasks.get(request.allocationKey)
+        if task is None or task.state != TaskState.SCHEDULING:
+            return
+        if request.state == si_pb2.UpdateContainerSchedulingStateRequest.FAILED:
+            self._task_unschedulable(task, "FailedScheduling", request.reason)
+
+    def on_CoreEvents(self, message: CoreEvents) -> None:
+        for record in message.events:
+            task = self._tasks.get(record.objectID)
+            if task is not None:
+                self._pod_event(task.pod, NORMAL, "Informational", record.message)
+
+    # ---- feedback ------------------------------------------------------------------------------
+
+    def _settle_handoff(self, task: Task) -> None:
+        if self._plugin_mode:
+            self._binder.tell(Settled(task.pod.uid))
+
+    def _task_unschedulable(self, task: Task, reason: str, message: str) -> None:
+        pod = task.pod
+        if self._plugin_mode:
+            self._binder.tell(WaitingReason(pod.uid, message))
+        self._pod_event(pod, WARNING, reason, message)
+        self._feedback.append(PodCondition(pod.namespace, pod.name, pod.uid, "Unschedulable", message))
+
+    def _pod_event(self, pod: PodRecord, type_: str, reason: str, message: str) -> None:
+        self._feedback.append(KubeEvent("Pod", pod.namespace, pod.name, pod.uid, type_, reason, message))
+
+    def _flush(self) -> None:
+        if self._to_core:
+            self._outlet.tell(ToCore(tuple(self._to_core)))
+            self._to_core = []
+        for placed in self._placed_elsewhere:  # after the withdrawn ask, so the core sees it gone first
+            self._context.tell(PlacedElsewhere(placed))
+        self._placed_elsewhere = []
+        if self._binds:
+            self._binder.tell(Binds(tuple(self._binds)))
+            self._binds = []
+        if self._feedback:
+            if self._recorder is not None:
+                self._recorder.tell(Feedback(tuple(self._feedback)))
+            self._feedback = []
