@@ -24,6 +24,7 @@ import queue
 import sys
 import threading
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -66,6 +67,7 @@ class Dispatcher:
                          for i in range(workers)]
         for thread in self._threads:
             thread.start()
+        _running.add(self)
 
     def schedule(self, actor: PooledActor) -> None:
         self._ready.put(actor)
@@ -76,6 +78,7 @@ class Dispatcher:
 
     def shutdown(self) -> None:
         """Stop the workers once the actors already queued have had their turn (for tests and exit)."""
+        _running.discard(self)
         for _ in self._threads:
             self._ready.put(None)
         for thread in self._threads:
@@ -95,8 +98,14 @@ class Dispatcher:
                 self._busy += took
 
 
+_running: weakref.WeakSet[Dispatcher] = weakref.WeakSet()
 _default: Dispatcher | None = None
 _default_lock = threading.Lock()
+
+
+def running_dispatchers() -> list[Dispatcher]:
+    """Every dispatcher started and not shut down, by name."""
+    return sorted(_running, key=lambda d: d.name)
 
 
 def default_dispatcher() -> Dispatcher:

@@ -1,10 +1,11 @@
-"""What one actor per node or per application would cost the core's scheduling loop.
+"""What telling one actor per node or per application costs the core's scheduling loop, with thread
+actors (a thread each) against pooled actors (a shared dispatcher's few threads).
 
-The design card makes every node and application a pykka actor. The partition actor takes every
-decision; per-object actors could only learn them by ``tell``. This benchmark runs the real core (as
-``core_throughput.py`` does) three times: with nothing told, with one actor per application and with one
-actor per node, each told once per scheduling batch of the allocations that concern it (the least a
-partition could tell them). It prints allocations/s and the ratio to the run that tells nothing.
+The partition actor takes every decision; the shim's node and application actors learn them by
+``tell``. This benchmark runs the real core (as ``core_throughput.py`` does) with nothing told, then
+with one actor per application and one per node, each told once per scheduling batch of the
+allocations that concern it, once as thread actors and once as pooled actors. It prints
+allocations/s, the ratio to the run that tells nothing, and the process's thread count.
 Run: ``python benchmarks/actor_fanout.py [--nodes 500,5000] [--asks 50000]``.
 """
 
@@ -13,11 +14,12 @@ from __future__ import annotations
 import argparse
 import resource
 import sys
+import threading
 from collections import defaultdict
 
 from benchmarks_common import CONFIG, CountingCallback, clean_heap, feed
 
-from actors.base import Actor, message, stop_all
+from actors.base import Actor, PooledActor, message, stop_all
 from actors.core.scheduler import Scheduler
 from actors.heap import tune_collector
 from si import si_pb2
@@ -42,12 +44,20 @@ class Ledger(Actor):
         return len(self.allocations)
 
 
+class PooledLedger(PooledActor):
+    """The same, on the shared dispatcher."""
+
+    __init__ = Ledger.__init__
+    on_Learned = Ledger.on_Learned
+
+
 class TellingCallback(CountingCallback):
     """Counts allocations and, like a partition with per-object actors, tells each object's actor."""
 
-    def __init__(self, expected: int, key) -> None:
+    def __init__(self, expected: int, key, ledger: type) -> None:
         super().__init__(expected)
         self.key = key
+        self.ledger = ledger
         self.ledgers: dict[str, object] = {}
 
     def update_allocation(self, response):
@@ -57,7 +67,7 @@ class TellingCallback(CountingCallback):
         for owner, learned in grouped.items():
             ledger = self.ledgers.get(owner)
             if ledger is None:
-                ledger = self.ledgers[owner] = Ledger.start()
+                ledger = self.ledgers[owner] = self.ledger.start()
             ledger.tell(Learned(tuple(learned)))
         super().update_allocation(response)
 
@@ -66,24 +76,34 @@ class TellingCallback(CountingCallback):
         return sum(f.get() for f in [ref.ask(Learned(()), block=False) for ref in self.ledgers.values()])
 
 
+def _by_app(allocation):
+    return allocation.applicationID
+
+
+def _by_node(allocation):
+    return allocation.nodeID
+
+
 VARIANTS = {
-    "none": None,
-    "per application": lambda allocation: allocation.applicationID,
-    "per node": lambda allocation: allocation.nodeID,
+    "none": (None, None),
+    "app, threads": (_by_app, Ledger),
+    "app, pooled": (_by_app, PooledLedger),
+    "node, threads": (_by_node, Ledger),
+    "node, pooled": (_by_node, PooledLedger),
 }
 
 
 def run(nodes: int, asks: int, variant: str) -> dict:
     clean_heap()
-    key = VARIANTS[variant]
-    callback = CountingCallback(asks) if key is None else TellingCallback(asks, key)
+    key, ledger = VARIANTS[variant]
+    callback = CountingCallback(asks) if key is None else TellingCallback(asks, key, ledger)
     scheduler = Scheduler(tick_interval=1.0)
     scheduler.register(si_pb2.RegisterResourceManagerRequest(rmID="bench", config=CONFIG), callback)
     first = feed(scheduler, nodes, asks)
     if not callback.done.wait(600):
         raise SystemExit(f"only {callback.count} of {asks} allocations after 600 s")
     elapsed = callback.last - first
-    actors = 0
+    actors, threads = 0, threading.active_count()
     if key is not None:
         learned = callback.drain()
         if learned != asks:
@@ -91,7 +111,7 @@ def run(nodes: int, asks: int, variant: str) -> dict:
         actors = len(callback.ledgers)
     scheduler.stop()
     stop_all()
-    return {"rate": asks / elapsed, "actors": actors}
+    return {"rate": asks / elapsed, "actors": actors, "threads": threads}
 
 
 def main(argv=None) -> int:
@@ -100,13 +120,14 @@ def main(argv=None) -> int:
     parser.add_argument("--asks", type=int, default=50_000)
     args = parser.parse_args(argv)
     tune_collector()  # as the scheduler command does
-    print(f"{'nodes':>6} {'told':>16} {'actors':>7} {'allocs/s':>9} {'ratio':>6}")
+    print(f"{'nodes':>6} {'told':>14} {'actors':>7} {'threads':>7} {'allocs/s':>9} {'ratio':>6}")
     for nodes in (int(n) for n in args.nodes.split(",")):
         base = None
         for variant in VARIANTS:
             r = run(nodes, args.asks, variant)
             base = base or r["rate"]
-            print(f"{nodes:>6} {variant:>16} {r['actors']:>7} {r['rate']:>9.0f} {r['rate'] / base:>6.2f}", flush=True)
+            print(f"{nodes:>6} {variant:>14} {r['actors']:>7} {r['threads']:>7} {r['rate']:>9.0f} "
+                  f"{r['rate'] / base:>6.2f}", flush=True)
     print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     return 0
 

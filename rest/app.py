@@ -19,10 +19,11 @@ import falcon
 import orjson
 import pykka
 
+from actors.census import take_census
 from actors.core.config import parse
 from actors.core.scheduler import Scheduler
 from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, NODES
-from rest import daos, metrics
+from rest import actor_metrics, daos, metrics
 from rest.fragments import Fragments
 
 log = logging.getLogger(__name__)
@@ -173,7 +174,7 @@ class Cluster:
     def on_get_metrics(self, req, resp):
         _, highest, _ = self.view.scheduler.events.batch(0, 0)
         resp.content_type = "text/plain; version=0.0.4; charset=utf-8"
-        resp.data = metrics.render(_snapshot(req), highest + 1)
+        resp.data = metrics.render(_snapshot(req), highest + 1) + actor_metrics.render(take_census())
 
     def on_get_openapi(self, req, resp):
         resp.content_type = falcon.MEDIA_JSON

@@ -90,6 +90,8 @@ class Tuning:
 
 
 class PartitionActor(Actor):
+    kind = "partition"
+
     def __init__(self, config: PartitionConfig, rm_id: str, callback: ResourceManagerCallback, ring: EventRing,
                  predicates: NodePredicates | None, tuning: Tuning) -> None:
         super().__init__()
@@ -174,6 +176,8 @@ class PartitionActor(Actor):
 
 class CoreScheduler(Actor):
     """Registers the resource manager, owns the configuration, routes requests to partitions."""
+
+    kind = "core"
 
     def __init__(self, ring: EventRing, predicates: NodePredicates | None = None, tuning: Tuning | None = None) -> None:
         super().__init__()

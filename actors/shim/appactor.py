@@ -96,6 +96,8 @@ class ApplicationActor(PooledActor):
     """See the module docstring. ``first`` is the pod that made the application known; ``tags`` are
     its namespace's application tags; ``force``: the application already runs pods (recovery)."""
 
+    kind = "application"
+
     def __init__(self, first: PodRecord, tags: Mapping[str, str] | None, force: bool, *, outlet: pykka.ActorRef,
                  context: pykka.ActorRef, binder: pykka.ActorRef, recorder: pykka.ActorRef | None, board: StateBoard, plugin_mode: bool,
                  supervisor=None) -> None:

@@ -98,6 +98,8 @@ class _Finished:
 class Binder(pykka.ThreadingActor):
     """See the module docstring."""
 
+    kind = "binder"
+
     def __init__(self, client: KubeClient, listener: pykka.ActorRef, workers: int = 16) -> None:
         super().__init__()
         self._client = client

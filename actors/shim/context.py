@@ -83,6 +83,8 @@ class ContextSettings:
 class ShimContext(Actor):
     """See the module docstring."""
 
+    kind = "context"
+
     def __init__(self, core: CoreLink, board: StateBoard, settings: ContextSettings = ContextSettings(),
                  supervisor=None) -> None:
         super().__init__(supervisor)

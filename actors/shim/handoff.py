@@ -82,6 +82,8 @@ class RetractTask:
 class AllocationHandoff(Binder):
     """See the module docstring. ``listener`` is the shim context."""
 
+    kind = "handoff"
+
     def __init__(self, client: KubeClient, listener: pykka.ActorRef, workers: int = 4) -> None:
         super().__init__(client, listener, workers)
         self._pending: dict[str, str] = {}

@@ -98,6 +98,8 @@ class WatchSettings:
 class Informer(pykka.ThreadingActor):
     """Lists and watches one kind and tells ``listener`` (see the module docstring)."""
 
+    kind = "informer"
+
     def __init__(self, client: KubeClient, kind: Kind, listener: pykka.ActorRef,
                  settings: WatchSettings = WatchSettings()) -> None:
         super().__init__()

@@ -61,6 +61,8 @@ class NodeActor(PooledActor):
     """See the module docstring. ``record`` is ``None`` for a node only named by pods (it starts
     ``Lost``); ``pods`` are the pods already on it."""
 
+    kind = "node"
+
     def __init__(self, name: str, record: NodeRecord | None, pods: tuple[PlacedPod, ...], *, context: pykka.ActorRef,
                  outlet: pykka.ActorRef, recorder: pykka.ActorRef | None, board: StateBoard, alarms: Alarms,
                  lost_after: float, supervisor=None) -> None:

@@ -28,6 +28,8 @@ class CoreOutlet(Actor):
     """See the module docstring; the requests name the cluster once the shim has registered
     (``Registered``)."""
 
+    kind = "outlet"
+
     def __init__(self, core: CoreLink, supervisor=None) -> None:
         super().__init__(supervisor)
         self._core = core

@@ -49,6 +49,8 @@ class RecorderStats:
 class EventRecorder(pykka.ThreadingActor):
     """See the module docstring."""
 
+    kind = "recorder"
+
     def __init__(self, client: KubeClient, qps: float = 50.0, burst: int = 300, max_pending: int = 10000,
                  interval: float = 0.2, default_namespace: str = "default") -> None:
         super().__init__()

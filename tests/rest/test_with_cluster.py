@@ -192,8 +192,18 @@ def test_usage_health_events_config_metrics_and_probes(running):
     assert status == 200 and headers["Content-Type"] == "application/x-yaml" and b"small" in body
     assert http.get("/ws/v1/config", Accept="application/json")[1]["Partitions"][0]["Name"] == "default"
     status, _, body = http.raw("/ws/v1/metrics")
-    families = {f.name for f in text_string_to_metric_families(body.decode())}
+    families = {f.name: f for f in text_string_to_metric_families(body.decode())}
     assert "yunikorn_scheduler_container_allocation_attempt" in families
+    # The actor system: one actor per node and per application, on the shared dispatcher.
+    actors = {s.labels["kind"]: s.value for s in families["yunikorn_actors"].samples}
+    assert actors["node"] == len(NODES) and actors["application"] == 2
+    assert actors["context"] == actors["outlet"] == actors["binder"] == actors["partition"] == 1
+    assert actors["informer"] == 5
+    handled = {s.labels["dispatcher"]: s.value for s in families["yunikorn_dispatcher_messages"].samples
+               if s.name.endswith("_total")}
+    assert handled["actors"] > 0
+    assert families["yunikorn_dispatcher_busy_seconds"].type == "counter"
+    assert {s.labels["dispatcher"] for s in families["yunikorn_dispatcher_run_queue"].samples} >= {"actors"}
     assert http.get("/ws/v1/health/live")[0] == 200
     assert http.get("/ws/v1/health/ready") == (200, {"ready": True, "shimState": "Running"})
     dump = http.ok("/ws/v1/fullstatedump")
