@@ -32,7 +32,7 @@ class Learned:
     allocations: tuple[tuple[str, str], ...]  # (allocation key, node id)
 
 
-class Ledger(Actor):
+class _Keeps:
     """The least a per-object actor would do: keep the allocations it was told of."""
 
     def __init__(self) -> None:
@@ -44,11 +44,12 @@ class Ledger(Actor):
         return len(self.allocations)
 
 
-class PooledLedger(PooledActor):
-    """The same, on the shared dispatcher."""
+class Ledger(_Keeps, Actor):
+    """On a thread of its own."""
 
-    __init__ = Ledger.__init__
-    on_Learned = Ledger.on_Learned
+
+class PooledLedger(_Keeps, PooledActor):
+    """On the shared dispatcher."""
 
 
 class TellingCallback(CountingCallback):
