@@ -13,6 +13,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
+from waitress.channel import HTTPChannel
 from waitress.server import create_server
 
 from rest.app import MAX_BODY, SchedulerView, create_app
@@ -57,8 +58,8 @@ class RestServer:
         server = self._server
 
         def close_all() -> None:  # on the I/O thread, which ends once it has no socket left to watch
-            for channel in list(server._map.values()):
-                channel.handle_close()
+            for dispatcher in list(server._map.values()):  # connections, the listener, the wake-up pipe
+                (dispatcher.handle_close if isinstance(dispatcher, HTTPChannel) else dispatcher.close)()
 
         server.trigger.pull_trigger(close_all)
         self._thread.join(timeout=5)

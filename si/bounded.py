@@ -8,8 +8,10 @@ to print an int of more than 4,300 digits). :func:`shown` never builds more than
 from __future__ import annotations
 
 import reprlib
+import zlib
 
 LIMIT = 200  # characters of a quoted value
+MAX_UNPACKED = 8 * 2**20  # bytes a gzipped configmap entry may unpack to
 _ELLIPSIS = "..."
 
 
@@ -37,3 +39,18 @@ _REPR.maxdict = _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = 8
 def shown(value: object, limit: int = LIMIT) -> str:
     """``repr(value)`` of at most about ``limit`` characters, computed without building the whole."""
     return elide(_REPR.repr(value), limit)
+
+
+def gunzip(raw: bytes, limit: int = MAX_UNPACKED) -> bytes:
+    """The content of gzip data ``raw``; ``ValueError`` when it is not gzip or unpacks past ``limit`` bytes
+    (a few KiB of gzip can unpack to gigabytes)."""
+    unpacker = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        content = unpacker.decompress(raw, limit + 1)
+    except zlib.error as error:
+        raise ValueError(f"not gzip data: {error}") from None
+    if len(content) > limit:
+        raise ValueError(f"unpacks to more than {limit} bytes")
+    if not unpacker.eof:
+        raise ValueError("gzip data is truncated")
+    return content

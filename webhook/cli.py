@@ -71,12 +71,16 @@ def _initial_conf(api_client, namespace: str):
     from kubernetes import client
 
     from webhook import kube
-    from webhook.conf import flatten, parse
+    from webhook.conf import ConfigMapError, flatten, parse
 
     core = client.CoreV1Api(api_client)
     defaults, configs = (kube.read_raw(core.read_namespaced_config_map, name, namespace)
                          for name in (c.CONFIGMAP_DEFAULTS, c.CONFIGMAP_CONFIGS))
-    return parse(flatten(defaults, configs))
+    try:
+        return parse(flatten(defaults, configs))
+    except ConfigMapError as error:
+        log.warning("configmaps unreadable (%s); starting with the default configuration", error)
+        return parse({})
 
 
 def _worker_app_factory(args):
