@@ -1,43 +1,51 @@
-"""Serving the REST app in the scheduler's process, on a pool of threads.
+"""Serving the REST app in the scheduler's process with waitress.
 
-Gunicorn workers are separate processes and cannot read the actors' snapshots, so the scheduler
-serves its API with the stdlib WSGI server made threaded (one thread per connection, keep-alive,
-Nagle off).
+Gunicorn workers are separate processes and cannot read the actors' snapshots, so the scheduler serves
+its API in-process. Waitress reads every request in full on one I/O thread before a worker thread sees
+it, so idle or slow clients hold a socket but never a thread; requests beyond the header or body limit
+are refused (431, 413), and a connection idle past ``idle_timeout`` is closed. Each event stream keeps
+a worker thread for as long as it runs, so the pool has ``threads`` workers beyond the stream limit.
 """
 
 from __future__ import annotations
 
 import logging
-import socketserver
 import threading
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from dataclasses import dataclass
 
-from rest.app import SchedulerView, create_app
+from waitress.channel import HTTPChannel
+from waitress.server import create_server
+
+from rest.app import MAX_BODY, SchedulerView, create_app
 
 log = logging.getLogger(__name__)
 
 
-class _Handler(WSGIRequestHandler):
-    disable_nagle_algorithm = True
-
-    def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
-        log.debug("%s " + format, self.address_string(), *args)
-
-
-class _ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    allow_reuse_address = True
+@dataclass(frozen=True)
+class ServerSettings:
+    threads: int = 8  # for requests; one more per allowed event stream
+    max_streams: int = 100
+    connection_limit: int = 1000  # open sockets; past it new connections wait in the listen backlog
+    backlog: int = 1024
+    idle_timeout: int = 30  # seconds without a byte in either direction before a connection is closed
+    max_header_bytes: int = 64 * 1024
+    max_body_bytes: int = MAX_BODY
 
 
 class RestServer:
     """A running REST endpoint; ``stop()`` closes it."""
 
-    def __init__(self, view: SchedulerView, host: str = "0.0.0.0", port: int = 9080) -> None:
-        self._server = make_server(host, port, create_app(view), server_class=_ThreadingServer,
-                                   handler_class=_Handler)
-        self.host, self.port = host, self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
-                                        name="rest-server", daemon=True)
+    def __init__(self, view: SchedulerView, host: str = "0.0.0.0", port: int = 9080,
+                 settings: ServerSettings = ServerSettings()) -> None:
+        s = settings
+        self._server = create_server(
+            create_app(view, s.max_streams), host=host, port=port, threads=s.threads + s.max_streams,
+            connection_limit=s.connection_limit, backlog=s.backlog, channel_timeout=s.idle_timeout,
+            cleanup_interval=max(1, min(s.idle_timeout, 30)), max_request_header_size=s.max_header_bytes,
+            max_request_body_size=s.max_body_bytes, ident="yunikorn", clear_untrusted_proxy_headers=True,
+            expose_tracebacks=False)
+        self.host, self.port = host, self._server.effective_port
+        self._thread = threading.Thread(target=self._server.run, name="rest-server", daemon=True)
         self._thread.start()
 
     @property
@@ -46,9 +54,16 @@ class RestServer:
         return f"http://{host}:{self.port}"
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        """Close the listener and every connection, end the I/O loop and the worker threads."""
+        server = self._server
+
+        def close_all() -> None:  # on the I/O thread, which ends once it has no socket left to watch
+            for dispatcher in list(server._map.values()):  # connections, the listener, the wake-up pipe
+                (dispatcher.handle_close if isinstance(dispatcher, HTTPChannel) else dispatcher.close)()
+
+        server.trigger.pull_trigger(close_all)
         self._thread.join(timeout=5)
+        server.task_dispatcher.shutdown(timeout=5)
 
 
 def start(view: SchedulerView, host: str = "0.0.0.0", port: int = 9080) -> RestServer:

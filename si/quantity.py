@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
+from si.bounded import elide, shown
 from si.constants import CPU, MEMORY, VCORE
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
@@ -23,6 +24,10 @@ _QUANTITY = re.compile(
     r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?[0-9]+)|(?P<decimal>[numkMGTPE]?))$"
 )
 INT64_MAX = 2**63 - 1
+# Longer spellings are refused before any arithmetic: an int64 has 19 digits, and a 5,000-digit
+# mantissa or exponent would otherwise cost time and end in Python's own int-size ValueError.
+MAX_LENGTH = 100
+MAX_EXPONENT = 30
 
 
 class QuantityError(ValueError):
@@ -40,21 +45,24 @@ def parse_quantity(text: str | int | float) -> Fraction:
             raise QuantityError(f"quantity {text!r} is not a finite number")
         return Fraction(Decimal(repr(text)))
     if not isinstance(text, str):
-        raise QuantityError(f"quantity {text!r} must be a string or a number")
+        raise QuantityError(f"quantity {shown(text)} must be a string or a number")
+    if len(text) > MAX_LENGTH:
+        raise QuantityError(f"quantity {shown(text)} is longer than {MAX_LENGTH} characters")
     match = _QUANTITY.match(text.strip())
     if match is None:
-        raise QuantityError(f"quantity {text!r} is malformed: expected a number with an optional "
+        raise QuantityError(f"quantity {shown(text)} is malformed: expected a number with an optional "
                             "suffix (m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (1e3)")
     try:
         value = Fraction(Decimal(match["number"]))
     except InvalidOperation as error:  # pragma: no cover - the pattern admits only decimals
-        raise QuantityError(f"quantity {text!r} is malformed") from error
+        raise QuantityError(f"quantity {shown(text)} is malformed") from error
     if match["binary"]:
         value *= _BINARY[match["binary"]]
     elif match["exp"]:
         exponent = int(match["exp"][1:])
-        if abs(exponent) > 30:
-            raise QuantityError(f"quantity {text!r} has an exponent out of range")
+        if abs(exponent) > MAX_EXPONENT:
+            raise QuantityError(f"quantity {shown(text)} has an exponent out of range "
+                                f"(-{MAX_EXPONENT}..{MAX_EXPONENT})")
         value *= Fraction(10) ** exponent
     else:
         value *= _DECIMAL[match["decimal"] or ""]
@@ -65,11 +73,11 @@ def to_si_value(name: str, text: str | int | float) -> int:
     """The int64 the SI carries for resource ``name`` (already in SI naming: ``vcore``, ``memory``)."""
     value = parse_quantity(text)
     if value < 0:
-        raise QuantityError(f"{name}: quantity {text!r} is negative")
+        raise QuantityError(f"{elide(name)}: quantity {shown(text)} is negative")
     scaled = value * 1000 if name == VCORE else value
     result = math.ceil(scaled)
     if result > INT64_MAX:
-        raise QuantityError(f"{name}: quantity {text!r} does not fit in int64")
+        raise QuantityError(f"{elide(name)}: quantity {shown(text)} does not fit in int64")
     return result
 
 

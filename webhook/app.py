@@ -11,6 +11,7 @@ import logging
 
 import falcon
 
+from si.bounded import elide
 from webhook import constants as c
 from webhook.mutation import mutate
 from webhook.review import INVALID_UID, Decision, ReviewError, parse_review, response_body
@@ -55,9 +56,19 @@ class _Review:
             log.info("undecodable admission review: %s", error)
             uid, decision = INVALID_UID, Decision.deny("body decode failed")
         else:
-            uid, decision = request.uid, self._decide(request)
+            uid, decision = request.uid, self._verdict(request)
         resp.content_type = falcon.MEDIA_JSON
         resp.data = response_body(uid, decision)
+
+    def _verdict(self, request) -> Decision:
+        """The decision; an object of the wrong shape somewhere the rules did not expect is denied
+        (the API server itself would refuse it), not answered with a 500."""
+        try:
+            return self._decide(request)
+        except (TypeError, AttributeError, ValueError, KeyError) as error:
+            log.warning("malformed %s %s/%s denied: %s: %s", request.kind, request.namespace, request.name,
+                        type(error).__name__, elide(str(error)))
+            return Decision.deny(f"malformed {request.kind or 'object'}: {elide(str(error))}")
 
 
 def _internal_error(req, resp, error, params) -> None:

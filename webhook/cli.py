@@ -35,7 +35,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="the scheduler's namespace (default: $NAMESPACE or 'default')")
     parser.add_argument("--listen", default="0.0.0.0:9089", help="HTTPS address (default 0.0.0.0:9089)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default 2)")
-    parser.add_argument("--threads", type=int, default=4, help="threads per worker (default 4)")
+    parser.add_argument("--threads", type=int, default=16, help="threads per worker (default 16)")
+    parser.add_argument("--request-timeout", type=float, default=10.0,
+                        help="seconds a connection may keep a thread before it is cut (default 10)")
     parser.add_argument("--remove-webhooks", action="store_true",
                         help="delete both webhook configurations and exit (uninstall)")
     parser.add_argument("--server-key", choices=("ecdsa", "rsa"), default="ecdsa",
@@ -71,12 +73,16 @@ def _initial_conf(api_client, namespace: str):
     from kubernetes import client
 
     from webhook import kube
-    from webhook.conf import flatten, parse
+    from webhook.conf import ConfigMapError, flatten, parse
 
     core = client.CoreV1Api(api_client)
     defaults, configs = (kube.read_raw(core.read_namespaced_config_map, name, namespace)
                          for name in (c.CONFIGMAP_DEFAULTS, c.CONFIGMAP_CONFIGS))
-    return parse(flatten(defaults, configs))
+    try:
+        return parse(flatten(defaults, configs))
+    except ConfigMapError as error:
+        log.warning("configmaps unreadable (%s); starting with the default configuration", error)
+        return parse({})
 
 
 def _worker_app_factory(args):
@@ -137,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         log.info("admission controller stopped")
 
     settings = ServerSettings(bind=args.listen, cert_file=cert_file, workers=args.workers, threads=args.threads,
-                              log_level=args.log_level)
+                              request_timeout=args.request_timeout, log_level=args.log_level)
     WebhookServer(settings, _worker_app_factory(args), on_exit).run()
     return 0
 

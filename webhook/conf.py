@@ -2,22 +2,26 @@
 
 :func:`flatten` merges the two configmaps into one key/value map (configs override defaults, gzipped
 ``binaryData`` entries are unpacked); :func:`parse` turns that map into an immutable
-:class:`AdmissionConf`. A value that does not parse keeps that key's default and the key is logged.
+:class:`AdmissionConf`. A value that does not parse keeps that key's default and the key is logged; a configmap
+whose entries cannot be read at all (not strings, not base64, a gzip bomb) is a :class:`ConfigMapError`.
 """
 
 from __future__ import annotations
 
 import base64
-import gzip
+import binascii
 import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from si.bounded import gunzip, shown
+
 log = logging.getLogger(__name__)
 
 PREFIX = "admissionController."
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+MAX_ENCODED = 4 * 2**20  # base64 characters of one binaryData entry (a whole configmap is at most 1 MiB)
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
 
@@ -97,18 +101,40 @@ def _convert(text: str, kind: str):
     return text.strip()
 
 
+class ConfigMapError(ValueError):
+    """A configmap whose content is not what a configmap holds (the API server would refuse it)."""
+
+
 def configmap_values(configmap: Mapping | None) -> dict[str, str]:
-    """The entries of one configmap (as a plain dict): ``data``, plus ``binaryData`` (``.gz`` unpacked)."""
+    """The entries of one configmap (as a plain dict): ``data``, plus ``binaryData`` (``.gz`` unpacked).
+
+    Sizes are checked before anything is allocated: a base64 entry longer than :data:`MAX_ENCODED`, or
+    a gzip entry unpacking past :data:`~si.bounded.MAX_UNPACKED`, is a :class:`ConfigMapError`, as is
+    any entry that is not a string, not base64 or not gzip."""
     if not configmap:
         return {}
-    values = dict(configmap.get("data") or {})
-    for key, encoded in (configmap.get("binaryData") or {}).items():
-        raw = base64.b64decode(encoded) if isinstance(encoded, str) else bytes(encoded)
+    if not isinstance(configmap, Mapping):
+        raise ConfigMapError("the configmap is not an object")
+    data, binary = configmap.get("data") or {}, configmap.get("binaryData") or {}
+    for field_name, entries in (("data", data), ("binaryData", binary)):
+        if not isinstance(entries, Mapping):
+            raise ConfigMapError(f"{field_name} is not an object")
+        for key, value in entries.items():
+            if not isinstance(value, str):
+                raise ConfigMapError(f"{field_name} {shown(key)} is not a string")
+    values = dict(data)
+    for key, encoded in binary.items():
+        if len(encoded) > MAX_ENCODED:
+            raise ConfigMapError(f"binaryData {shown(key)} is longer than {MAX_ENCODED} characters")
+        try:
+            raw = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError) as error:  # ValueError: not ASCII
+            raise ConfigMapError(f"binaryData {shown(key)} is not base64: {error}") from None
         if key.endswith(".gz"):
             try:
-                values[key[:-3]] = gzip.decompress(raw).decode()
-            except (OSError, EOFError, UnicodeDecodeError) as error:
-                log.warning("configmap binaryData %s does not unpack: %s", key, error)
+                values[key[:-3]] = gunzip(raw).decode()
+            except ValueError as error:  # UnicodeDecodeError included
+                raise ConfigMapError(f"binaryData {shown(key)} does not unpack: {error}") from None
         else:
             values[key] = raw.decode(errors="replace")
     return values

@@ -65,7 +65,10 @@ def _pod_create(request: ReviewRequest, view: ClusterView) -> Decision:
     if not conf.bypass_auth and c.ANNOTATION_USER_INFO not in annotations:
         new_annotations[c.ANNOTATION_USER_INFO] = user_info_json(request.username, request.groups)
     if new_annotations.get(c.ANNOTATION_ALLOW_PREEMPTION) not in ("true", "false"):
-        allowed = view.allows_preemption(_mapping(pod.get("spec")).get("priorityClassName"))
+        priority_class = _mapping(pod.get("spec")).get("priorityClassName")
+        if priority_class is not None and not isinstance(priority_class, str):
+            return Decision.deny("spec.priorityClassName is not a string")
+        allowed = view.allows_preemption(priority_class)
         new_annotations[c.ANNOTATION_ALLOW_PREEMPTION] = "true" if allowed else "false"
     if new_annotations != annotations:
         patch.append({"op": "add", "path": "/metadata/annotations", "value": new_annotations})

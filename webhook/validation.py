@@ -14,13 +14,16 @@ import json
 import logging
 from collections.abc import Callable
 
+from si.bounded import elide
 from webhook import constants as c
-from webhook.conf import flatten, parse
+from webhook.conf import ConfigMapError, flatten, parse
 from webhook.review import Decision, ReviewRequest
 from webhook.view import ClusterView
 
 log = logging.getLogger(__name__)
 
+MAX_ANSWER = 64 * 1024  # bytes read of the scheduler's answer
+MAX_REASON = 1000  # characters of the scheduler's reason passed on in a denial
 SchedulerCheck = Callable[[str, str], dict]  # (address, yaml) -> {"allowed": bool, "reason": str}
 
 
@@ -32,12 +35,16 @@ def validate(request: ReviewRequest, view: ClusterView, namespace: str,
     configmap = request.object
     if not isinstance(configmap, dict):
         return Decision.deny("configmap object is missing or not a JSON object")
-    name = (configmap.get("metadata") or {}).get("name") or request.name
+    metadata = configmap.get("metadata") or {}
+    name = (metadata.get("name") if isinstance(metadata, dict) else None) or request.name
     if name not in c.CONFIGMAP_NAMES:
         return Decision.allow()
     pair = dict(view.configmaps())
     pair[name] = configmap
-    values = flatten(pair.get(c.CONFIGMAP_DEFAULTS), pair.get(c.CONFIGMAP_CONFIGS))
+    try:
+        values = flatten(pair.get(c.CONFIGMAP_DEFAULTS), pair.get(c.CONFIGMAP_CONFIGS))
+    except ConfigMapError as error:
+        return Decision.deny(f"configmap {name}: {error}")
     policy_group = parse(values).policy_group
     queues_yaml = values.get(f"{policy_group}.yaml")
     if queues_yaml is None:  # no queue configuration in the pair: the scheduler runs its defaults
@@ -53,6 +60,7 @@ def validate(request: ReviewRequest, view: ClusterView, namespace: str,
         return Decision.allow()
     if allowed:
         return Decision.allow()
+    reason = elide(str(reason), MAX_REASON)  # relayed to the API server and the user: never the whole input
     log.info("configmap %s/%s denied by the scheduler: %s", namespace, name, reason)
     return Decision.deny(reason or "the scheduler rejected the configuration")
 
@@ -67,7 +75,9 @@ def post_validate_conf(address: str, queues_yaml: str, timeout: float = 5.0) -> 
         connection.request("POST", "/ws/v1/validate-conf", body=queues_yaml.encode(),
                            headers={"Content-Type": "application/json"})
         response = connection.getresponse()
-        body = response.read()
+        body = response.read(MAX_ANSWER + 1)
+        if len(body) > MAX_ANSWER:
+            raise ValueError(f"answer longer than {MAX_ANSWER} bytes")
         if response.status // 100 != 2:
             raise ValueError(f"HTTP {response.status}")
         answer = json.loads(body)

@@ -14,7 +14,7 @@ from enum import Enum
 from types import MappingProxyType
 
 from webhook import constants as c
-from webhook.conf import AdmissionConf, flatten, parse
+from webhook.conf import AdmissionConf, ConfigMapError, flatten, parse
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,11 @@ class ClusterView:
             if self._configured and not self.conf.enable_config_hot_refresh:
                 log.info("configmap %s changed; hot refresh is disabled, keeping the loaded configuration", name)
                 return
-            self.conf = parse(flatten(maps.get(c.CONFIGMAP_DEFAULTS), maps.get(c.CONFIGMAP_CONFIGS)))
+            try:
+                self.conf = parse(flatten(maps.get(c.CONFIGMAP_DEFAULTS), maps.get(c.CONFIGMAP_CONFIGS)))
+            except ConfigMapError as error:
+                log.warning("configmap %s is unreadable (%s); keeping the configuration in force", name, error)
+                return
             log.debug("configuration reloaded from configmap %s", name)
 
     def mark_configured(self) -> None:

@@ -29,7 +29,9 @@ from typing import Any
 
 import yaml
 
+from actors.core import yamlsafe
 from actors.core.acl import ACL, GROUP_NAME, USER_NAME, WILDCARD
+from si.bounded import LIMIT, elide, shown
 from si.quantity import QuantityError, format_quantity, to_si_value
 from si.resources import Resource, min_limit
 
@@ -46,23 +48,6 @@ _REGEXP_CHARS = re.compile(r"[\^$*+?()\[{}|]")
 # A Go duration such as 30s, 1m30s, 1.5h or 0.
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when present: ten times faster
-    """The safe loader, refusing a key given twice in one mapping (YAML would keep only the last)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # '<<: *defaults' may be overridden by own keys
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, (str, int, float, bool)) or key is None:
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r}", key_node.start_mark)
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
 
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -84,6 +69,7 @@ class ConfigError(ValueError):
     """A refused configuration; ``path`` names the element, ``reason`` says why."""
 
     def __init__(self, path: str, reason: str) -> None:
+        path, reason = elide(path), elide(reason, 3 * LIMIT)  # a path holds names taken from the input
         super().__init__(f"{path}: {reason}" if path else reason)
         self.path = path
         self.reason = reason
@@ -224,7 +210,7 @@ def duration_seconds(text: str) -> float:
         seconds += float(match[1]) * _DURATION_UNITS[match[2]]
         position = match.end()
     if position != len(text) or not text:
-        raise ValueError(f"not a duration such as 30s, 1m30s or 0: {text!r}")
+        raise ValueError(f"not a duration such as 30s, 1m30s or 0: {shown(text)}")
     return seconds
 
 
@@ -244,13 +230,10 @@ def parse(text: str | None) -> SchedulerConfig:
     if text is None or not text.strip():
         text = DEFAULT_QUEUES_YAML
     try:
-        return _document(yaml.load(text, Loader=_Loader), text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError("", f"not valid YAML{at}: {getattr(error, 'problem', None) or error}") from None
-    except RecursionError:  # a self-referencing YAML alias, or absurd nesting
-        raise ConfigError("", "nested too deeply (or refers to itself)") from None
+        node = yamlsafe.load(text)
+    except yamlsafe.YamlError as error:
+        raise ConfigError("", str(error)) from None
+    return _document(node, text)
 
 
 # Shapes: each takes the YAML node and its path, and returns a plain value or raises ConfigError.
@@ -261,7 +244,7 @@ def _mapping(node: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
         raise ConfigError(path, f"expected a mapping, got {_kind(node)}")
     for key in node:
         if key not in allowed:
-            raise ConfigError(path, f"unknown key {key!r} (allowed: {', '.join(allowed)})")
+            raise ConfigError(path, f"unknown key {shown(key)} (allowed: {', '.join(allowed)})")
     return node
 
 
@@ -292,7 +275,7 @@ def _bool(node: Any, path: str, default: bool) -> bool:
     if node is None:
         return default
     if not isinstance(node, bool):
-        raise ConfigError(path, f"expected true or false, got {node!r}")
+        raise ConfigError(path, f"expected true or false, got {shown(node)}")
     return node
 
 
@@ -300,7 +283,7 @@ def _count(node: Any, path: str) -> int | None:
     if node is None:
         return None
     if isinstance(node, bool) or not isinstance(node, int) or node < 0:
-        raise ConfigError(path, f"expected a whole number >= 0, got {node!r}")
+        raise ConfigError(path, f"expected a whole number >= 0, got {shown(node)}")
     return node
 
 
@@ -319,7 +302,7 @@ def _resource(node: Any, path: str) -> Resource | None:
     values = {}
     for name, quantity in node.items():
         if not isinstance(name, str) or not name:
-            raise ConfigError(path, f"bad resource name {name!r}")
+            raise ConfigError(path, f"bad resource name {shown(name)}")
         try:
             values[name] = to_si_value(name, quantity)
         except QuantityError as error:
@@ -364,7 +347,7 @@ def _properties(node: Any, path: str) -> Mapping[str, str]:
         properties[str(key)] = text
     for key, allowed in _PROPERTY_CHOICES.items():
         if key in properties and properties[key].lower() not in allowed:
-            raise ConfigError(f"{path}.{key}", f"unknown value {properties[key]!r} (allowed: {', '.join(allowed)})")
+            raise ConfigError(f"{path}.{key}", f"unknown value {shown(properties[key])} (allowed: {', '.join(allowed)})")
     if "priority.offset" in properties:
         _whole(properties["priority.offset"], f"{path}.priority.offset", -(2**31), 2**31 - 1)
     if "application.unschedasks.backoff" in properties:
@@ -382,7 +365,7 @@ def _whole(text: str, path: str, low: int, high: int) -> None:
     try:
         number = int(text)
     except ValueError:
-        raise ConfigError(path, f"not a whole number: {text!r}") from None
+        raise ConfigError(path, f"not a whole number: {shown(text)}") from None
     if not low <= number <= high:
         raise ConfigError(path, f"{number} is out of range {low}..{high}")
 
@@ -410,7 +393,7 @@ def _document(node: Any, text: str) -> SchedulerConfig:
     seen: set[str] = set()
     for i, partition in enumerate(parsed):
         if partition.name.lower() in seen:
-            raise ConfigError(f"partitions[{i}]", f"duplicate partition name {partition.name!r}")
+            raise ConfigError(f"partitions[{i}]", f"duplicate partition name {shown(partition.name)}")
         seen.add(partition.name.lower())
     return SchedulerConfig(parsed, checksum(text), text)
 
@@ -420,7 +403,7 @@ def _partition(node: Any, path: str) -> PartitionConfig:
                                  "usergroupresolver"))
     name = _required_string(node.get("name"), f"{path}.name")
     if not QUEUE_NAME.match(name):
-        raise ConfigError(f"{path}.name", f"invalid partition name {name!r}: 1 to 64 of a-z A-Z 0-9 _ : # / @ -")
+        raise ConfigError(f"{path}.name", f"invalid partition name {shown(name)}: 1 to 64 of a-z A-Z 0-9 _ : # / @ -")
     root = _root(node.get("queues"), path)
     rules = tuple(_rule(r, f"{path}.placementrules[{i}]")
                   for i, r in enumerate(_list(node.get("placementrules"), f"{path}.placementrules")))
@@ -431,7 +414,7 @@ def _partition(node: Any, path: str) -> PartitionConfig:
     resolver_type = _string(resolver.get("type"), f"{path}.usergroupresolver.type").lower()
     if resolver_type not in USER_GROUP_RESOLVERS:
         raise ConfigError(f"{path}.usergroupresolver.type",
-                          f"unknown resolver {resolver_type!r} (allowed: os, ldap, test or none)")
+                          f"unknown resolver {shown(resolver_type)} (allowed: os, ldap, test or none)")
     return PartitionConfig(
         name=name, root=root, placement_rules=rules,
         limits=_limits(node.get("limits"), f"{path}.limits", None),
@@ -460,7 +443,7 @@ def _queue(node: Any, path: str, parent_max: Resource | None, is_root: bool = Fa
                                  "submitacl", "childtemplate", "queues", "limits"))
     name = _required_string(node.get("name"), f"{path}.name")
     if not is_root and not QUEUE_NAME.match(name):
-        raise ConfigError(path, f"invalid queue name {name!r}: 1 to 64 of a-z A-Z 0-9 _ : # / @ -, no dots")
+        raise ConfigError(path, f"invalid queue name {shown(name)}: 1 to 64 of a-z A-Z 0-9 _ : # / @ -, no dots")
     if not is_root and name.lower() == ROOT:
         raise ConfigError(path, "the name root is reserved for the top queue")
     declared_parent = _bool(node.get("parent"), f"{path}.parent", False)
@@ -517,7 +500,7 @@ def _check_children(queue: QueueConfig, path: str, effective_max: Resource | Non
     for child in queue.queues:
         child_path = f"{path}.queues.{child.name}"
         if child.name.lower() in seen:
-            raise ConfigError(child_path, f"duplicate queue name {child.name!r}")
+            raise ConfigError(child_path, f"duplicate queue name {shown(child.name)}")
         seen.add(child.name.lower())
         if queue.max_applications and child.max_applications and child.max_applications > queue.max_applications:
             raise ConfigError(child_path, f"maxapplications {child.max_applications} exceeds parent "
@@ -549,7 +532,7 @@ def _node_sort_policy(node: Any, path: str) -> NodeSortPolicyConfig:
     node = _mapping(node, path, ("type", "resourceweights"))
     policy = (_string(node.get("type"), f"{path}.type") or "fair").lower()
     if policy not in NODE_SORT_POLICIES:
-        raise ConfigError(f"{path}.type", f"unknown node sort policy {policy!r} (allowed: {', '.join(NODE_SORT_POLICIES)})")
+        raise ConfigError(f"{path}.type", f"unknown node sort policy {shown(policy)} (allowed: {', '.join(NODE_SORT_POLICIES)})")
     weights_node = node.get("resourceweights")
     if weights_node is None:
         return NodeSortPolicyConfig(policy, DEFAULT_WEIGHTS)
@@ -559,7 +542,7 @@ def _node_sort_policy(node: Any, path: str) -> NodeSortPolicyConfig:
     weights = {}
     for name, weight in weights_node.items():
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= weight < float("inf"):
-            raise ConfigError(f"{weights_path}.{name}", f"weight must be a number >= 0, got {weight!r}")
+            raise ConfigError(f"{weights_path}.{name}", f"weight must be a number >= 0, got {shown(weight)}")
         weights[str(name)] = float(weight)
     if not any(weights.values()):
         raise ConfigError(weights_path, "at least one weight must be above zero")
@@ -589,7 +572,7 @@ def _limit(node: Any, path: str, queue_max: Resource | None) -> LimitConfig:
     for kind, names, pattern in (("users", users, USER_NAME), ("groups", groups, GROUP_NAME)):
         for i, name in enumerate(names):
             if name != WILDCARD and not pattern.match(name):
-                raise ConfigError(f"{path}.{kind}[{i}]", f"invalid {kind[:-1]} name {name!r}")
+                raise ConfigError(f"{path}.{kind}[{i}]", f"invalid {kind[:-1]} name {shown(name)}")
     max_resources = _resource(node.get("maxresources"), f"{path}.maxresources")
     max_apps = _count(node.get("maxapplications"), f"{path}.maxapplications")
     if max_apps == 0:
@@ -610,7 +593,7 @@ def _rule(node: Any, path: str) -> PlacementRuleConfig:
     node = _mapping(node, path, ("name", "create", "parent", "filter", "value"))
     name = _required_string(node.get("name"), f"{path}.name").lower()
     if name not in RULE_NAMES:
-        raise ConfigError(f"{path}.name", f"unknown placement rule {name!r} (allowed: {', '.join(RULE_NAMES)})")
+        raise ConfigError(f"{path}.name", f"unknown placement rule {shown(name)} (allowed: {', '.join(RULE_NAMES)})")
     value = _string(node.get("value"), f"{path}.value")
     if name in ("tag", "fixed") and not value:
         raise ConfigError(f"{path}.value", f"the {name} rule needs a value")
@@ -621,7 +604,7 @@ def _rule(node: Any, path: str) -> PlacementRuleConfig:
         parts = value.split(".")
         for part in parts[1:] if parts[0] == ROOT else parts:
             if not QUEUE_NAME.match(part):
-                raise ConfigError(f"{path}.value", f"invalid queue name {part!r} in {value!r}")
+                raise ConfigError(f"{path}.value", f"invalid queue name {shown(part)} in {shown(value)}")
         if parts[0] == ROOT and parent is not None:
             raise ConfigError(f"{path}.parent", f"a fixed rule with a full queue path ({value}) takes no parent rule")
     return PlacementRuleConfig(name, _bool(node.get("create"), f"{path}.create", False), value, parent,
@@ -634,21 +617,21 @@ def _filter(node: Any, path: str) -> FilterConfig | None:
     node = _mapping(node, path, ("type", "users", "groups"))
     kind = (_string(node.get("type"), f"{path}.type") or "allow").lower()
     if kind not in ("allow", "deny"):
-        raise ConfigError(f"{path}.type", f"unknown filter type {kind!r} (allowed: allow, deny)")
+        raise ConfigError(f"{path}.type", f"unknown filter type {shown(kind)} (allowed: allow, deny)")
     users = _names(node.get("users"), f"{path}.users")
     groups = _names(node.get("groups"), f"{path}.groups")
     for key, entries, pattern in (("users", users, USER_NAME), ("groups", groups, GROUP_NAME)):
         if len(entries) == 1 and not pattern.match(entries[0]):
             if not _REGEXP_CHARS.search(entries[0]):
-                raise ConfigError(f"{path}.{key}", f"{entries[0]!r} is neither a name nor a regular expression")
+                raise ConfigError(f"{path}.{key}", f"{shown(entries[0])} is neither a name nor a regular expression")
             try:
                 re.compile(entries[0])
             except re.error as error:
-                raise ConfigError(f"{path}.{key}", f"invalid regular expression {entries[0]!r}: {error}") from None
+                raise ConfigError(f"{path}.{key}", f"invalid regular expression {shown(entries[0])}: {error}") from None
         elif len(entries) > 1:
             for i, entry in enumerate(entries):
                 if not pattern.match(entry):
-                    raise ConfigError(f"{path}.{key}[{i}]", f"invalid {key[:-1]} name {entry!r} "
+                    raise ConfigError(f"{path}.{key}[{i}]", f"invalid {key[:-1]} name {shown(entry)} "
                                                             "(a list holds names; a regular expression stands alone)")
     return FilterConfig(kind, users, groups)
 

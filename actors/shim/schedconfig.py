@@ -1,8 +1,8 @@
 """The scheduler's configuration as the configmaps hold it: ``yunikorn-defaults`` merged under
 ``yunikorn-configs`` (a key in both takes the value of ``yunikorn-configs``).
 
-``binaryData`` entries are base64; a key ending in ``.gz`` is gzip-compressed and counts under its name
-without the suffix. The queues YAML is the key ``<service.policyGroup>.yaml`` (``queues.yaml`` by
+``binaryData`` entries are base64; a key ending in ``.gz`` is gzip-compressed (unpacking to at most
+8 MiB) and counts under its name without the suffix. The queues YAML is the key ``<service.policyGroup>.yaml`` (``queues.yaml`` by
 default); every other key goes to the core as extra configuration.
 """
 
@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gzip
 import types
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from actors.shim import keys
 from actors.shim.objects import ConfigMapRecord
+from si.bounded import gunzip, shown
 
 
 class SchedulerConfigError(ValueError):
@@ -43,7 +42,7 @@ def merge(defaults: ConfigMapRecord | None, configs: ConfigMapRecord | None) -> 
     queues_key = f"{policy_group}.yaml"
     hot_refresh = merged.get(keys.CONF_HOT_REFRESH, "true").strip().lower()
     if hot_refresh not in ("true", "false"):
-        raise SchedulerConfigError(f"{keys.CONF_HOT_REFRESH}: {hot_refresh!r} is not true or false")
+        raise SchedulerConfigError(f"{keys.CONF_HOT_REFRESH}: {shown(hot_refresh)} is not true or false")
     return ShimConfig(
         policy_group=policy_group,
         queues_yaml=merged.get(queues_key, ""),
@@ -60,9 +59,9 @@ def flatten(configmap: ConfigMapRecord) -> dict[str, str]:
         try:
             raw = base64.b64decode(encoded, validate=True)
             if key.endswith(".gz"):
-                key, raw = key[:-3], gzip.decompress(raw)
+                key, raw = key[:-3], gunzip(raw)
             entries[key] = raw.decode("utf-8")
-        except (binascii.Error, OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
-            raise SchedulerConfigError(f"configmap {configmap.name}: binaryData {key!r} is unreadable: "
+        except (binascii.Error, ValueError, TypeError) as error:  # TypeError: not a string
+            raise SchedulerConfigError(f"configmap {configmap.name}: binaryData {shown(key)} is unreadable: "
                                        f"{error}") from None
     return entries

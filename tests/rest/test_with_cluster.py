@@ -206,10 +206,16 @@ def test_usage_health_events_config_metrics_and_probes(running):
     assert {s.labels["dispatcher"] for s in families["yunikorn_dispatcher_run_queue"].samples} >= {"actors"}
     assert http.get("/ws/v1/health/live")[0] == 200
     assert http.get("/ws/v1/health/ready") == (200, {"ready": True, "shimState": "Running"})
-    dump = http.ok("/ws/v1/fullstatedump")
+
+    def bound_in_the_shims_state():  # the shim publishes its state after the binds, not with them
+        dump = http.ok("/ws/v1/fullstatedump")
+        states = {p["name"]: p for p in dump["rmDiagnostics"]["pods"]}
+        return dump if all(states.get(n, {}).get("state") == "Bound" for n in BIG) else None
+
+    dump = wait_for(bound_in_the_shims_state, timeout=10, message="the big pods Bound in the shim's state")
     assert dump["rmDiagnostics"]["state"] == "Running"
     shim_pods = {p["name"]: p for p in dump["rmDiagnostics"]["pods"]}
-    assert shim_pods["foreign"]["foreign"] is True and all(shim_pods[n]["state"] == "Bound" for n in BIG)
+    assert shim_pods["foreign"]["foreign"] is True
 
 
 def test_unknown_names_are_404_and_bad_parameters_400(running):

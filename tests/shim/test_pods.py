@@ -105,6 +105,12 @@ def test_malformed_quantity_makes_the_pod_invalid_not_an_exception():
     assert "invalid resources" in pod.invalid and "lots" in pod.invalid
 
 
+@pytest.mark.parametrize("cpu", ["1e" + "0" * 5000, "9" * 5000])
+def test_a_quantity_too_long_for_python_makes_the_pod_invalid_with_a_short_reason(cpu):
+    pod = parse_pod(pod_json(cpu=cpu))
+    assert "invalid resources" in pod.invalid and cpu[:10] in pod.invalid and len(pod.invalid) < 400
+
+
 def test_states_and_identity():
     pod = parse_pod(pod_json(name="p", namespace="ns", node="n1", phase="Succeeded", owner_kind="Node"))
     assert pod.assigned and pod.terminated and pod.static

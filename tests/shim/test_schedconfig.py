@@ -56,3 +56,9 @@ def test_hot_refresh_can_be_disabled():
 def test_unreadable_configmaps_raise_a_clear_error(data, binary, message):
     with pytest.raises(SchedulerConfigError, match=message):
         merge(None, configmap("yunikorn-configs", data, binary))
+
+
+def test_a_gzip_bomb_is_refused_without_unpacking_it():
+    bomb = base64.b64encode(gzip.compress(b"#" * 50_000_000)).decode()
+    with pytest.raises(SchedulerConfigError, match="unpacks to more than"):
+        merge(None, configmap("yunikorn-configs", binary={"queues.yaml.gz": bomb}))

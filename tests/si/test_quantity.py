@@ -56,3 +56,18 @@ def test_vcore_round_trips_through_its_kubernetes_spelling(millicores):
 def test_suffixes_scale_exactly(number, suffix):
     scale = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}[suffix]
     assert to_si_value("memory", f"{number}{suffix}") == number * scale
+
+
+@pytest.mark.parametrize("text", ["1e" + "0" * 5000, "1" * 5000, "1" * 5000 + "e3", "9" * 30 + "Ei", "1e31",
+                                  "1." + "1" * 5000])
+def test_huge_spellings_are_refused_as_quantity_errors_with_the_value_elided(text):
+    with pytest.raises(QuantityError) as error:
+        to_si_value("vcore", text)
+    message = str(error.value)
+    assert text[:20] in message and len(message) < 400
+
+
+def test_an_integer_beyond_int64_is_named_without_printing_all_its_digits():
+    with pytest.raises(QuantityError, match="int64") as error:
+        to_si_value("memory", 10**5000)
+    assert len(str(error.value)) < 400
