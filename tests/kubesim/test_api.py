@@ -14,11 +14,6 @@ def pod(name, labels=None, **spec):
             "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec}}
 
 
-@pytest.fixture
-def core(kube_api):
-    return client.CoreV1Api(kube_api)
-
-
 def status_of(error: ApiException) -> dict:
     return json.loads(error.body)
 
