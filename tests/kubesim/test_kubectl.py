@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import queue
 import re
+import signal
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.chart.get_helm import HelmUnavailable
 from tests.kubesim.get_kubectl import kubectl_path
+from tests.waiting import wait_for
+
+REPO = Path(__file__).resolve().parents[2]
 
 POD = """\
 apiVersion: v1
@@ -142,3 +148,27 @@ def test_typed_creates_get_a_clear_415_instead_of_hanging(kubectl, kubesim):
     rendered = kubectl("create", "namespace", "team-a", "--dry-run=client", "-o", "yaml").stdout
     assert kubectl("apply", "-f", "-", stdin=rendered).stdout.strip() == "namespace/team-a created"
     assert "team-a" in {ns["metadata"]["name"] for ns in kubesim.objects("namespaces")}
+
+
+@pytest.mark.timeout(120)
+def test_the_embedded_cluster_prints_a_kubeconfig_kubectl_uses(kubectl_binary, tmp_path):
+    process = subprocess.Popen([sys.executable, "-m", "actors.shim.cli", "--embedded", "--nodes", "2", "--pods", "6",
+                                "--rest-port", "0", "--log-level", "WARNING"], cwd=REPO, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = process.stdout.readline()
+        assert "export KUBECONFIG=" in line, line
+        env = {"KUBECONFIG": line.split("export KUBECONFIG=")[1].strip(), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+        wait_for(lambda: len(_kubectl_rows(kubectl_binary, env, "pods", "--field-selector=spec.nodeName!=")) == 6,
+                 timeout=60, message="the six sample pods bound, as kubectl lists them")
+        assert len(_kubectl_rows(kubectl_binary, env, "nodes")) == 2
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        process.stdout.close()
+
+
+def _kubectl_rows(binary, env, *args) -> list[list[str]]:
+    done = subprocess.run([str(binary), "get", *args, "--no-headers"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    return lines(done.stdout) if done.returncode == 0 and done.stdout.strip() else []
