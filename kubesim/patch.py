@@ -18,23 +18,41 @@ _MERGE_KEYS = {"containers": "name", "initContainers": "name", "conditions": "ty
 
 
 def merge_patch(target, patch, strategic: bool = False):
-    """RFC 7386 merge patch; with ``strategic``, known keyed lists merge by key."""
+    """RFC 7386 merge patch; with ``strategic``, known keyed lists merge by key and the directives kubectl
+    sends are followed: ``$patch`` (replace, delete), ``$retainKeys``, ``$setElementOrder/<list>`` and
+    ``$deleteFromPrimitiveList/<list>``."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
+    if strategic and patch.get("$patch") == "replace":
+        return {key: copy.deepcopy(value) for key, value in patch.items() if key != "$patch"}
     result = dict(target) if isinstance(target, dict) else {}
+    later = []  # list directives, applied once the lists they name are merged
     for key, value in patch.items():
-        if key == "$patch":
+        if key in ("$patch", "$retainKeys"):
             continue
-        if value is None:
+        if strategic and key.startswith(("$setElementOrder/", "$deleteFromPrimitiveList/")):
+            later.append((key, value))
+        elif value is None or (strategic and isinstance(value, dict) and value.get("$patch") == "delete"):
             result.pop(key, None)
         elif strategic and isinstance(value, list) and key in _MERGE_KEYS and isinstance(result.get(key), list):
             result[key] = _merge_list(result[key], value, _MERGE_KEYS[key])
         else:
             result[key] = merge_patch(result.get(key), value, strategic)
+    for directive, values in later:
+        name = directive.split("/", 1)[1]
+        if isinstance(result.get(name), list) and isinstance(values, list):
+            if directive.startswith("$setElementOrder/"):
+                result[name] = _in_order(result[name], values, _MERGE_KEYS.get(name))
+            else:
+                result[name] = [item for item in result[name] if item not in values]
+    if strategic and isinstance(patch.get("$retainKeys"), list):
+        result = {key: value for key, value in result.items() if key in patch["$retainKeys"]}
     return result
 
 
 def _merge_list(current: list, patch: list, key: str | None) -> list:
+    if any(isinstance(item, dict) and item.get("$patch") == "replace" for item in patch):
+        return [item for item in patch if not (isinstance(item, dict) and item.get("$patch") == "replace")]
     if key is None:  # a set of scalars
         return current + [v for v in patch if v not in current]
     merged = list(current)
@@ -53,6 +71,14 @@ def _merge_list(current: list, patch: list, key: str | None) -> list:
         else:
             merged[position] = merge_patch(merged[position], item, True)
     return [item for item in merged if item is not None]
+
+
+def _in_order(items: list, order: list, key: str | None) -> list:
+    """``items`` with those named in ``order`` first, in that order (``$setElementOrder``)."""
+    identity = (lambda item: item) if key is None else (lambda item: item.get(key) if isinstance(item, dict) else item)
+    wanted = [identity(entry) for entry in order]
+    rank = {value: i for i, value in enumerate(wanted) if isinstance(value, (str, int, float, bool))}
+    return sorted(items, key=lambda item: rank.get(identity(item), len(rank)))
 
 
 def _pointer(path: str) -> list[str]:

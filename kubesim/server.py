@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
-from kubesim import discovery, errors
+from kubesim import discovery, errors, negotiation, openapi, tables
 from kubesim.resources import BY_PATH, NAMESPACE
 from kubesim.store import Watcher
 
@@ -117,26 +117,55 @@ class Handler(BaseHTTPRequestHandler):
     do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
 
     # Plumbing.
-    def _send(self, code: int, body: dict | list, headers: dict[str, str] | None = None) -> None:
+    def _send(self, code: int, body: dict | list | bytes, headers: dict[str, str] | None = None) -> None:
         if self._record is not None:  # logged before the answer leaves, so a client never outruns the log
             self._record[5] = code
             self.server.sim.log_request(*self._record)
             self._record = None
-        payload = orjson.dumps(body)
+        payload = body if isinstance(body, bytes) else orjson.dumps(body)
         head = [f"HTTP/1.1 {code} {self.responses.get(code, ('',))[0]}", "Content-Type: application/json",
                 f"Content-Length: {len(payload)}"]
         head += [f"{k}: {v}" for k, v in (headers or {}).items()]
         self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
 
-    def _body(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+    def _body(self, typed: bool = True):
+        """The request's JSON body (None when empty); 415 for a body whose type says it is not JSON, unless
+        not ``typed`` (the admin paths read JSON whatever the header says, as ``curl -d`` sends it)."""
+        raw = self._raw_body()
+        if typed:
+            negotiation.body_type(self.command, self.headers.get("Content-Type"))
         if not raw:
             return None
         try:
             return orjson.loads(raw)
         except ValueError as error:
             raise errors.bad_request(f"the body of the request could not be decoded as JSON: {error}") from None
+
+    def _raw_body(self) -> bytes:
+        """The request body, read once (by length or in chunks); whatever happens after, the next request
+        on the connection starts where this one ends."""
+        if self._body_read:
+            return b""
+        self._body_read = True
+        try:
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                return self._read_chunks()
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.close_connection = True  # where the body ends is unknown: the connection cannot go on
+            raise errors.bad_request("the body of the request is framed badly (Content-Length or chunks)") from None
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _read_chunks(self) -> bytes:
+        parts = []
+        while True:
+            size = int(self.rfile.readline(MAX_HEADER_LINE + 1).split(b";")[0].strip(), 16)
+            if size == 0:
+                while self.rfile.readline(MAX_HEADER_LINE + 1) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return b"".join(parts)
+            parts.append(self.rfile.read(size))
+            self.rfile.readline()
 
     def _handle(self) -> None:
         sim = self.server.sim
@@ -152,9 +181,10 @@ class Handler(BaseHTTPRequestHandler):
                 code, body = self._admin(split.path, verb)
                 self._send(code, body)
                 return
-            static = discovery.answer(split.path)
+            static = discovery.answer(split.path) or openapi.answer(split.path)
             if static is not None:
                 record[1:3] = ["discovery", split.path]
+                negotiation.answer(self.headers.get("Accept"), table_allowed=False)
                 self._send(200, static)
                 return
             target = route(split.path)
@@ -164,6 +194,9 @@ class Handler(BaseHTTPRequestHandler):
                 verb = "watch"
             elif verb == "get" and not target.name:
                 verb = "list"
+            shape = negotiation.answer(self.headers.get("Accept"), table_allowed=verb in ("get", "list", "watch"))
+            maker = (tables.TableMaker(target.kind.plural, shape.table_version, tables.include_object(query))
+                     if shape.table_version else None)
             resource = target.kind.plural + (f"/{target.subresource}" if target.subresource else "")
             record[:5] = [verb, target.kind.plural, target.subresource, target.namespace, target.name]
             delay = sim.faults.delay_for(verb, resource, target.namespace or None)
@@ -176,9 +209,11 @@ class Handler(BaseHTTPRequestHandler):
                 record[5] = 200
                 sim.log_request(*record)
                 self._record = None
-                self._watch(target, query)
+                self._watch(target, query, maker)
                 return
             code, body = self._dispatch(verb, target, query)
+            if maker is not None:
+                body = maker.of_list(body) if verb == "list" else maker.of_object(body)
             self._send(code, body)
         except errors.ApiError as error:
             if self.command in ("POST", "PUT", "PATCH"):
@@ -195,12 +230,10 @@ class Handler(BaseHTTPRequestHandler):
                 self._record = None
 
     def _drain(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length and not self._body_read:
-            try:
-                self.rfile.read(length)
-            except OSError:
-                self.close_connection = True
+        try:
+            self._raw_body()
+        except (OSError, ValueError, errors.ApiError):
+            self.close_connection = True
 
     def _dispatch(self, verb: str, target: Route, query: dict):
         api = self.server.sim.api
@@ -211,7 +244,6 @@ class Handler(BaseHTTPRequestHandler):
             return api.list(kind, ns, query)
         if verb == "create":
             body = self._body()
-            self._body_read = True
             if name and not sub:
                 raise errors.method_not_allowed("POST to a named resource is not allowed")
             return api.create(kind, ns, body, sub, name)
@@ -219,24 +251,20 @@ class Handler(BaseHTTPRequestHandler):
             raise errors.method_not_allowed(f"{verb} needs a resource name")
         if verb == "update":
             body = self._body()
-            self._body_read = True
             return api.update(kind, ns, name, body, sub)
         if verb == "patch":
             body = self._body()
-            self._body_read = True
-            content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            return api.patch(kind, ns, name, body, content_type, sub)
+            return api.patch(kind, ns, name, body, negotiation.body_type("PATCH", self.headers.get("Content-Type")),
+                             sub)
         if verb == "delete":
-            self._drain()
-            self._body_read = True
+            self._drain()  # DeleteOptions, in whatever format: kubesim deletes at once
             return api.delete(kind, ns, name)
         raise errors.method_not_allowed(f"unsupported method {self.command}")
 
     def _admin(self, path: str, verb: str):
         sim = self.server.sim
         if path == "/kubesim/faults" and verb == "create":
-            spec = self._body() or {}
-            self._body_read = True
+            spec = self._body(typed=False) or {}
             try:
                 sim.faults.apply(spec)
             except (TypeError, ValueError) as error:
@@ -250,7 +278,7 @@ class Handler(BaseHTTPRequestHandler):
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
-    def _watch(self, target: Route, query: dict) -> None:
+    def _watch(self, target: Route, query: dict, maker: tables.TableMaker | None) -> None:
         sim = self.server.sim
         kind = target.kind
         try:
@@ -277,12 +305,13 @@ class Handler(BaseHTTPRequestHandler):
         sim.watch_opened(watcher)
         deadline = time.monotonic() + timeout
         try:
-            self._stream(watcher, kind, deadline, bookmarks)
+            self._stream(watcher, kind, deadline, bookmarks, maker)
         finally:
             sim.api.store.unwatch(watcher)
             sim.watch_closed(watcher)
 
-    def _stream(self, watcher: Watcher, kind, deadline: float, bookmarks: bool) -> None:
+    def _stream(self, watcher: Watcher, kind, deadline: float, bookmarks: bool,
+                maker: tables.TableMaker | None) -> None:
         interval = self.server.sim.bookmark_interval
         while True:
             remaining = deadline - time.monotonic()
@@ -294,8 +323,9 @@ class Handler(BaseHTTPRequestHandler):
             except queue.Empty:
                 rv = self.server.sim.api.store.bookmark_rv(watcher) if bookmarks else None
                 if rv is not None:
-                    mark = {"type": "BOOKMARK", "object": {"kind": kind.kind, "apiVersion": kind.group_version,
-                                                           "metadata": {"resourceVersion": str(rv)}}}
+                    mark = {"type": "BOOKMARK", "object": maker.empty(str(rv)) if maker else
+                            {"kind": kind.kind, "apiVersion": kind.group_version,
+                             "metadata": {"resourceVersion": str(rv)}}}
                     self._chunk(orjson.dumps(mark) + b"\n")
                 continue
             if item is Watcher.DROPPED or item is Watcher.CLOSED:
@@ -309,7 +339,8 @@ class Handler(BaseHTTPRequestHandler):
                     self.wfile.write(b"0\r\n\r\n")
                 return
             event_type, obj = item
-            self._chunk(orjson.dumps({"type": event_type, "object": obj}) + b"\n")
+            shown = maker.of_object(obj) if maker else obj
+            self._chunk(orjson.dumps({"type": event_type, "object": shown}) + b"\n")
 
 
 class Server(ThreadingHTTPServer):

