@@ -238,6 +238,9 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self, verb: str, target: Route, query: dict):
         api = self.server.sim.api
         kind, ns, name, sub = target.kind, target.namespace, target.name, target.subresource
+        if query.get("dryRun"):
+            # A server-side dry run would have to write nothing; refused rather than written for real.
+            raise errors.bad_request("dryRun is not supported by kubesim; use kubectl --dry-run=client")
         if verb == "get":
             return api.get(kind, ns, name)
         if verb == "list":

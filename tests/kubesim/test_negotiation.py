@@ -111,3 +111,12 @@ def test_accept_lists_without_anything_kubesim_produces(accept):
 def test_a_table_is_not_offered_where_there_is_none():
     with pytest.raises(ApiError):
         answer("application/json;as=Table;v=v1;g=meta.k8s.io", table_allowed=False)
+
+
+def test_a_server_side_dry_run_is_refused_and_writes_nothing(connection, kubesim):
+    before = kubesim.store.rv
+    status, _, body = call(connection, "POST", "/api/v1/namespaces?dryRun=All", json.dumps(NAMESPACE).encode(),
+                           {"Content-Type": "application/json"})
+    assert (status, body["reason"]) == (400, "BadRequest") and "--dry-run=client" in body["message"]
+    assert kubesim.store.rv == before
+    assert call(connection, "GET", "/api/v1/namespaces/default")[0] == 200  # the connection is still in step
