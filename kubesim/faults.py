@@ -29,6 +29,7 @@ class _Rule:
 class _FailRule(_Rule):
     status: int = 500
     retry_after: int = 1
+    apply_after: float | None = None  # None: refused; else carried out that many seconds after the answer
 
 
 @dataclass
@@ -47,10 +48,12 @@ class Faults:
         self._gone: dict[str, int] = {}
 
     def fail(self, verb: str = "*", resource: str = "*", status: int = 500, count: int | None = 1,
-             namespace: str | None = None, retry_after: int = 1) -> None:
-        """Fail the next ``count`` requests matching verb and resource (count None: until cleared)."""
+             namespace: str | None = None, retry_after: int = 1, apply_after: float | None = None) -> None:
+        """Fail the next ``count`` requests matching verb and resource (count None: until cleared).
+        ``apply_after``: each failed write is still carried out, that many seconds after its error
+        answer (0: at once): a write the server applied after the client gave up on it."""
         with self._lock:
-            self._failures.append(_FailRule(verb, resource, namespace, count, status, retry_after))
+            self._failures.append(_FailRule(verb, resource, namespace, count, status, retry_after, apply_after))
 
     def latency(self, verb: str = "*", resource: str = "*", seconds: float = 0.05,
                 namespace: str | None = None) -> None:
@@ -79,7 +82,9 @@ class Faults:
         with self._lock:
             return sum(r.seconds for r in self._latencies if r.matches(verb, resource, namespace))
 
-    def failure_for(self, verb: str, resource: str, namespace: str | None) -> ApiError | None:
+    def failure_for(self, verb: str, resource: str, namespace: str | None) -> tuple[ApiError, float | None] | None:
+        """The injected error for a request, and when the request is carried out all the same (None:
+        never)."""
         if not self._failures:
             return None
         with self._lock:
@@ -92,7 +97,7 @@ class Faults:
                     headers = {"Retry-After": str(rule.retry_after)} if rule.status == 429 else {}
                     reason = _REASONS.get(rule.status, "InternalError")
                     return ApiError(rule.status, reason, f"injected fault: {verb} {resource} -> {rule.status}",
-                                    headers=headers)
+                                    headers=headers), rule.apply_after
         return None
 
     def take_gone(self, resource: str) -> bool:

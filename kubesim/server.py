@@ -204,7 +204,10 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(delay)
             failure = sim.faults.failure_for(verb, resource, target.namespace or None)
             if failure is not None:
-                raise failure
+                error, apply_after = failure
+                if apply_after is not None and verb in ("create", "update", "patch", "delete"):
+                    self._apply_later(verb, target, query, apply_after)
+                raise error
             if verb == "watch":
                 record[5] = 200
                 sim.log_request(*record)
@@ -216,7 +219,7 @@ class Handler(BaseHTTPRequestHandler):
                 body = maker.of_list(body) if verb == "list" else maker.of_object(body)
             self._send(code, body)
         except errors.ApiError as error:
-            if self.command in ("POST", "PUT", "PATCH"):
+            if self.command in ("POST", "PUT", "PATCH", "DELETE"):
                 self._drain()
             self._send(error.code, error.status(), error.headers)
         except (BrokenPipeError, ConnectionResetError):
@@ -235,34 +238,37 @@ class Handler(BaseHTTPRequestHandler):
         except (OSError, ValueError, errors.ApiError):
             self.close_connection = True
 
+    def _apply_later(self, verb: str, target: Route, query: dict, seconds: float) -> None:
+        """Carry out a write whose answer is an injected error, ``seconds`` after it (its body read now)."""
+        body = self._body() if verb in ("create", "update", "patch") else None
+        patch_type = negotiation.body_type("PATCH", self.headers.get("Content-Type")) if verb == "patch" else None
+        api = self.server.sim.api
+
+        def apply() -> None:
+            try:
+                _carry_out(api, verb, target, body, patch_type)
+            except errors.ApiError as error:
+                log.info("late %s of %s refused: %s", verb, target.kind.plural, error.status().get("message"))
+        timer = threading.Timer(seconds, apply)
+        timer.daemon = True
+        timer.start()
+
     def _dispatch(self, verb: str, target: Route, query: dict):
         api = self.server.sim.api
-        kind, ns, name, sub = target.kind, target.namespace, target.name, target.subresource
         if query.get("dryRun"):
             # A server-side dry run would have to write nothing; refused rather than written for real.
             raise errors.bad_request("dryRun is not supported by kubesim; use kubectl --dry-run=client")
         if verb == "get":
-            return api.get(kind, ns, name)
+            return api.get(target.kind, target.namespace, target.name)
         if verb == "list":
-            return api.list(kind, ns, query)
-        if verb == "create":
-            body = self._body()
-            if name and not sub:
-                raise errors.method_not_allowed("POST to a named resource is not allowed")
-            return api.create(kind, ns, body, sub, name)
-        if not name:
-            raise errors.method_not_allowed(f"{verb} needs a resource name")
-        if verb == "update":
-            body = self._body()
-            return api.update(kind, ns, name, body, sub)
-        if verb == "patch":
-            body = self._body()
-            return api.patch(kind, ns, name, body, negotiation.body_type("PATCH", self.headers.get("Content-Type")),
-                             sub)
+            return api.list(target.kind, target.namespace, query)
         if verb == "delete":
             self._drain()  # DeleteOptions, in whatever format: kubesim deletes at once
-            return api.delete(kind, ns, name)
-        raise errors.method_not_allowed(f"unsupported method {self.command}")
+        body = self._body() if verb in ("create", "update", "patch") else None
+        patch_type = negotiation.body_type("PATCH", self.headers.get("Content-Type")) if verb == "patch" else None
+        if verb not in ("create", "update", "patch", "delete"):
+            raise errors.method_not_allowed(f"unsupported method {self.command}")
+        return _carry_out(api, verb, target, body, patch_type)
 
     def _admin(self, path: str, verb: str):
         sim = self.server.sim
@@ -375,3 +381,19 @@ class Server(ThreadingHTTPServer):
                 connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+def _carry_out(api, verb: str, target: Route, body, patch_type):
+    """A write's effect on the store: ``(code, object)``."""
+    kind, ns, name, sub = target.kind, target.namespace, target.name, target.subresource
+    if verb == "create":
+        if name and not sub:
+            raise errors.method_not_allowed("POST to a named resource is not allowed")
+        return api.create(kind, ns, body, sub, name)
+    if not name:
+        raise errors.method_not_allowed(f"{verb} needs a resource name")
+    if verb == "update":
+        return api.update(kind, ns, name, body, sub)
+    if verb == "patch":
+        return api.patch(kind, ns, name, body, patch_type, sub)
+    return api.delete(kind, ns, name)

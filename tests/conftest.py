@@ -1,4 +1,5 @@
-"""Fixtures shared by every test folder: a fresh kubesim, an official-client ApiClient for it, a core.
+"""Fixtures shared by every test folder: a fresh kubesim, an official-client ApiClient for it, a core,
+and a cluster (kubesim with the scheduler).
 
 The whole run must leave no actor alive: a session check fails the run otherwise."""
 
@@ -9,6 +10,7 @@ import pytest
 from actors.base import live_actors, stop_all
 from kubesim import KubeSim
 from tests.coreharness import OPEN_CONFIG, Core
+from tests.shim.cluster import Cluster
 from tests.waiting import wait_for
 
 
@@ -17,6 +19,16 @@ def kubesim():
     sim = KubeSim(bookmark_interval=0.2).start()
     yield sim
     sim.stop()
+
+
+@pytest.fixture
+def cluster(kubesim, tmp_path):
+    """kubesim, and the real core and shim once the test calls ``cluster.start_scheduler()``."""
+    path = tmp_path / "kubeconfig"
+    kubesim.write_kubeconfig(str(path))
+    made = Cluster(kubesim, str(path))
+    yield made
+    made.close()
 
 
 @pytest.fixture

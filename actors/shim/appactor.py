@@ -172,7 +172,7 @@ class ApplicationActor(PooledActor):
             self._settle_handoff(task)  # plugin mode: bound by kube-scheduler before the handoff reported
         elif pod.assigned and not previous.assigned and state == TaskState.BOUND:
             self._settle_handoff(task)  # plugin mode: kube-scheduler bound the pod (its PostBind)
-        elif pod.assigned and state in (TaskState.PENDING, TaskState.SCHEDULING):
+        elif pod.assigned and state in (TaskState.PENDING, TaskState.SCHEDULING, TaskState.ALLOCATED):
             self._task_placed_elsewhere(task)
         elif state == TaskState.BOUND and task.placed_by_core and pod.resource != previous.resource:
             self._to_core.append(translate.allocation(pod, task.priority, PARTITION, task.node))
@@ -213,9 +213,12 @@ class ApplicationActor(PooledActor):
         self._pod_event(pod, NORMAL, "Scheduling", f"{pod.full_name} is queued and waiting for allocation")
 
     def _task_placed_elsewhere(self, task: Task) -> None:
-        """A pending pod got a node without us (bound by another party, or a bind we gave up on
-        succeeded after all): withdraw the ask; its node counts it where it is."""
-        if task.state == TaskState.SCHEDULING:
+        """A pod got a node the core did not choose for it (bound by another party, or a bind we gave
+        up on reached the cluster after all): the cluster wins. Withdraw the ask or the allocation the
+        core holds elsewhere; the pod's node counts it where it is."""
+        if task.state in (TaskState.SCHEDULING, TaskState.ALLOCATED):
+            log.warning("pod %s is bound to %s, not where the core placed it (%s): counting it where it is",
+                        task.pod.full_name, task.pod.node_name, task.node or "nowhere yet")
             self._to_core.append(translate.release(task.pod, "pod bound outside the scheduler", PARTITION))
         task.fire("recover", node=task.pod.node_name)
         self._placed_elsewhere.append(PlacedPod(task.pod, task.priority, report=True))

@@ -91,8 +91,9 @@ TASK_TRANSITIONS: Table = {
     "submit": (frozenset({_T.PENDING}), _T.SCHEDULING),
     "allocate": (frozenset({_T.SCHEDULING}), _T.ALLOCATED),
     "bind": (frozenset({_T.ALLOCATED}), _T.BOUND),
-    # a pod found already on a node (recovery, or placed by someone else): its allocation is sent as is
-    "recover": (frozenset({_T.NEW, _T.PENDING, _T.SCHEDULING}), _T.BOUND),
+    # a pod found already on a node (recovery, placed by someone else, or a bind that reached the
+    # cluster although its answer said otherwise): counted where it is
+    "recover": (frozenset({_T.NEW, _T.PENDING, _T.SCHEDULING, _T.ALLOCATED}), _T.BOUND),
     "unbind": (frozenset({_T.ALLOCATED}), _T.PENDING),
     # plugin mode: kube-scheduler did not bind the pod where the core placed it, so it is placed again
     "retract": (frozenset({_T.BOUND}), _T.PENDING),

@@ -159,3 +159,23 @@ def test_a_pending_pod_bound_elsewhere_withdraws_its_ask_then_hands_the_pod_to_i
     [handed] = inbox_messages(a.context, PlacedElsewhere)
     assert handed.placed.pod.node_name == "n7" and handed.placed.report and not handed.placed.foreign
     assert a.tasks() == {"p0": "Bound"}
+
+
+def test_a_pod_bound_elsewhere_than_its_allocation_is_counted_where_the_cluster_says(app):
+    """A bind the client gave up on reached the cluster after all (node A) while the core had placed the
+    pod again (node B): the cluster wins, B's allocation is released and A counts the pod."""
+    first = pod("p0")
+    a = app(first)
+    a.tell(TaskUpdates((TaskUpdate(first, 0),)))
+    a.tell(si_pb2.AllocationResponse(new=[si_pb2.Allocation(allocationKey=first.uid, applicationID=APP,
+                                                             nodeID="node-b")]))
+    assert a.tasks() == {"p0": "Allocated"}
+    on_a = parse_pod(pod_json("p0", uid=first.uid, node="node-a", labels={"applicationId": APP}, resource_version="2"))
+    a.tell(TaskUpdates((TaskUpdate(on_a, 0),)))
+    release = a.sent()[-1]
+    assert isinstance(release, si_pb2.AllocationRelease) and release.allocationKey == first.uid
+    [handed] = inbox_messages(a.context, PlacedElsewhere)
+    assert handed.placed.pod.node_name == "node-a"
+    a.tell(BindOutcome(first.uid, "node-b", False, reason="409: bound to node-a"))
+    assert a.tasks() == {"p0": "Bound"}
+    assert len([i for i in a.sent() if isinstance(i, si_pb2.Allocation) and not i.nodeID]) == 1  # never asked again

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.shim.cluster import Cluster
 from tests.shim.doubles import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,15 +47,6 @@ def test_bad_arguments_are_refused():
     process = scheduler("--embedded", "--nodes", "0")
     _, err = process.communicate(timeout=60)
     assert process.returncode == 2 and "--nodes" in err
-
-
-@pytest.fixture
-def cluster(kubesim, tmp_path):
-    path = tmp_path / "kubeconfig"
-    kubesim.write_kubeconfig(str(path))
-    made = Cluster(kubesim, str(path))
-    yield made
-    made.close()
 
 
 def free_port() -> int:

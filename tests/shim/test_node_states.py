@@ -8,15 +8,6 @@ from tests.shim.cluster import Cluster
 from tests.waiting import wait_for
 
 
-@pytest.fixture
-def cluster(kubesim, tmp_path):
-    path = tmp_path / "kubeconfig"
-    kubesim.write_kubeconfig(str(path))
-    made = Cluster(kubesim, str(path))
-    yield made
-    made.close()
-
-
 def core_node(cluster: Cluster, name: str):
     partition = cluster.scheduler.snapshot(0.0).partition("default")
     return next((node for node in partition.nodes if node.node_id == name), None)

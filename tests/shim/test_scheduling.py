@@ -3,7 +3,6 @@ through the Kubernetes API (official client) and kubesim's request log."""
 
 import pytest
 
-from tests.shim.cluster import Cluster
 from tests.shim.doubles import wait_for
 
 QUEUES = """\
@@ -21,15 +20,6 @@ partitions:
               max: {{vcore: {small}}}
           - name: big
 """
-
-
-@pytest.fixture
-def cluster(kubesim, tmp_path):
-    path = tmp_path / "kubeconfig"
-    kubesim.write_kubeconfig(str(path))
-    made = Cluster(kubesim, str(path))
-    yield made
-    made.close()
 
 
 def test_pods_are_bound_once_with_events(cluster):
