@@ -67,10 +67,20 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when pr
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
+# Upstream's default (a queue per namespace, created on demand), with one more rule first: a namespace
+# annotated ``yunikorn.apache.org/parentqueue`` gets its queue under that parent (created as needed), as
+# upstream documents for the annotation; the rule does not apply to a namespace without it.
 DEFAULT_QUEUES_YAML = """\
 partitions:
   - name: default
     placementrules:
+      - name: tag
+        value: namespace
+        create: true
+        parent:
+          name: tag
+          value: namespace.parentqueue
+          create: true
       - name: tag
         value: namespace
         create: true
