@@ -373,7 +373,7 @@ class Scheduler:
         self.history = MetricsHistory(history_size)
         self.last_health: HealthReport | None = None
         self.health_interval = DEFAULT_HEALTH_INTERVAL
-        self._health_due = 0.0  # monotonic time of the next periodic check
+        self._health_due = float("inf")  # monotonic time of the next periodic check (none before registration)
         self._history_period = history_period
         self._tick_interval = tick_interval
         self._stopped = threading.Event()
