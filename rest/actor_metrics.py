@@ -2,37 +2,28 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from collections.abc import Iterable
 
-from actors.census import ActorCensus
-
-
-class CensusCollector:
-    def __init__(self, census: ActorCensus) -> None:
-        self._census = census
-
-    def collect(self):
-        actors = GaugeMetricFamily("yunikorn_actors", "Live actors by kind", labels=["kind"])
-        for kind, count in sorted(self._census.actors.items()):
-            actors.add_metric([kind], count)
-        workers = GaugeMetricFamily("yunikorn_dispatcher_workers", "Worker threads of a dispatcher",
-                                    labels=["dispatcher"])
-        waiting = GaugeMetricFamily("yunikorn_dispatcher_run_queue", "Actors with messages waiting for a worker",
-                                    labels=["dispatcher"])
-        handled = CounterMetricFamily("yunikorn_dispatcher_messages", "Messages handled by a dispatcher's workers",
-                                      labels=["dispatcher"])
-        busy = CounterMetricFamily("yunikorn_dispatcher_busy_seconds", "Seconds a dispatcher's workers spent "
-                                   "handling messages", labels=["dispatcher"])
-        for stats in self._census.dispatchers:
-            workers.add_metric([stats.name], stats.workers)
-            waiting.add_metric([stats.name], stats.run_queue)
-            handled.add_metric([stats.name], stats.messages)
-            busy.add_metric([stats.name], stats.busy_seconds)
-        yield from (actors, workers, waiting, handled, busy)
+from actors.census import take_census
+from rest.metrics import NAMESPACE, Family, MetricsInput
 
 
-def render(census: ActorCensus) -> bytes:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(CensusCollector(census))
-    return generate_latest(registry)
+def actor_families(data: MetricsInput) -> Iterable[Family]:
+    census = take_census()
+    actors = Family(f"{NAMESPACE}_actors", "gauge", "Live actors by kind", ("kind",))
+    for kind, count in sorted(census.actors.items()):
+        actors.add([kind], count)
+    yield actors
+    label = ("dispatcher",)
+    workers = Family(f"{NAMESPACE}_dispatcher_workers", "gauge", "Worker threads of a dispatcher", label)
+    waiting = Family(f"{NAMESPACE}_dispatcher_run_queue", "gauge", "Actors with messages waiting for a worker", label)
+    handled = Family(f"{NAMESPACE}_dispatcher_messages_total", "counter", "Messages a dispatcher's workers handled",
+                     label)
+    busy = Family(f"{NAMESPACE}_dispatcher_busy_seconds_total", "counter",
+                  "Seconds a dispatcher's workers spent handling messages", label)
+    for stats in census.dispatchers:
+        workers.add([stats.name], stats.workers)
+        waiting.add([stats.name], stats.run_queue)
+        handled.add([stats.name], stats.messages)
+        busy.add([stats.name], stats.busy_seconds)
+    yield from (workers, waiting, handled, busy)

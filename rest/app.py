@@ -19,10 +19,9 @@ import falcon
 import orjson
 import pykka
 
-from actors.census import take_census
 from actors.core.config import parse
 from actors.core.scheduler import Scheduler
-from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, NODES
+from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
 from rest import actor_metrics, daos, metrics
 from rest.fragments import Fragments
 
@@ -132,15 +131,26 @@ class Cluster:
 
     def on_get_clusters(self, req, resp):
         snapshot = _snapshot(req)
-        resp.media = [{"startTime": self.view.started, "rmBuildInformation": [{"rmId": snapshot.rm_id,
-                                                                               "buildVersion": "yunikorn-py"}],
+        build = {**snapshot.build_info, "isPluginVersion": str(self.view.extender is not None).lower(),
+                 "rmId": snapshot.rm_id}
+        resp.media = [{"startTime": self.view.started, "rmBuildInformation": [build],
                        "partition": p.name, "clusterName": "kubernetes"} for p in snapshot.partitions]
 
     def on_get_partitions(self, req, resp):
         resp.media = [daos.partition(p) for p in _snapshot(req).partitions]
 
     def on_get_health(self, req, resp):
-        resp.media = daos.health(_snapshot(req).health)
+        """The latest periodic report; with periodic checks off (or before the first), one taken now
+        through a snapshot, shared with other readers like every snapshot."""
+        scheduler = self.view.scheduler
+        report = scheduler.last_health if scheduler.health_interval > 0 else None
+        resp.media = daos.health(report or self.view.snapshot(frozenset({HEALTH})).health)
+
+    def on_get_app_history(self, req, resp):
+        resp.media = [daos.app_history(s) for s in self.view.scheduler.history.records()]
+
+    def on_get_container_history(self, req, resp):
+        resp.media = [daos.container_history(s) for s in self.view.scheduler.history.records()]
 
     def on_get_utilizations(self, req, resp):
         resp.media = [daos.utilizations(p) for p in _snapshot(req).partitions]
@@ -172,9 +182,10 @@ class Cluster:
         resp.media = {"ready": ready, "shimState": state}
 
     def on_get_metrics(self, req, resp):
-        _, highest, _ = self.view.scheduler.events.batch(0, 0)
+        ring = self.view.scheduler.events
         resp.content_type = "text/plain; version=0.0.4; charset=utf-8"
-        resp.data = metrics.render(_snapshot(req), highest + 1) + actor_metrics.render(take_census())
+        resp.data = metrics.render(metrics.MetricsInput(_snapshot(req), metrics.EventCounts(ring.created, ring.dropped)),
+                                   [*metrics.PROVIDERS, actor_metrics.actor_families])
 
     def on_get_openapi(self, req, resp):
         resp.content_type = falcon.MEDIA_JSON
@@ -192,6 +203,8 @@ class Cluster:
             "queues": [daos.queue(p.root_queue) for p in snapshot.partitions],
             "placementRules": [{"partition": p.name, "rules": list(p.placement_rules)} for p in snapshot.partitions],
             "clusterInfo": {"rmId": snapshot.rm_id},
+            "appHistory": [daos.app_history(s) for s in self.view.scheduler.history.records()],
+            "containerHistory": [daos.container_history(s) for s in self.view.scheduler.history.records()],
             "config": snapshot.config_yaml,
             "health": daos.health(snapshot.health),
             "rmDiagnostics": _jsonable(shim),
@@ -422,10 +435,13 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
     # (path, resource, responder suffix, the optional snapshot areas it reads or None for no snapshot)
     routes = [
         ("/ws/v1/clusters", cluster, "clusters", none), ("/ws/v1/partitions", cluster, "partitions", none),
-        ("/ws/v1/scheduler/healthcheck", cluster, "health", frozenset({HEALTH})),
+        ("/ws/v1/scheduler/healthcheck", cluster, "health", None),
         ("/ws/v1/scheduler/node-utilizations", cluster, "utilizations", nodes),
         ("/ws/v1/config", cluster, "config", none), ("/ws/v1/validate-conf", cluster, "validate", None),
-        ("/ws/v1/metrics", cluster, "metrics", none), ("/ws/v1/openapi.json", cluster, "openapi", None),
+        ("/ws/v1/metrics", cluster, "metrics", frozenset({METRICS})),
+        ("/ws/v1/openapi.json", cluster, "openapi", None),
+        ("/ws/v1/history/apps", cluster, "app_history", None),
+        ("/ws/v1/history/containers", cluster, "container_history", None),
         ("/ws/v1/health/live", cluster, "live", None), ("/ws/v1/health/ready", cluster, "ready", None),
         ("/ws/v1/fullstatedump", cluster, "dump", ALL_AREAS), ("/debug/fullstatedump", cluster, "dump", ALL_AREAS),
         ("/ws/v1/partition/{partition}/queues", partitions, "queues", none),

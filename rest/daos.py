@@ -1,8 +1,14 @@
-"""Snapshots as YuniKorn's REST API spells them (field names of upstream's DAOs; the seed's
-``foreign_allocations`` for a node's foreign pods)."""
+"""Snapshots as YuniKorn's REST API spells them: field names of upstream's DAOs; a node's foreign pods
+under upstream's ``foreignAllocations`` and, the same list, under the seed's ``foreign_allocations``.
+
+Fields this core has nothing for are documented in the README ("Fields with nothing behind them");
+the preemption and reservation fields (``preempted``, ``triggeredPreemption``, ``preemptingResource``,
+``isPreemptionFence``, ``hasReserved``, ``reservations``, ``isReserved``) wait for those features.
+"""
 
 from __future__ import annotations
 
+from actors.core.history import HistorySample
 from actors.core.snapshot import (
     AllocationSnapshot,
     ApplicationSnapshot,
@@ -24,7 +30,7 @@ def allocation(a: AllocationSnapshot) -> dict:
             "allocationDelay": max(a.allocation_time - a.request_time, 0), "resource": resource(a.resource),
             "priority": str(a.priority), "nodeId": a.node_id, "applicationId": a.application_id,
             "placeholder": a.placeholder, "placeholderUsed": False, "taskGroupName": a.task_group_name,
-            "preempted": False, "originator": False}
+            "preempted": False, "originator": a.originator}
 
 
 def foreign_allocation(a: AllocationSnapshot) -> dict:
@@ -34,12 +40,30 @@ def foreign_allocation(a: AllocationSnapshot) -> dict:
 
 
 def ask(a: AskSnapshot) -> dict:
-    log = [{"message": a.last_failure, "lastOccurrence": a.request_time, "count": 1}] if a.last_failure else []
+    log = [{"message": reason, "lastOccurrence": when, "count": count} for reason, when, count in a.failure_log]
     return {"allocationKey": a.allocation_key, "allocationTags": dict(a.allocation_tags), "requestTime": a.request_time,
             "resource": resource(a.resource), "priority": str(a.priority), "requiredNodeId": a.required_node_id,
             "applicationId": a.application_id, "placeholder": a.placeholder, "taskGroupName": a.task_group_name,
-            "allocationLog": log, "triggeredPreemption": False, "originator": False,
-            "schedulingAttempted": a.scheduling_attempted, "triggeredScaleUp": False}
+            "allocationLog": log, "triggeredPreemption": False, "originator": a.originator,
+            "schedulingAttempted": a.scheduling_attempted, "triggeredScaleUp": a.triggered_scale_up}
+
+
+def placeholder_data(app: ApplicationSnapshot) -> list[dict]:
+    """Per task group, the placeholders the application holds or asks for. ``replaced`` and
+    ``timedout`` stay 0: the core neither swaps a real pod for a placeholder nor times placeholders out."""
+    groups: dict[str, dict] = {}
+    for item in (*app.requests, *app.allocations):
+        if item.placeholder:
+            group = groups.setdefault(item.task_group_name, {
+                "taskGroupName": item.task_group_name, "count": 0, "minResource": resource(item.resource),
+                "replaced": 0, "timedout": 0})
+            group["count"] += 1
+    return list(groups.values())
+
+
+def start_time(app: ApplicationSnapshot) -> int:
+    """When the application started running (its first allocation), 0 before."""
+    return next((t for t, state in app.state_log if state in ("Starting", "Running")), 0)
 
 
 def application(app: ApplicationSnapshot) -> dict:
@@ -49,9 +73,9 @@ def application(app: ApplicationSnapshot) -> dict:
             "finishedTime": app.finished_time or None, "requests": [ask(r) for r in app.requests],
             "allocations": [allocation(a) for a in app.allocations], "applicationState": app.state,
             "user": app.user, "groups": list(app.groups), "rejectedMessage": app.rejected_message,
-            "stateLog": [{"time": t, "applicationState": s} for t, s in app.state_log], "placeholderData": [],
-            "hasReserved": False, "reservations": [],
-            "maxRequestPriority": max((r.priority for r in app.requests), default=0)}
+            "stateLog": [{"time": t, "applicationState": s} for t, s in app.state_log],
+            "placeholderData": placeholder_data(app), "hasReserved": False, "reservations": [],
+            "maxRequestPriority": max((r.priority for r in app.requests), default=0), "startTime": start_time(app)}
 
 
 def queue(q: QueueSnapshot, subtree: bool = True) -> dict:
@@ -79,11 +103,12 @@ def queue(q: QueueSnapshot, subtree: bool = True) -> dict:
 
 
 def node(n: NodeSnapshot) -> dict:
+    foreign = [foreign_allocation(a) for a in n.foreign_allocations]
     return {"nodeID": n.node_id, "hostName": n.host_name, "rackName": n.rack_name, "attributes": dict(n.attributes),
             "capacity": resource(n.capacity), "allocated": resource(n.allocated), "occupied": resource(n.occupied),
             "available": resource(n.available), "utilized": dict(n.utilized),
             "allocations": [allocation(a) for a in n.allocations],
-            "foreign_allocations": [foreign_allocation(a) for a in n.foreign_allocations],
+            "foreignAllocations": foreign, "foreign_allocations": foreign,
             "schedulable": n.schedulable, "isReserved": n.is_reserved, "reservations": []}
 
 
@@ -92,7 +117,8 @@ def partition(p: PartitionSnapshot) -> dict:
             "capacity": {"capacity": resource(p.capacity), "usedCapacity": resource(p.used_capacity),
                          "utilization": dict(p.utilization)},
             "nodeSortingPolicy": {"type": p.node_sort_policy, "resourceWeights": dict(p.resource_weights)},
-            "preemptionEnabled": p.preemption_enabled, "quotaPreemptionEnabled": False, "totalNodes": p.total_nodes,
+            "preemptionEnabled": p.preemption_enabled, "quotaPreemptionEnabled": p.quota_preemption_enabled,
+            "totalNodes": p.total_nodes,
             "applications": {**dict(p.applications_by_state), "total": p.total_applications},
             "totalContainers": p.total_containers, "state": p.state,
             "lastStateTransitionTime": p.last_state_transition_time}
@@ -102,6 +128,15 @@ def health(report: HealthReport) -> dict:
     return {"Healthy": report.healthy, "HealthChecks": [
         {"Name": c.name, "Succeeded": c.succeeded, "Description": c.description,
          "DiagnosisMessage": c.diagnosis_message} for c in report.checks]}
+
+
+def app_history(sample: HistorySample) -> dict:
+    """Upstream's ApplicationHistoryDAOInfo: nanoseconds, and the count as a string."""
+    return {"timestamp": sample.timestamp, "totalApplications": str(sample.total_applications)}
+
+
+def container_history(sample: HistorySample) -> dict:
+    return {"timestamp": sample.timestamp, "totalContainers": str(sample.total_containers)}
 
 
 def event(event_id: int, record) -> dict:

@@ -85,12 +85,15 @@ partitions:
 class Core:
     """A running core plus helpers that build SI messages."""
 
-    def __init__(self, config: str = OPEN_CONFIG, tuning: Tuning | None = None, predicates=None):
+    def __init__(self, config: str = OPEN_CONFIG, tuning: Tuning | None = None, predicates=None,
+                 extra: dict[str, str] | None = None, build_info: dict[str, str] | None = None, **options):
+        """``extra``: the extra configuration (``health.checkInterval``...); ``options`` go to the Scheduler."""
         self.callback = RecordingCallback()
         self.scheduler = Scheduler(predicates=predicates, tuning=tuning or Tuning(
-            timing=Timing(completing=0.2, retention=0.5, starting=5.0)), tick_interval=0.05)
-        self.scheduler.register(si_pb2.RegisterResourceManagerRequest(rmID="rm", policyGroup="queues", config=config),
-                                self.callback)
+            timing=Timing(completing=0.2, retention=0.5, starting=5.0)), **{"tick_interval": 0.05, **options})
+        self.scheduler.register(si_pb2.RegisterResourceManagerRequest(
+            rmID="rm", policyGroup="queues", config=config, extraConfig=extra or {}, buildInfo=build_info or {}),
+            self.callback)
 
     def nodes(self, count, vcore=4000, memory=8 * 2**30, prefix="node-", action=si_pb2.NodeInfo.CREATE, **attributes):
         infos = [si_pb2.NodeInfo(nodeID=f"{prefix}{i}", action=action, attributes=attributes,

@@ -14,7 +14,8 @@ class Allocation:
 
     __slots__ = ("key", "application_id", "partition", "resource", "priority", "tags", "node_id", "request_time",
                  "allocation_time", "placeholder", "task_group", "originator", "foreign", "preemptable",
-                 "required_node", "constrained", "shape", "last_failure", "attempted")
+                 "required_node", "constrained", "shape", "last_failure", "attempted", "failure_log",
+                 "scale_up_triggered")
 
     def __init__(self, message: si_pb2.Allocation, partition: str, constrained: bool = False) -> None:
         self.key = message.allocationKey
@@ -38,6 +39,21 @@ class Allocation:
         self.shape = (tuple(sorted(self.resource.items())), self.required_node) if not constrained else None
         self.last_failure = ""
         self.attempted = False
+        self.failure_log: dict[str, list[int]] | None = None  # reason -> [last time it was given, times]
+        self.scale_up_triggered = False  # the resource manager heard that no node fits it
+
+    def note_failure(self, reason: str, now: int) -> None:
+        """``reason`` is now why this ask waits (called when the reason changes)."""
+        self.last_failure = reason
+        log = self.failure_log
+        if log is None:
+            log = self.failure_log = {}
+        entry = log.get(reason)
+        if entry is None:
+            log[reason] = [now, 1]
+        else:
+            entry[0] = now
+            entry[1] += 1
 
     def sort_key(self) -> tuple:
         """Pending asks: highest priority first, then oldest."""

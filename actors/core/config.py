@@ -52,10 +52,20 @@ _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3,
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
+# Upstream's default (a queue per namespace, created on demand), with one more rule first: a namespace
+# annotated ``yunikorn.apache.org/parentqueue`` gets its queue under that parent (created as needed), as
+# upstream documents for the annotation; the rule does not apply to a namespace without it.
 DEFAULT_QUEUES_YAML = """\
 partitions:
   - name: default
     placementrules:
+      - name: tag
+        value: namespace
+        create: true
+        parent:
+          name: tag
+          value: namespace.parentqueue
+          create: true
       - name: tag
         value: namespace
         create: true

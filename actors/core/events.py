@@ -36,6 +36,12 @@ class EventRing:
         self._next_id = 0
         self._lock = threading.Lock()
         self._streams: list[queue.Queue] = []
+        self.dropped = 0  # events stalled stream readers lost
+
+    @property
+    def created(self) -> int:
+        """Events added since the start (ids are 0 .. created - 1)."""
+        return self._next_id
 
     def add(self, events: Iterable[si_pb2.EventRecord]) -> None:
         with self._lock:
@@ -48,6 +54,7 @@ class EventRing:
                     try:
                         stream.put_nowait(entry)
                     except queue.Full:  # a stalled reader loses events rather than holding the core back
+                        self.dropped += len(entries) - entries.index(entry)
                         break
 
     def batch(self, start: int = 0, count: int = 10_000) -> tuple[int, int, tuple[tuple[int, si_pb2.EventRecord], ...]]:

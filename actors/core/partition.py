@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from time import perf_counter
 
 from actors.core import application as states
 from actors.core.allocation import Allocation
@@ -19,10 +20,11 @@ from actors.core.events import record
 from actors.core.node import Node, NodeIndex
 from actors.core.placement import AppPlacementInfo, PlacementManager, PlacementRejected
 from actors.core.plugins import NodePredicates, NoPredicates
-from actors.core.queue import Queue, QueueTree
+from actors.core.queue import Queue, QueueTree, limits_from_tags
+from actors.core.stats import PartitionStats
 from actors.core.ugm import UsageTracker
 from si import si_pb2
-from si.constants import APP_TAG_NAMESPACE, TAG_NAMESPACE
+from si.constants import APP_TAG_NAMESPACE, RECOVERY_QUEUE, TAG_NAMESPACE
 from si.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -55,14 +57,24 @@ class Outbox:
 
 class _Cycle:
     """What one scheduling cycle learned: shapes no node takes (and why), apps and queues with nothing
-    to place."""
+    to place; and the time it spent sorting and evaluating nodes (summed here, observed once per cycle)."""
 
-    __slots__ = ("failed_shapes", "exhausted", "allocations")
+    __slots__ = ("failed_shapes", "exhausted", "allocations", "sort_apps", "sort_apps_n", "sort_queues",
+                 "sort_queues_n", "evaluation", "evaluation_n", "predicates", "predicates_n")
 
     def __init__(self) -> None:
         self.failed_shapes: dict = {}
         self.exhausted: set[int] = set()
         self.allocations = 0
+        self.sort_apps = self.sort_queues = self.evaluation = self.predicates = 0.0
+        self.sort_apps_n = self.sort_queues_n = self.evaluation_n = self.predicates_n = 0
+
+    def record(self, stats: PartitionStats) -> None:
+        histograms = stats.histograms
+        histograms["sort_apps"].observe_total(self.sort_apps, self.sort_apps_n)
+        histograms["sort_queues"].observe_total(self.sort_queues, self.sort_queues_n)
+        histograms["trynode_evaluation"].observe_total(self.evaluation, self.evaluation_n)
+        histograms["trynode_latency"].observe_total(self.predicates, self.predicates_n)
 
 
 class Partition:
@@ -82,6 +94,7 @@ class Partition:
         self.snapshot_cache: dict[tuple[str, str], tuple[int, object]] = {}  # (kind, id) -> (version, snapshot)
         self.allocation_snapshots: dict[str, object] = {}  # allocation key -> its last snapshot (views)
         self.health_cache: dict[str, tuple[int, tuple]] = {}  # node id -> (version, its findings) (health)
+        self.stats = PartitionStats()
         self.apply_config(config)
 
     # Configuration.
@@ -118,6 +131,12 @@ class Partition:
                 applicationID=app.application_id, state=state, stateTransitionTimestamp=app.state_since,
                 message=message))
             self._event(E.APP, app.application_id, states.STATE_EVENTS[state], E.SET, message)
+            if state in (states.COMPLETED, states.FAILED):
+                label = "completed" if state == states.COMPLETED else "failed"
+                self.stats.add(f"apps_{label}")
+                queue = self.queues.get(app.queue_path)
+                if queue is not None:
+                    queue.app_totals[label] += 1
 
     # Nodes.
     def update_nodes(self, infos) -> None:
@@ -148,6 +167,7 @@ class Partition:
         if capacity.has_negative():
             self.outbox.rejected_nodes.append(si_pb2.RejectedNode(
                 nodeID=info.nodeID, reason=f"negative capacity {capacity.negative_components()}"))
+            self.stats.add("nodes_failed")
             return
         node = Node(info.nodeID, capacity, info.attributes, schedulable)
         node.restricted = self.predicates.node_restricted(node.attributes)
@@ -179,10 +199,12 @@ class Partition:
         self.index.discard(node)
         del self.nodes[node.node_id]
         self.total = self.total - node.capacity
+        self.stats.add("nodes_decommissioned")
         self._event(E.NODE, node.node_id, E.NODE_DECOMISSION, E.REMOVE, "node removed")
 
     # Applications.
     def add_applications(self, requests) -> None:
+        self.stats.add("apps_new", len(requests))
         for request in requests:
             if request.applicationID in self.apps:
                 self.outbox.rejected_apps.append(si_pb2.RejectedApplication(
@@ -201,12 +223,30 @@ class Partition:
             queue = self.queues.create(placement.queue_path) if placement.create else self.queues.get(placement.queue_path)
             if placement.create:
                 self._event(E.QUEUE, queue.path, E.QUEUE_DYNAMIC, E.ADD, "created by placement rule")
+            if not queue.managed and queue.path != RECOVERY_QUEUE:
+                self._apply_tag_limits(queue, tags)
             app = Application(request, self.name, queue.path)
             self.apps[app.application_id] = app
             queue.apps[app.application_id] = app
             self.outbox.accepted_apps.append(si_pb2.AcceptedApplication(applicationID=app.application_id))
             self._event(E.APP, app.application_id, E.APP_NEW, E.ADD, f"placed in {queue.path}")
             self._event(E.QUEUE, queue.path, E.QUEUE_APP, E.ADD, "", app.application_id)
+
+    def _apply_tag_limits(self, queue: Queue, tags) -> None:
+        """A dynamic queue takes the limits its application's namespace asks for (as upstream, on every
+        application placed there): the quota as max, the guaranteed resource, the maximum applications."""
+        guaranteed, maximum, max_apps = limits_from_tags(tags)
+        if guaranteed is None and maximum is None and not max_apps:
+            return
+        before = (queue.guaranteed, queue.max, queue.max_apps)
+        queue.apply_limits(guaranteed, maximum, max_apps)
+        if before[1] != queue.max:
+            self._event(E.QUEUE, queue.path, E.QUEUE_MAX, E.SET, f"max {dict(queue.max or {})} from the namespace")
+        if before[0] != queue.guaranteed:
+            self._event(E.QUEUE, queue.path, E.QUEUE_GUARANTEED, E.SET,
+                        f"guaranteed {dict(queue.guaranteed or {})} from the namespace")
+        if before[1] != queue.max or before[2] != queue.max_apps:
+            self.dirty = True
 
     def _reject_app(self, request, reason: str) -> None:
         self.outbox.rejected_apps.append(si_pb2.RejectedApplication(applicationID=request.applicationID, reason=reason))
@@ -254,6 +294,7 @@ class Partition:
             if queue is not None:
                 queue.add_running(-1)
             self.usage.app_removed(app.application_id)
+            self.dirty = True  # a running slot is free: an application held by maxapplications may start
 
     # Asks and allocations.
     def update_allocations(self, allocations, releases) -> None:
@@ -272,6 +313,7 @@ class Partition:
             self.outbox.rejected_allocations.append(si_pb2.RejectedAllocation(
                 allocationKey=message.allocationKey, applicationID=message.applicationID,
                 reason=f"application {message.applicationID} not found"))
+            self.stats.add("errors")
             return
         if message.allocationKey in app.allocations:
             return  # already placed: an ask repeated by the resource manager changes nothing
@@ -301,6 +343,7 @@ class Partition:
             self.outbox.rejected_allocations.append(si_pb2.RejectedAllocation(
                 allocationKey=allocation.key, applicationID=allocation.application_id,
                 reason=f"node {message.nodeID} not found"))
+            self.stats.add("errors")
             return
         if allocation.foreign:
             existing = node.foreign.get(allocation.key)
@@ -317,6 +360,7 @@ class Partition:
             self.outbox.rejected_allocations.append(si_pb2.RejectedAllocation(
                 allocationKey=allocation.key, applicationID=allocation.application_id,
                 reason=f"application {allocation.application_id} not found"))
+            self.stats.add("errors")
             return
         current = app.allocations.get(allocation.key)
         queue = self.queues.get(app.queue_path)
@@ -391,6 +435,8 @@ class Partition:
         queue = self.queues.get(app.queue_path)
         if queue is not None:
             queue.add_allocated(-allocation.resource)
+            queue.containers["released"] += 1
+        self.stats.add("released")
         self.usage.released(app.application_id, allocation.resource)
         self._event(E.APP, app.application_id, E.APP_ALLOC, E.REMOVE, message, allocation.key, allocation.resource)
         if notify:
@@ -413,6 +459,7 @@ class Partition:
         self._book(node, allocation)
         self.index.update(node)
         queue.add_allocated(allocation.resource)
+        queue.containers["allocated"] += 1
         self.usage.allocated(app.application_id, allocation.resource)
         if app.state in (states.NEW, states.ACCEPTED):
             if app.state == states.NEW:
@@ -434,6 +481,7 @@ class Partition:
         """Place as many pending asks as possible, within the given budget; returns how many."""
         if not self.dirty:
             return 0
+        began = perf_counter()
         cycle = _Cycle()
         deadline = time.monotonic() + max_seconds
         while cycle.allocations < max_allocations and time.monotonic() < deadline:
@@ -441,6 +489,12 @@ class Partition:
                 self.dirty = False
                 break
             cycle.allocations += 1
+        took = perf_counter() - began
+        histograms = self.stats.histograms
+        histograms["scheduling_cycle"].observe(took)
+        # Upstream times each allocation it makes; a batch makes many, each taking the batch's mean.
+        histograms["scheduling_latency"].observe_total(took, cycle.allocations)
+        cycle.record(self.stats)
         return cycle.allocations
 
     def _allocate_one(self, queue: Queue, cycle: _Cycle) -> bool:
@@ -449,7 +503,11 @@ class Partition:
         if queue.leaf:
             placed = self._allocate_in_leaf(queue, cycle)
         else:
-            placed = any(self._allocate_one(child, cycle) for child in self._sorted_children(queue))
+            began = perf_counter()
+            children = self._sorted_children(queue)
+            cycle.sort_queues += perf_counter() - began
+            cycle.sort_queues_n += 1
+            placed = any(self._allocate_one(child, cycle) for child in children)
         if not placed:
             cycle.exhausted.add(id(queue))
         return placed
@@ -493,7 +551,11 @@ class Partition:
         return chosen
 
     def _allocate_in_leaf(self, queue: Queue, cycle: _Cycle) -> bool:
-        for app in self._sorted_apps(queue):
+        began = perf_counter()
+        apps = self._sorted_apps(queue)
+        cycle.sort_apps += perf_counter() - began
+        cycle.sort_apps_n += 1
+        for app in apps:
             if id(app) in cycle.exhausted:
                 continue
             if not self.usage.tracks(app.application_id):
@@ -533,7 +595,10 @@ class Partition:
             if headroom is not None and not ask.resource.fits_in_max(headroom):
                 self._note_failure(app, ask, queue.limiting_max(ask.resource) or f"queue {queue.path}: max reached")
                 continue
-            node, shape_decided = self._find_node(ask)
+            began = perf_counter()
+            node, shape_decided = self._find_node(ask, cycle)
+            cycle.evaluation += perf_counter() - began
+            cycle.evaluation_n += 1
             if node is None:
                 if ask.shape is not None and shape_decided:
                     cycle.failed_shapes[ask.shape] = ask.last_failure
@@ -549,7 +614,7 @@ class Partition:
         if self.predicates.allocation_guards(allocation.tags):
             node.guards.add(allocation.key)
 
-    def _find_node(self, ask: Allocation) -> tuple[Node | None, bool]:
+    def _find_node(self, ask: Allocation, cycle: _Cycle) -> tuple[Node | None, bool]:
         """The first node in policy order that takes ``ask``, and whether the ask's shape alone decided
         the outcome (no predicate looked at the ask's other properties, e.g. its labels or tolerations)."""
         nodes = self.nodes
@@ -566,8 +631,11 @@ class Partition:
             if not ask.resource.fits_in(node.available):
                 continue
             if ask.constrained or node.restricted or node.guards:
+                began = perf_counter()
                 why = self.predicates.check(ask.tags, node_id, node.attributes,
                                             (a.tags for a in node.all_allocations()))
+                cycle.predicates += perf_counter() - began
+                cycle.predicates_n += 1
                 if why is not None:
                     reason, shape_decided = why, False
                     continue
@@ -581,7 +649,9 @@ class Partition:
         """Remember why ``ask`` waits; tell the resource manager once per change of reason."""
         if ask.last_failure == reason:
             return
-        ask.last_failure = reason
+        ask.note_failure(reason, time.time_ns())
+        if reason.startswith("no node"):  # it fits its quotas but no node: the autoscaler's signal
+            ask.scale_up_triggered = True
         owner = app or self.apps.get(ask.application_id)
         if owner is not None:
             owner.version += 1

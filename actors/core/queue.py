@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import logging
+from collections.abc import Mapping, Sequence
 
 from actors.core import config as cfg
 from actors.core.acl import ACL
 from actors.core.application import Application
+from si.constants import APP_TAG_NAMESPACE_GUARANTEED, APP_TAG_NAMESPACE_MAX_APPS, APP_TAG_NAMESPACE_QUOTA
 from si.resources import Resource, min_limit, remaining
+
+log = logging.getLogger(__name__)
 
 ACTIVE, DRAINING = "Active", "Draining"
 
@@ -15,7 +20,8 @@ ACTIVE, DRAINING = "Active", "Draining"
 class Queue:
     __slots__ = ("name", "path", "parent", "children", "managed", "leaf", "status", "max", "guaranteed",
                  "max_apps", "properties", "submit_acl", "admin_acl", "template", "allocated", "pending",
-                 "apps", "running_apps", "pending_priorities", "sort_policy", "priority_sorting", "priority_fence", "priority_offset")
+                 "apps", "running_apps", "pending_priorities", "sort_policy", "priority_sorting", "priority_fence", "priority_offset",
+                 "containers", "app_totals")
 
     def __init__(self, name: str, parent: Queue | None, managed: bool, leaf: bool) -> None:
         self.name = name
@@ -30,6 +36,10 @@ class Queue:
         self.apps: dict[str, Application] = {}
         self.running_apps = 0
         self.pending_priorities: dict[int, int] = {}  # ask priority -> pending asks, in this subtree
+        # Cumulative counts for the metrics: allocations placed and released in this queue, and the
+        # applications of this queue that completed, failed or were rejected.
+        self.containers = {"allocated": 0, "released": 0}
+        self.app_totals = {"completed": 0, "failed": 0, "rejected": 0}
         self.configure(None, {}, None, None, None, None, None)
 
     def configure(self, maximum, properties, guaranteed, max_apps, submit_acl, admin_acl, template) -> None:
@@ -44,6 +54,15 @@ class Queue:
         self.priority_sorting = cfg.priority_sorting(self.properties)
         self.priority_fence = cfg.priority_policy(self.properties) == "fence"
         self.priority_offset = cfg.priority_offset(self.properties)
+
+    def apply_limits(self, guaranteed: Resource | None, maximum: Resource | None, max_apps: int) -> None:
+        """Limits an application brings for its dynamic queue (a namespace's annotations), as upstream:
+        a maximum-applications count replaces the queue's when given; guaranteed and maximum replace both
+        of the queue's resources when either is given."""
+        if max_apps:
+            self.max_apps = max_apps
+        if guaranteed is not None or maximum is not None:
+            self.guaranteed, self.max = guaranteed, maximum
 
     def configure_from(self, config: cfg.QueueConfig) -> None:
         self.configure(config.resources.max, config.properties, config.resources.guaranteed,
@@ -223,3 +242,37 @@ class QueueTree:
             return False
         nearest = self._nearest(path)
         return not nearest.leaf and nearest.status != DRAINING
+
+
+def limits_from_tags(tags: Mapping[str, str]) -> tuple[Resource | None, Resource | None, int]:
+    """``(guaranteed, maximum, max applications)`` an application's tags ask of a dynamic queue: the
+    namespace's ``namespace.resourceguaranteed``, ``namespace.resourcequota`` (SI JSON resources, e.g.
+    ``{"resources": {"vcore": {"value": 1000}}}``) and ``namespace.resourcemaxapps``. A malformed value
+    is logged and left out, as upstream does."""
+    return (_resource_tag(tags, APP_TAG_NAMESPACE_GUARANTEED), _resource_tag(tags, APP_TAG_NAMESPACE_QUOTA),
+            _count_tag(tags, APP_TAG_NAMESPACE_MAX_APPS))
+
+
+def _resource_tag(tags: Mapping[str, str], key: str) -> Resource | None:
+    text = tags.get(key)
+    if not text:
+        return None
+    try:
+        document = json.loads(text)
+        quantities = {name: entry.get("value", 0) for name, entry in (document.get("resources") or {}).items()}
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in quantities.values()):
+            raise ValueError("values must be whole numbers of at least 0")
+    except (ValueError, TypeError, AttributeError) as error:
+        log.warning("application tag %s ignored: %r is not a resource (%s)", key, text, error)
+        return None
+    return Resource(quantities)
+
+
+def _count_tag(tags: Mapping[str, str], key: str) -> int:
+    text = tags.get(key, "")
+    if not text:
+        return 0
+    if not text.isdigit():
+        log.warning("application tag %s ignored: %r is not a count", key, text)
+        return 0
+    return int(text)

@@ -20,17 +20,21 @@ import pykka
 
 from actors.base import Actor, message
 from actors.core import config as cfg
+from actors.core import health
+from actors.core.buildinfo import core_build_info
 from actors.core.config import ConfigError, PartitionConfig
 from actors.core.events import EventRing
+from actors.core.history import RING_SIZE, SAMPLE_PERIOD, MetricsHistory
 from actors.core.partition import Outbox, Partition, Timing
 from actors.core.plugins import NodePredicates, ResourceManagerCallback
-from actors.core.snapshot import ALL_AREAS, HEALTH, CoreSnapshot, HealthReport, SchedulingStats
-from actors.core.views import partition_snapshot
+from actors.core.snapshot import ALL_AREAS, HEALTH, CoreSnapshot, HealthReport
+from actors.core.views import partition_snapshot, running_applications
 from si import si_pb2
 from si.constants import DEFAULT_PARTITION, NODE_ATTR_PARTITION
 
 log = logging.getLogger(__name__)
-CYCLE_BUCKETS = (0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+HEALTH_INTERVAL_KEY = "health.checkInterval"
+DEFAULT_HEALTH_INTERVAL = 30.0  # seconds, as upstream
 
 
 @message
@@ -76,6 +80,16 @@ class Barrier:
 
 
 @message
+class CheckHealth:
+    pass
+
+
+@message
+class Counts:
+    pass
+
+
+@message
 class Unregister:
     pass
 
@@ -100,12 +114,6 @@ class PartitionActor(Actor):
         self.ring = ring
         self.tuning = tuning
         self.cycle_queued = False
-        self.cycles = 0
-        self.scheduling_seconds = 0.0
-        self.allocations_made = 0
-        self.waiting_reasons = 0
-        self.rejected = 0
-        self.cycle_buckets = {bound: 0 for bound in CYCLE_BUCKETS}
 
     def on_NodeUpdates(self, msg: NodeUpdates) -> None:
         self.partition.update_nodes(msg.nodes)
@@ -130,21 +138,27 @@ class PartitionActor(Actor):
 
     def on_ScheduleCycle(self, msg: ScheduleCycle) -> None:
         self.cycle_queued = False
-        began = time.perf_counter()
-        made = self.partition.schedule(self.tuning.batch_allocations, self.tuning.batch_seconds)
-        took = time.perf_counter() - began
-        self.cycles += 1
-        self.scheduling_seconds += took
-        self.allocations_made += made
-        for bound in CYCLE_BUCKETS:
-            if took <= bound:
-                self.cycle_buckets[bound] += 1
+        try:
+            self.partition.schedule(self.tuning.batch_allocations, self.tuning.batch_seconds)
+        except Exception:
+            # A bug must not stop the partition: it is counted (the "Scheduling errors" health check
+            # turns red) and the loop waits for the next change instead of failing again at once.
+            log.exception("scheduling cycle of partition %s failed", self.partition.name)
+            self.partition.stats.add("errors")
+            self.partition.dirty = False
         self._after()
 
     def on_TakeSnapshot(self, msg: TakeSnapshot):
-        stats = SchedulingStats(self.cycles, self.allocations_made, self.waiting_reasons, self.rejected,
-                                self.scheduling_seconds, tuple(self.cycle_buckets.items()))
-        return partition_snapshot(self.partition, stats, msg.areas)
+        return partition_snapshot(self.partition, msg.areas)
+
+    def on_CheckHealth(self, msg: CheckHealth):
+        counters = self.partition.stats.counters
+        return health.findings(self.partition), counters["errors"], counters["nodes_failed"]
+
+    def on_Counts(self, msg: Counts) -> tuple[int, int]:
+        """Running applications and allocations (the history's sample)."""
+        partition = self.partition
+        return running_applications(partition), sum(len(a.allocations) for a in partition.apps.values())
 
     def on_Barrier(self, msg: Barrier) -> None:
         return None
@@ -157,8 +171,11 @@ class PartitionActor(Actor):
 
     def _flush(self, out: Outbox) -> None:
         callback = self.callback
-        self.waiting_reasons += len(out.scheduling_states)
-        self.rejected += len(out.rejected_allocations) + len(out.rejected_apps)
+        counters = self.partition.stats.counters  # counted per batch: one addition each
+        counters["allocated"] += len(out.new)
+        counters["rejected"] += len(out.rejected_allocations)
+        counters["apps_accepted"] += len(out.accepted_apps)
+        counters["apps_rejected"] += len(out.rejected_apps)
         if out.new or out.released or out.rejected_allocations:
             callback.update_allocation(si_pb2.AllocationResponse(
                 new=out.new, released=out.released, rejectedAllocations=out.rejected_allocations))
@@ -188,7 +205,10 @@ class CoreScheduler(Actor):
         self.callback: ResourceManagerCallback | None = None
         self.config: cfg.SchedulerConfig | None = None
         self.extra: dict[str, str] = {}
+        self.build_info: dict[str, str] = {}
         self.partitions: dict[str, pykka.ActorRef] = {}
+        # What the core counts itself: requests naming a partition it does not have.
+        self.counters = {"errors": 0, "failed_nodes": 0}
 
     def on_stop(self) -> None:
         self._stop_partitions()
@@ -205,6 +225,7 @@ class CoreScheduler(Actor):
             self._stop_partitions()
         self.rm_id, self.callback, self.config = request.rmID, callback, config
         self.extra = dict(request.extraConfig)
+        self.build_info = {**core_build_info(), **request.buildInfo}
         for partition in config.partitions:
             self._start_partition(partition)
 
@@ -244,6 +265,7 @@ class CoreScheduler(Actor):
         for name, nodes in grouped.items():
             ref = self.partitions.get(name)
             if ref is None:
+                self.counters["failed_nodes"] += len(nodes)
                 self.callback.update_node(si_pb2.NodeResponse(rejected=[
                     si_pb2.RejectedNode(nodeID=n.nodeID, reason=f"partition {name} not found") for n in nodes]))
                 continue
@@ -273,6 +295,7 @@ class CoreScheduler(Actor):
         for name in allocations.keys() | releases.keys():
             ref = self.partitions.get(name)
             if ref is None:
+                self.counters["errors"] += len(allocations[name])
                 self.callback.update_allocation(si_pb2.AllocationResponse(rejectedAllocations=[
                     si_pb2.RejectedAllocation(allocationKey=a.allocationKey, applicationID=a.applicationID,
                                               reason=f"partition {name} not found") for a in allocations[name]]))
@@ -292,11 +315,46 @@ class CoreScheduler(Actor):
         partitions = tuple(f.get() for f in futures)
         report = None
         if HEALTH in areas:
-            checks = tuple(c for p in partitions for c in p.health.checks)
-            report = HealthReport(all(c.succeeded for c in checks), checks)
+            report = health.report((p.health_findings for p in partitions),
+                                   self.counters["errors"] + sum(p.stats.counters["errors"] for p in partitions),
+                                   self.counters["failed_nodes"]
+                                   + sum(p.stats.counters["nodes_failed"] for p in partitions))
         config = self.config
         return CoreSnapshot(time.time_ns(), self.rm_id, partitions, config.text if config else "",
-                            config.checksum if config else "", dict(self.extra), report, areas)
+                            config.checksum if config else "", dict(self.extra), report, areas,
+                            dict(self.build_info), dict(self.counters))
+
+    def check_health(self) -> HealthReport | None:
+        """Run the health checks now (None while no resource manager is registered)."""
+        if not self.partitions:
+            return None
+        futures = [ref.ask(CheckHealth(), block=False) for ref in self.partitions.values()]
+        results = [f.get() for f in futures]
+        return health.report((r[0] for r in results), self.counters["errors"] + sum(r[1] for r in results),
+                             self.counters["failed_nodes"] + sum(r[2] for r in results))
+
+    def counts(self) -> tuple[int, int] | None:
+        """Running applications and allocations over all partitions (None while none run)."""
+        if not self.partitions:
+            return None
+        futures = [ref.ask(Counts(), block=False) for ref in self.partitions.values()]
+        results = [f.get() for f in futures]
+        return sum(r[0] for r in results), sum(r[1] for r in results)
+
+
+def health_interval(extra: dict[str, str]) -> float:
+    """``health.checkInterval`` in seconds, as upstream reads it: a Go duration, 30s when absent or
+    malformed, 0 (periodic checks off) when zero or negative."""
+    text = (extra.get(HEALTH_INTERVAL_KEY) or "").strip()
+    if not text:
+        return DEFAULT_HEALTH_INTERVAL
+    try:
+        seconds = cfg.duration_seconds(text.removeprefix("-"))
+    except ValueError:
+        log.warning("%s: %r is not a duration such as 30s; using %ss", HEALTH_INTERVAL_KEY, text,
+                    DEFAULT_HEALTH_INTERVAL)
+        return DEFAULT_HEALTH_INTERVAL
+    return 0.0 if text.startswith("-") else seconds
 
 
 class Scheduler:
@@ -304,25 +362,69 @@ class Scheduler:
 
     Requests are ``tell``s (they return at once); ``register``, ``update_configuration``, ``barrier`` and
     ``snapshot`` wait for the core's answer.
+
+    A housekeeping thread drives the core's timers every ``tick_interval``, samples the web UI's history
+    every ``history_period`` (upstream: a minute, 1,440 samples kept) and runs the health checks every
+    ``health.checkInterval`` of the extra configuration (upstream's 30 s by default; 0 or less: only on
+    demand). ``last_health`` is the latest periodic report.
     """
 
     def __init__(self, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
-                 tick_interval: float = 1.0, event_capacity: int = 100_000) -> None:
+                 tick_interval: float = 1.0, event_capacity: int = 100_000, history_period: float = SAMPLE_PERIOD,
+                 history_size: int = RING_SIZE) -> None:
         self.events = EventRing(capacity=event_capacity)
         self._core = CoreScheduler.start(self.events, predicates, tuning or Tuning()).proxy()
+        self.history = MetricsHistory(history_size)
+        self.last_health: HealthReport | None = None
+        self.health_interval = DEFAULT_HEALTH_INTERVAL
+        self._health_due = float("inf")  # monotonic time of the next periodic check (none before registration)
+        self._history_period = history_period
         self._tick_interval = tick_interval
         self._stopped = threading.Event()
-        self._ticker = threading.Thread(target=self._tick, name="core-ticker", daemon=True)
+        self._ticker = threading.Thread(target=self._housekeeping, name="core-ticker", daemon=True)
         self._ticker.start()
         self._snapshots: dict[frozenset[str], CoreSnapshot] = {}  # by the areas they hold
         self._snapshot_lock = threading.Lock()
 
-    def _tick(self) -> None:
+    def _housekeeping(self) -> None:
+        next_sample = time.monotonic() + self._history_period
         while not self._stopped.wait(self._tick_interval):
             try:
                 self._core.tick()
+                now = time.monotonic()
+                if now >= next_sample:
+                    next_sample = now + self._history_period
+                    counts = self._core.counts().get()
+                    if counts is not None:
+                        self.history.store(*counts)
+                if self.health_interval > 0 and now >= self._health_due:
+                    self.check_health()
             except pykka.ActorDeadError:
                 return
+            except Exception:  # the timers must keep running whatever one round met
+                log.exception("core housekeeping failed")
+
+    def check_health(self) -> HealthReport | None:
+        """Run the health checks now; the report becomes ``last_health`` (None before registration)."""
+        report = self._core.check_health().get()
+        if report is None:
+            return None
+        self._health_due = time.monotonic() + self.health_interval
+        self.last_health = report
+        for check in report.checks:
+            if not check.succeeded:
+                log.warning("scheduler is not healthy: %s (%s): %s", check.name, check.description,
+                            check.diagnosis_message)
+        return report
+
+    def _configure(self, extra, registering: bool = False) -> None:
+        if not extra and not registering:
+            return  # the core keeps the extra configuration it has
+        interval = health_interval(dict(extra))
+        if interval != self.health_interval:
+            log.info("periodic health checks %s", f"every {interval}s" if interval > 0 else "disabled")
+            self.health_interval = interval
+            self._health_due = time.monotonic() + interval
 
     def stop(self) -> None:
         self._stopped.set()
@@ -335,6 +437,9 @@ class Scheduler:
     # The SI.
     def register(self, request: si_pb2.RegisterResourceManagerRequest, callback: ResourceManagerCallback) -> None:
         self._core.register(request, callback).get()
+        self._configure(request.extraConfig, registering=True)
+        if self.health_interval > 0:
+            self.check_health()  # as upstream, the first check runs when the checker starts
 
     def update_node(self, request: si_pb2.NodeRequest) -> None:
         self._core.update_node(request)
@@ -346,7 +451,10 @@ class Scheduler:
         self._core.update_allocation(request)
 
     def update_configuration(self, request: si_pb2.UpdateConfigurationRequest) -> str | None:
-        return self._core.update_configuration(request).get()
+        refused = self._core.update_configuration(request).get()
+        if refused is None:
+            self._configure(request.extraConfig)
+        return refused
 
     def barrier(self) -> None:
         """Return once every request sent before has been processed (and its answers sent)."""

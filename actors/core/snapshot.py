@@ -8,15 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from si.resources import Resource
+
+if TYPE_CHECKING:
+    from actors.core.health import PartitionHealth
+    from actors.core.stats import StatsSnapshot
 
 # What a reader may leave out of a snapshot: the parts that cost in proportion to the cluster's size.
 # The partition's summary, its queue tree, placement rules and usage are always taken.
 NODES = "nodes"
 APPLICATIONS = "applications"
 HEALTH = "health"
-ALL_AREAS = frozenset({NODES, APPLICATIONS, HEALTH})
+METRICS = "metrics"  # what only /ws/v1/metrics reads: application states per queue, node usage buckets
+ALL_AREAS = frozenset({NODES, APPLICATIONS, HEALTH, METRICS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +39,7 @@ class AllocationSnapshot:
     task_group_name: str
     foreign: bool
     preemptable: bool
+    originator: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +55,9 @@ class AskSnapshot:
     task_group_name: str
     scheduling_attempted: bool
     last_failure: str
+    originator: bool
+    triggered_scale_up: bool  # the resource manager was told no node fits it (the autoscaler's signal)
+    failure_log: tuple[tuple[str, int, int], ...]  # (reason, last time it became the reason, times)
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)  # readers cache by identity
@@ -94,6 +104,9 @@ class QueueSnapshot:
     preemption_enabled: bool
     abs_used_capacity: Mapping[str, int]
     applications: tuple[str, ...]
+    containers: Mapping[str, int]  # allocated, released: cumulative counts of this queue's allocations
+    app_totals: Mapping[str, int]  # completed, failed, rejected: cumulative counts of this queue's apps
+    app_states: Mapping[str, int] | None  # live applications by state; None: METRICS was not asked for
 
     def find(self, path: str) -> QueueSnapshot | None:
         if self.queue_name == path:
@@ -136,18 +149,6 @@ class HealthReport:
 
 
 @dataclass(frozen=True, slots=True)
-class SchedulingStats:
-    """Cumulative figures of a partition's scheduling loop (the metrics endpoint renders them)."""
-
-    cycles: int
-    allocations: int
-    waiting_reasons: int  # asks told they wait (a new reason each time)
-    rejected: int  # asks, allocations, applications refused outright
-    seconds: float
-    cycle_buckets: tuple[tuple[float, int], ...]  # (upper bound in seconds, cycles at most that long)
-
-
-@dataclass(frozen=True, slots=True)
 class PartitionSnapshot:
     name: str
     cluster_id: str
@@ -159,6 +160,7 @@ class PartitionSnapshot:
     node_sort_policy: str
     resource_weights: Mapping[str, float]
     preemption_enabled: bool
+    quota_preemption_enabled: bool
     total_nodes: int
     schedulable_nodes: int
     applications_by_state: Mapping[str, int]
@@ -171,8 +173,11 @@ class PartitionSnapshot:
     placement_rules: tuple[Mapping, ...]
     user_usage: tuple[Mapping, ...]
     group_usage: tuple[Mapping, ...]
-    health: HealthReport | None  # None: HEALTH was not asked for
-    scheduling: SchedulingStats
+    health: HealthReport | None  # this partition's checks; None: HEALTH was not asked for
+    health_findings: PartitionHealth | None  # what the core joins into the scheduler's report
+    stats: StatsSnapshot
+    running_applications: int  # Running (or Starting) applications
+    node_usage: Mapping[str, tuple[int, ...]] | None  # resource -> nodes per 10% of allocated; METRICS only
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +190,8 @@ class CoreSnapshot:
     extra_config: Mapping[str, str]
     health: HealthReport | None  # None: HEALTH was not asked for
     areas: frozenset[str]  # the optional parts this snapshot holds
+    build_info: Mapping[str, str]  # the resource manager's and the core's build information
+    core_counters: Mapping[str, int]  # what the core itself counted: errors, failed_nodes (unknown partition)
 
     def partition(self, name: str) -> PartitionSnapshot | None:
         return next((p for p in self.partitions if p.name == name), None)
@@ -192,3 +199,23 @@ class CoreSnapshot:
 
 def percent(used: Resource, total: Resource) -> dict[str, int]:
     return {name: int(used[name] * 100 / value) for name, value in total.items() if value > 0}
+
+
+INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
+
+
+def abs_used_capacity(maximum: Resource | None, used: Resource) -> dict[str, int]:
+    """Upstream's ``CalculateAbsUsedCapacity``: per type of ``maximum`` that ``used`` names, the percentage
+    used, truncated; a type ``used`` does not name is left out, and no maximum gives nothing."""
+    if maximum is None:
+        return {}
+    result = {}
+    for name, limit in maximum.items():
+        if name not in used:
+            continue
+        value = used[name]
+        if limit:
+            result[name] = max(min(int(value * 100 / limit), INT64_MAX), INT64_MIN)
+        else:  # a zero maximum: upstream's float division gives an infinity, clamped to the int64 range
+            result[name] = INT64_MAX if value > 0 else INT64_MIN if value < 0 else 0
+    return result

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from types import MappingProxyType
 
+from actors.core import application as states
 from actors.core import health
 from actors.core.allocation import Allocation
 from actors.core.application import Application
@@ -14,6 +16,7 @@ from actors.core.snapshot import (
     ALL_AREAS,
     APPLICATIONS,
     HEALTH,
+    METRICS,
     NODES,
     AllocationSnapshot,
     ApplicationSnapshot,
@@ -21,22 +24,26 @@ from actors.core.snapshot import (
     NodeSnapshot,
     PartitionSnapshot,
     QueueSnapshot,
-    SchedulingStats,
+    abs_used_capacity,
     percent,
 )
-from si.resources import Resource, total
+from si.resources import Resource, min_limit, remaining, total
+
+RUNNING_STATES = (states.RUNNING, states.STARTING)  # Starting (stateaware) is running to upstream
 
 
 def allocation_snapshot(a: Allocation) -> AllocationSnapshot:
     # The tags dict is never changed after the allocation is created: a read-only view suffices.
     return AllocationSnapshot(a.key, MappingProxyType(a.tags), a.request_time, a.allocation_time, a.resource,
                               a.priority, a.node_id, a.application_id, a.placeholder, a.task_group, a.foreign,
-                              a.preemptable)
+                              a.preemptable, a.originator)
 
 
 def ask_snapshot(a: Allocation) -> AskSnapshot:
+    log = tuple((reason, when, count) for reason, (when, count) in a.failure_log.items()) if a.failure_log else ()
     return AskSnapshot(a.key, MappingProxyType(dict(a.tags)), a.request_time, a.resource, a.priority,
-                       a.required_node, a.application_id, a.placeholder, a.task_group, a.attempted, a.last_failure)
+                       a.required_node, a.application_id, a.placeholder, a.task_group, a.attempted, a.last_failure,
+                       a.originator, a.scale_up_triggered, log)
 
 
 def application_snapshot(app: Application, shared: dict[str, AllocationSnapshot]) -> ApplicationSnapshot:
@@ -65,21 +72,54 @@ def node_snapshot(node: Node, shared: dict[str, AllocationSnapshot]) -> NodeSnap
                         tuple(_shared(a, shared) for a in node.foreign.values()), node.schedulable, False)
 
 
-def queue_snapshot(queue: Queue, partition: str, preemption: bool) -> QueueSnapshot:
+def queue_snapshot(queue: Queue, partition: str, preemption: bool, cluster: Resource,
+                   metrics: bool = False, cluster_free: Resource | None = None) -> QueueSnapshot:
+    """The queue and its subtree. As upstream, the root's maximum is the partition's capacity
+    (``cluster``), which every queue's headroom shows too; scheduling needs no such limit (an ask
+    larger than the cluster finds no node anyway)."""
     template = None
     if queue.template is not None:
         template = MappingProxyType({"maxApplications": queue.template.max_applications or 0,
                                      "maxResource": queue.template.resources.max,
                                      "guaranteedResource": queue.template.resources.guaranteed,
                                      "properties": dict(queue.template.properties)})
+    maximum = cluster if queue.parent is None else queue.max
+    if cluster_free is None:  # the root: what the cluster has left
+        cluster_free = remaining(cluster, queue.allocated)
+    headroom = min_limit(queue.headroom(), cluster_free)
+    app_states = None
+    if metrics:
+        app_states = {}
+        for app in queue.apps.values():
+            app_states[app.state] = app_states.get(app.state, 0) + 1
     return QueueSnapshot(
-        queue.path, queue.status, partition, queue.pending, queue.max, queue.guaranteed, queue.allocated,
-        queue.headroom(), queue.leaf, queue.managed, MappingProxyType(dict(queue.properties)),
+        queue.path, queue.status, partition, queue.pending, maximum, queue.guaranteed, queue.allocated,
+        headroom, queue.leaf, queue.managed, MappingProxyType(dict(queue.properties)),
         queue.parent.path if queue.parent else "", template,
-        tuple(queue_snapshot(c, partition, preemption) for _, c in sorted(queue.children.items())),
+        tuple(queue_snapshot(c, partition, preemption, cluster, metrics, cluster_free)
+              for _, c in sorted(queue.children.items())),
         queue.max_apps, queue.running_apps, queue.priority(), queue.sort_policy, queue.priority_sorting, preemption,
-        MappingProxyType(percent(queue.allocated, queue.max) if queue.max is not None else {}),
-        tuple(sorted(queue.apps)))
+        MappingProxyType(abs_used_capacity(maximum, queue.allocated)), tuple(sorted(queue.apps)),
+        MappingProxyType(dict(queue.containers)), MappingProxyType(dict(queue.app_totals)),
+        MappingProxyType(app_states) if app_states is not None else None)
+
+
+def running_applications(partition) -> int:
+    return sum(1 for a in partition.apps.values() if a.state in RUNNING_STATES)
+
+
+def node_usage(nodes) -> dict[str, tuple[int, ...]]:
+    """Nodes per tenth of allocated capacity, by resource type: upstream's node usage buckets
+    ``[0,10%]``, ``(10%,20%]`` ... ``(90%,100%]`` (allocated only; what other schedulers' pods occupy
+    does not count, as upstream)."""
+    counts: dict[str, list[int]] = {}
+    for node in nodes:
+        allocated = node.allocated
+        for name, capacity in node.capacity.items():
+            if capacity > 0:
+                index = min(max(math.ceil(allocated.get(name, 0) / capacity * 10) - 1, 0), 9)
+                counts.setdefault(name, [0] * 10)[index] += 1
+    return {name: tuple(buckets) for name, buckets in counts.items()}
 
 
 def _cached(cache: dict, kind: str, key: str, version: int, build):
@@ -95,7 +135,7 @@ def _prune(cache: dict, kind: str, live) -> None:
         del cache[key]
 
 
-def partition_snapshot(partition, stats: SchedulingStats, areas: frozenset[str] = ALL_AREAS) -> PartitionSnapshot:
+def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> PartitionSnapshot:
     """The partition as readers see it; of the optional ``areas`` only those asked for are taken."""
     shared = partition.allocation_snapshots
     cache = partition.snapshot_cache
@@ -118,11 +158,22 @@ def partition_snapshot(partition, stats: SchedulingStats, areas: frozenset[str] 
     used = total(n.allocated + n.occupied for n in partition.nodes.values()) if partition.nodes else Resource()
     by_state = Counter(a.state for a in live_apps) + Counter(a.state for a in partition.terminated.values())
     config = partition.config
+    findings = report = None
+    if HEALTH in areas:
+        findings = health.findings(partition)
+        counters = partition.stats.counters
+        report = health.report((findings,), counters["errors"], counters["nodes_failed"])
+    metrics = METRICS in areas
+    # A partition is Active from its start; the core never drains or stops one (removing a partition
+    # from the configuration is refused while it runs).
     return PartitionSnapshot(
         partition.name, partition.rm_id, "Active", partition.created, partition.total, used,
         percent(used, partition.total), config.node_sort_policy.type, dict(config.node_sort_policy.resource_weights),
-        config.preemption.enabled, len(partition.nodes), sum(1 for n in partition.nodes.values() if n.schedulable),
-        dict(by_state), len(partition.apps) + len(partition.terminated), sum(len(a.allocations) for a in live_apps),
-        queue_snapshot(partition.queues.root, partition.name, config.preemption.enabled), apps, terminated, nodes,
-        tuple(partition.placement.describe()), tuple(partition.usage.users()), tuple(partition.usage.groups()),
-        health.check(partition) if HEALTH in areas else None, stats)
+        config.preemption.enabled, config.preemption.quota_preemption_enabled, len(partition.nodes),
+        sum(1 for n in partition.nodes.values() if n.schedulable), dict(by_state),
+        len(partition.apps) + len(partition.terminated), sum(len(a.allocations) for a in live_apps),
+        queue_snapshot(partition.queues.root, partition.name, config.preemption.enabled, partition.total, metrics),
+        apps, terminated, nodes, tuple(partition.placement.describe()), tuple(partition.usage.users()),
+        tuple(partition.usage.groups()), report, findings, partition.stats.snapshot(),
+        sum(1 for a in live_apps if a.state in RUNNING_STATES),
+        node_usage(partition.nodes.values()) if metrics else None)

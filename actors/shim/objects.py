@@ -4,17 +4,17 @@ pods that name one), and the scheduler's configmaps."""
 
 from __future__ import annotations
 
-import json
 import logging
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from actors.shim import keys
-from si import constants
-from si.quantity import QuantityError, from_kubernetes
+from actors.shim.namespaces import namespace_app_tags
 
 log = logging.getLogger(__name__)
+
+__all__ = ["ConfigMapRecord", "NamespaceRecord", "PriorityClassRecord", "namespace_app_tags", "parse_configmap",
+           "parse_namespace", "parse_priority_class"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,35 +59,6 @@ def parse_namespace(raw: Mapping) -> NamespaceRecord:
         raise ValueError(f"namespace without a name: {metadata!r}")
     return NamespaceRecord(name, metadata.get("resourceVersion", ""),
                            types.MappingProxyType(namespace_app_tags(name, metadata.get("annotations") or {})))
-
-
-def namespace_app_tags(name: str, annotations: Mapping[str, str]) -> dict[str, str]:
-    """The application tags a namespace contributes: its name, parent queue, quota, guaranteed and
-    maximum applications. Resources travel as SI JSON: ``{"resources": {"vcore": {"value": 1000}}}``."""
-    tags = {constants.APP_TAG_NAMESPACE: name}
-    parent = annotations.get(keys.ANNOTATION_PARENT_QUEUE)
-    if parent:
-        tags[constants.APP_TAG_PARENT_QUEUE] = parent
-    for annotation, tag in ((keys.ANNOTATION_NAMESPACE_QUOTA, constants.APP_TAG_NAMESPACE_QUOTA),
-                            (keys.ANNOTATION_NAMESPACE_GUARANTEED, constants.APP_TAG_NAMESPACE_GUARANTEED)):
-        text = annotations.get(annotation)
-        if not text:
-            continue
-        try:
-            resources = from_kubernetes(json.loads(text))
-        except (ValueError, QuantityError, TypeError, AttributeError) as error:
-            log.warning("namespace %s: annotation %s ignored: %s", name, annotation, error)
-            continue
-        tags[tag] = json.dumps({"resources": {k: {"value": v} for k, v in sorted(resources.items())}},
-                               separators=(",", ":"))
-    max_apps = annotations.get(keys.ANNOTATION_NAMESPACE_MAX_APPS)
-    if max_apps:
-        if max_apps.isdigit():
-            tags[constants.APP_TAG_NAMESPACE_MAX_APPS] = max_apps
-        else:
-            log.warning("namespace %s: annotation %s ignored: %r is not a count", name,
-                        keys.ANNOTATION_NAMESPACE_MAX_APPS, max_apps)
-    return tags
 
 
 def parse_priority_class(raw: Mapping) -> PriorityClassRecord:

@@ -54,7 +54,10 @@ def test_default_config_is_used_for_empty_text():
         assert config == cfg.parse(cfg.DEFAULT_QUEUES_YAML)
     partition = cfg.parse("").partition("default")
     assert partition.root.submit_acl == "*" and partition.root.queues == ()
-    assert [(r.name, r.value, r.create) for r in partition.placement_rules] == [("tag", "namespace", True)]
+    assert [(r.name, r.value, r.create) for r in partition.placement_rules] == [("tag", "namespace", True)] * 2
+    assert partition.placement_rules[0].parent == cfg.PlacementRuleConfig("tag", create=True,
+                                                                          value="namespace.parentqueue")
+    assert partition.placement_rules[1].parent is None
     assert partition.node_sort_policy == cfg.NodeSortPolicyConfig("fair", {"vcore": 1.0, "memory": 1.0})
     assert partition.preemption == cfg.PreemptionConfig(enabled=True, quota_preemption_enabled=False)
     assert partition.limits == () and partition.user_group_resolver == ""

@@ -102,5 +102,13 @@ def test_random_operations_keep_the_partition_consistent(ops):
         else:
             partition.schedule()
             check_decisions(partition, partition.take_outbox().new)
-        report = health.check(partition)
-        assert report.healthy, report
+        found = health.findings(partition)
+        # Running allocations the resource manager reports may exceed a node (the cluster is the truth):
+        # the health checks report that, as upstream's do, and nothing else may be wrong.
+        assert all("(available " in finding for finding in found.negative_nodes), found
+        overcommitted = {f.split(" ")[0] for f in found.node_capacity_mismatch}
+        for node_id in overcommitted:
+            node = partition.nodes[node_id]
+            assert any(node.capacity[n] < v for n, v in node.allocated.items()), found
+        assert not (found.negative_partition or found.allocation_mismatch or found.total_mismatch
+                    or found.node_total_mismatch or found.orphans_on_node or found.orphans_on_app), found

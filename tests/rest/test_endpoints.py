@@ -183,8 +183,9 @@ def test_health_metrics_and_probes(rest):
     attempts = {s.labels["state"]: s.value for s in families["yunikorn_scheduler_container_allocation_attempt"].samples
                 if s.name.endswith("_total")}
     assert attempts["allocated"] == 3
-    assert {s.labels["state"]: s.value for s in families["yunikorn_scheduler_application"].samples} == {"Running": 1}
-    assert "yunikorn_scheduler_scheduling_cycle_seconds" in families
+    running = {s.labels["state"]: s.value for s in families["yunikorn_scheduler_application_total"].samples}
+    assert running["running"] == 1
+    assert families["yunikorn_scheduler_scheduling_cycle_milliseconds"].type == "histogram"
     assert client.get("/ws/v1/health/live")[0] == 200
     assert client.get("/ws/v1/health/ready") == (200, {"ready": True, "shimState": None})
     status, utilizations = client.get("/ws/v1/scheduler/node-utilizations")

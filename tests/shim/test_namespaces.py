@@ -1,0 +1,97 @@
+"""Namespace annotations, from the Kubernetes API to the queue that holds the namespace's pods: the shim
+turns them into application tags, the core gives them to the namespace's queue, and the quota holds."""
+
+import json
+
+import pytest
+
+from actors.shim.namespaces import namespace_app_tags
+from rest.app import SchedulerView
+from rest.server import RestServer
+from tests.rest.test_with_cluster import Http
+from tests.shim.cluster import Cluster
+from tests.shim.doubles import wait_for
+
+GiB = 2**30
+
+
+def test_the_deprecated_max_annotations_give_the_quota_when_there_is_no_namespace_quota():
+    tags = namespace_app_tags("ns", {"yunikorn.apache.org/namespace.max.cpu": "1500m",
+                                     "yunikorn.apache.org/namespace.max.memory": "2Gi"})
+    assert json.loads(tags["namespace.resourcequota"]) == {"resources": {"memory": {"value": 2 * GiB},
+                                                                         "vcore": {"value": 1500}}}
+    only_cpu = namespace_app_tags("ns", {"yunikorn.apache.org/namespace.max.cpu": "2"})
+    assert json.loads(only_cpu["namespace.resourcequota"]) == {"resources": {"vcore": {"value": 2000}}}
+
+
+def test_namespace_quota_wins_over_the_deprecated_annotations():
+    tags = namespace_app_tags("ns", {"yunikorn.apache.org/namespace.quota": '{"cpu": "1"}',
+                                     "yunikorn.apache.org/namespace.max.cpu": "8",
+                                     "yunikorn.apache.org/namespace.max.memory": "8Gi"})
+    assert json.loads(tags["namespace.resourcequota"]) == {"resources": {"vcore": {"value": 1000}}}
+
+
+@pytest.mark.parametrize("annotations", [
+    {"yunikorn.apache.org/namespace.max.cpu": "lots"},
+    {"yunikorn.apache.org/namespace.quota": '["cpu"]'},
+    {"yunikorn.apache.org/namespace.quota": '{"cpu": "0"}'},  # all zero: no quota, as upstream
+    {"yunikorn.apache.org/namespace.guaranteed": '{"memory": "0"}'},
+])
+def test_unusable_annotations_give_no_tag(annotations):
+    assert namespace_app_tags("ns", annotations) == {"namespace": "ns"}
+
+
+@pytest.fixture
+def cluster(kubesim, tmp_path):
+    path = tmp_path / "kubeconfig"
+    kubesim.write_kubeconfig(str(path))
+    made = Cluster(kubesim, str(path))
+    yield made
+    made.close()
+
+
+def namespace(cluster: Cluster, name: str, **annotations: str) -> None:
+    cluster.core_api.create_namespace({"metadata": {"name": name, "annotations": {
+        f"yunikorn.apache.org/{key.replace('_', '.')}": value for key, value in annotations.items()}}})
+
+
+def test_annotated_namespaces_get_their_queues_limits_end_to_end(cluster):
+    """The default configuration (no yunikorn-configs): a queue per namespace, under its parent queue."""
+    cluster.node("node-a", cpu="4", memory="16Gi")
+    cluster.node("node-b", cpu="4", memory="16Gi")
+    # Annotation keys: namespace_quota -> namespace.quota and so on (dots cannot be keyword arguments).
+    namespace(cluster, "capped", namespace_quota='{"cpu": "1", "memory": "1Gi"}',
+              namespace_guaranteed='{"cpu": "500m"}', parentqueue="root.tenants")
+    namespace(cluster, "legacy", namespace_max_cpu="600m")
+    namespace(cluster, "single", namespace_maxApps="1")
+    cluster.start_scheduler()
+    server = RestServer(SchedulerView(cluster.scheduler, max_age=0.0), host="127.0.0.1", port=0)
+    try:
+        http = Http(server.url)
+        capped = [f"capped-{i}" for i in range(4)]
+        for name in capped:  # 4 x 400m in a namespace with a quota of 1 vcore: two run
+            cluster.pod(name, cpu="400m", memory="128Mi", namespace="capped", labels={"applicationId": "capped-app"})
+        legacy = [f"legacy-{i}" for i in range(2)]
+        for name in legacy:  # 2 x 400m under the deprecated 600m: one runs
+            cluster.pod(name, cpu="400m", memory="64Mi", namespace="legacy", labels={"applicationId": "legacy-app"})
+        cluster.pod("single-1", namespace="single", labels={"applicationId": "single-1"})
+        cluster.pod("single-2", namespace="single", labels={"applicationId": "single-2"})
+
+        wait_for(lambda: sum(cluster.bound(n) for n in capped) == 2, timeout=30)
+        wait_for(lambda: sum(cluster.bound(n) for n in legacy) == 1, timeout=30)
+        wait_for(lambda: sum(cluster.bound(n) for n in ("single-1", "single-2")) == 1, timeout=30)
+        waiting = [n for n in capped if not cluster.bound(n)]
+        wait_for(lambda: all(cluster.events("FailedScheduling", n) for n in waiting), timeout=30)
+        assert "root.tenants.capped" in cluster.events("FailedScheduling", waiting[0])[0].message
+
+        queue = http.ok("/ws/v1/partition/default/queue/root.tenants.capped")
+        assert queue["maxResource"] == {"vcore": 1000, "memory": GiB}
+        assert queue["guaranteedResource"] == {"vcore": 500}
+        assert queue["allocatedResource"]["vcore"] == 800 and queue["absUsedCapacity"]["vcore"] == 80
+        assert http.ok("/ws/v1/partition/default/queue/root.tenants")["isLeaf"] is False
+        assert http.ok("/ws/v1/partition/default/queue/root.legacy")["maxResource"] == {"vcore": 600}
+        assert http.ok("/ws/v1/partition/default/queue/root.single")["maxRunningApps"] == 1
+        assert sum(cluster.bound(n) for n in capped) == 2, "the quota still holds"
+        cluster.assert_consistent()
+    finally:
+        server.stop()
