@@ -255,12 +255,25 @@ class ShimContext(Actor):
         self._recover()
 
     def _register(self) -> None:
+        """Register with the stored configuration; one the core refuses (or cannot be read) gives way to
+        the default one, with a warning: a bad configmap never keeps the scheduler from starting."""
         try:
             config = merge(self._configmaps.get(CONFIGMAP_DEFAULTS), self._configmaps.get(CONFIGMAP_CONFIGS))
         except SchedulerConfigError as error:
             log.error("scheduler configuration unreadable, starting with the default: %s", error)
             self._config_refused(str(error))
             config = merge(None, None)
+        default = merge(None, None)
+        try:
+            self._register_with(config)
+        except Exception as error:
+            if config == default:
+                raise
+            log.error("the core refused the stored configuration, starting with the default: %s", error)
+            self._config_refused(str(error))
+            self._register_with(default)
+
+    def _register_with(self, config: ShimConfig) -> None:
         request = si_pb2.RegisterResourceManagerRequest(
             rmID=config.cluster_id, version="yunikorn-py", policyGroup=config.policy_group,
             config=config.queues_yaml, extraConfig=dict(config.extra), buildInfo={"shim": "yunikorn-py"})

@@ -15,12 +15,13 @@ from tests.waiting import wait_for  # noqa: F401 - re-exported for the shim test
 class RecordingCore:
     """A ``CoreLink`` that keeps every request in order; ``refuse_config`` makes config updates fail."""
 
-    def __init__(self, refuse_registration: str = "") -> None:
+    def __init__(self, refuse_registration: str = "", refuse_config_with: str = "") -> None:
         self._lock = threading.Lock()
         self.requests: list[tuple[str, Any]] = []
         self.callback = None
         self.refuse_config = ""
         self.refuse_registration = refuse_registration
+        self.refuse_config_with = refuse_config_with  # a registration whose queues YAML holds this is refused
         self.barriers = 0
 
     def _record(self, method: str, message: Any) -> None:
@@ -32,6 +33,8 @@ class RecordingCore:
     def register(self, request: si_pb2.RegisterResourceManagerRequest, callback: Any) -> None:
         if self.refuse_registration:
             raise RuntimeError(self.refuse_registration)
+        if self.refuse_config_with and self.refuse_config_with in request.config:
+            raise ValueError(f"bad configuration: {self.refuse_config_with}")
         self.callback = callback
         self._record("register", request)
 

@@ -462,6 +462,16 @@ def test_registration_failure_ends_in_failed(make_shim):
     assert "core is down" in shim.events("SchedulerFailed")[0].message
 
 
+def test_a_stored_configuration_the_core_refuses_gives_way_to_the_default(make_shim):
+    shim = make_shim(core=RecordingCore(refuse_config_with="bogus"))
+    configs = {"metadata": {"name": "yunikorn-configs"}, "data": {"queues.yaml": "partitions: bogus"}}
+    state = shim.list_all(nodes=[node_json("n1")], configmaps=[configs])
+    assert state.state == "Running"
+    assert shim.core.of("register")[0].config == ""
+    [event] = shim.events("ConfigurationRefused")
+    assert "bogus" in event.message and event.type == "Warning"
+
+
 def test_shutdown_drains_and_ignores_the_cluster(shim):
     shim.list_all(nodes=[node_json("n1")])
     shim.ref.ask(Shutdown())
