@@ -22,7 +22,7 @@ import pykka
 from actors.core.config import parse
 from actors.core.scheduler import Scheduler
 from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, NODES
-from rest import daos, metrics
+from rest import daos, liveness, metrics
 from rest.fragments import Fragments
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,7 @@ class SchedulerView:
 
     scheduler: Scheduler
     shim_state: Callable[[], object | None] | None = None
+    actor_failures: liveness.ActorFailures | None = None  # the stopped actors: health and both probes fail
     extender: object | None = None  # plugin mode: serves kube-scheduler's extender calls (rest.extender)
     max_age: float = 2.0
     reader_share: float = 0.0
@@ -139,7 +140,7 @@ class Cluster:
         resp.media = [daos.partition(p) for p in _snapshot(req).partitions]
 
     def on_get_health(self, req, resp):
-        resp.media = daos.health(_snapshot(req).health)
+        resp.media = daos.health(liveness.with_actors(_snapshot(req).health, self.view.actor_failures))
 
     def on_get_utilizations(self, req, resp):
         resp.media = [daos.utilizations(p) for p in _snapshot(req).partitions]
@@ -162,13 +163,16 @@ class Cluster:
         resp.media = {"allowed": reason is None, "reason": reason or ""}
 
     def on_get_live(self, req, resp):
-        resp.media = {"alive": True}
+        failed = liveness.failed_actors(self.view.actor_failures)
+        resp.status = falcon.HTTP_503 if failed else falcon.HTTP_200
+        resp.media = {"alive": not failed, **failed}
 
     def on_get_ready(self, req, resp):
         state = _shim_state_name(self.view)
-        ready = state in (None, "Running")
+        failed = liveness.failed_actors(self.view.actor_failures)
+        ready = state in (None, "Running") and not failed
         resp.status = falcon.HTTP_200 if ready else falcon.HTTP_503
-        resp.media = {"ready": ready, "shimState": state}
+        resp.media = {"ready": ready, "shimState": state, **failed}
 
     def on_get_metrics(self, req, resp):
         _, highest, _ = self.view.scheduler.events.batch(0, 0)
@@ -192,7 +196,7 @@ class Cluster:
             "placementRules": [{"partition": p.name, "rules": list(p.placement_rules)} for p in snapshot.partitions],
             "clusterInfo": {"rmId": snapshot.rm_id},
             "config": snapshot.config_yaml,
-            "health": daos.health(snapshot.health),
+            "health": daos.health(liveness.with_actors(snapshot.health, self.view.actor_failures)),
             "rmDiagnostics": _jsonable(shim),
         }
 

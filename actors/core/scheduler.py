@@ -18,10 +18,20 @@ from collections import defaultdict
 
 import pykka
 
-from actors.base import Actor, message
+from actors.base import Actor, Supervisor, message
 from actors.core import config as cfg
 from actors.core.config import ConfigError, PartitionConfig
 from actors.core.events import EventRing
+from actors.core.messages import (
+    AllocationUpdates,
+    AppUpdates,
+    Barrier,
+    NodeUpdates,
+    Reconfigure,
+    ScheduleCycle,
+    TakeSnapshot,
+    Tick,
+)
 from actors.core.partition import Outbox, Partition, Timing
 from actors.core.plugins import NodePredicates, ResourceManagerCallback
 from actors.core.snapshot import ALL_AREAS, HEALTH, CoreSnapshot, HealthReport, SchedulingStats
@@ -31,53 +41,6 @@ from si.constants import DEFAULT_PARTITION, NODE_ATTR_PARTITION
 
 log = logging.getLogger(__name__)
 CYCLE_BUCKETS = (0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
-
-
-@message
-class NodeUpdates:
-    nodes: tuple[si_pb2.NodeInfo, ...]
-
-
-@message
-class AppUpdates:
-    new: tuple[si_pb2.AddApplicationRequest, ...]
-    remove: tuple[si_pb2.RemoveApplicationRequest, ...]
-
-
-@message
-class AllocationUpdates:
-    allocations: tuple[si_pb2.Allocation, ...]
-    releases: tuple[si_pb2.AllocationRelease, ...]
-
-
-@message
-class Reconfigure:
-    config: PartitionConfig
-
-
-@message
-class ScheduleCycle:
-    pass
-
-
-@message
-class Tick:
-    pass
-
-
-@message
-class TakeSnapshot:
-    areas: frozenset[str] = ALL_AREAS
-
-
-@message
-class Barrier:
-    pass
-
-
-@message
-class Unregister:
-    pass
 
 
 @message
@@ -91,8 +54,8 @@ class Tuning:
 
 class PartitionActor(Actor):
     def __init__(self, config: PartitionConfig, rm_id: str, callback: ResourceManagerCallback, ring: EventRing,
-                 predicates: NodePredicates | None, tuning: Tuning) -> None:
-        super().__init__()
+                 predicates: NodePredicates | None, tuning: Tuning, supervisor: Supervisor | None = None) -> None:
+        super().__init__(supervisor)
         self.partition = Partition(config, rm_id, predicates, tuning.timing)
         self.callback = callback
         self.ring = ring
@@ -175,8 +138,9 @@ class PartitionActor(Actor):
 class CoreScheduler(Actor):
     """Registers the resource manager, owns the configuration, routes requests to partitions."""
 
-    def __init__(self, ring: EventRing, predicates: NodePredicates | None = None, tuning: Tuning | None = None) -> None:
-        super().__init__()
+    def __init__(self, ring: EventRing, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
+                 supervisor: Supervisor | None = None) -> None:
+        super().__init__(supervisor)
         self.ring = ring
         self.predicates = predicates
         self.tuning = tuning or Tuning()
@@ -206,7 +170,7 @@ class CoreScheduler(Actor):
 
     def _start_partition(self, partition: PartitionConfig) -> None:
         self.partitions[partition.name] = PartitionActor.start(partition, self.rm_id, self.callback, self.ring,
-                                                               self.predicates, self.tuning)
+                                                               self.predicates, self.tuning, self._supervisor)
 
     def unregister(self) -> None:
         self._stop_partitions()
@@ -299,13 +263,14 @@ class Scheduler:
     """The core as the resource manager (and REST) use it: SI requests in, snapshots and events out.
 
     Requests are ``tell``s (they return at once); ``register``, ``update_configuration``, ``barrier`` and
-    ``snapshot`` wait for the core's answer.
+    ``snapshot`` wait for the core's answer. The core's actors report failures to ``supervisor``.
     """
 
     def __init__(self, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
-                 tick_interval: float = 1.0, event_capacity: int = 100_000) -> None:
+                 tick_interval: float = 1.0, event_capacity: int = 100_000,
+                 supervisor: Supervisor | None = None) -> None:
         self.events = EventRing(capacity=event_capacity)
-        self._core = CoreScheduler.start(self.events, predicates, tuning or Tuning()).proxy()
+        self._core = CoreScheduler.start(self.events, predicates, tuning or Tuning(), supervisor).proxy()
         self._tick_interval = tick_interval
         self._stopped = threading.Event()
         self._ticker = threading.Thread(target=self._tick, name="core-ticker", daemon=True)
