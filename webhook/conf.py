@@ -7,12 +7,12 @@
 
 from __future__ import annotations
 
-import base64
-import gzip
 import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from si.kubernetes import CONF_HOT_REFRESH, CONF_POLICY_GROUP, binary_entry
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +62,8 @@ _KEYS = {
     PREFIX + "accessControl.systemUsers": ("system_users", "regex"),
     PREFIX + "accessControl.externalUsers": ("external_users", "regex"),
     PREFIX + "accessControl.externalGroups": ("external_groups", "regex"),
-    "service.policyGroup": ("policy_group", "str"),
-    "service.enableConfigHotRefresh": ("enable_config_hot_refresh", "bool"),
+    CONF_POLICY_GROUP: ("policy_group", "str"),
+    CONF_HOT_REFRESH: ("enable_config_hot_refresh", "bool"),
 }
 
 
@@ -98,19 +98,18 @@ def _convert(text: str, kind: str):
 
 
 def configmap_values(configmap: Mapping | None) -> dict[str, str]:
-    """The entries of one configmap (as a plain dict): ``data``, plus ``binaryData`` (``.gz`` unpacked)."""
+    """The entries of one configmap (as a plain dict): ``data``, plus the readable ``binaryData``
+    (``si.kubernetes.binary_entry``); an unreadable entry is logged and left out."""
     if not configmap:
         return {}
     values = dict(configmap.get("data") or {})
     for key, encoded in (configmap.get("binaryData") or {}).items():
-        raw = base64.b64decode(encoded) if isinstance(encoded, str) else bytes(encoded)
-        if key.endswith(".gz"):
-            try:
-                values[key[:-3]] = gzip.decompress(raw).decode()
-            except (OSError, EOFError, UnicodeDecodeError) as error:
-                log.warning("configmap binaryData %s does not unpack: %s", key, error)
-        else:
-            values[key] = raw.decode(errors="replace")
+        try:
+            name, text = binary_entry(key, encoded)
+        except ValueError as error:
+            log.warning("configmap %s", error)
+            continue
+        values[name] = text
     return values
 
 

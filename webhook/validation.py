@@ -14,6 +14,7 @@ import json
 import logging
 from collections.abc import Callable
 
+from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 from webhook import constants as c
 from webhook.conf import flatten, parse
 from webhook.review import Decision, ReviewRequest
@@ -37,7 +38,7 @@ def validate(request: ReviewRequest, view: ClusterView, namespace: str,
         return Decision.allow()
     pair = dict(view.configmaps())
     pair[name] = configmap
-    values = flatten(pair.get(c.CONFIGMAP_DEFAULTS), pair.get(c.CONFIGMAP_CONFIGS))
+    values = flatten(pair.get(CONFIGMAP_DEFAULTS), pair.get(CONFIGMAP_CONFIGS))
     policy_group = parse(values).policy_group
     queues_yaml = values.get(f"{policy_group}.yaml")
     if queues_yaml is None:  # no queue configuration in the pair: the scheduler runs its defaults

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
+from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 from webhook import constants as c
 from webhook.conf import AdmissionConf, flatten, parse
 
@@ -104,7 +105,7 @@ class ClusterView:
             if self._configured and not self.conf.enable_config_hot_refresh:
                 log.info("configmap %s changed; hot refresh is disabled, keeping the loaded configuration", name)
                 return
-            self.conf = parse(flatten(maps.get(c.CONFIGMAP_DEFAULTS), maps.get(c.CONFIGMAP_CONFIGS)))
+            self.conf = parse(flatten(maps.get(CONFIGMAP_DEFAULTS), maps.get(CONFIGMAP_CONFIGS)))
             log.debug("configuration reloaded from configmap %s", name)
 
     def mark_configured(self) -> None:

@@ -30,7 +30,6 @@ from actors.shim import kinds
 from actors.shim.appactor import ApplicationActor
 from actors.shim.corelink import CoreLink, ShimCallback
 from actors.shim.eventbuffer import NORMAL, WARNING
-from actors.shim.keys import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 from actors.shim.lifecycle import SCHEDULER_TRANSITIONS, SchedulerState, StateMachine
 from actors.shim.messages import (
     BindOutcome,
@@ -68,6 +67,7 @@ from actors.shim.pods import PodRecord
 from actors.shim.schedconfig import SchedulerConfigError, ShimConfig, merge
 from actors.shim.state import RecoveryProgress, ShimStateSnapshot, StateBoard
 from si import si_pb2
+from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 
 log = logging.getLogger(__name__)
 
