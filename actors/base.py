@@ -3,9 +3,11 @@
 - **Messages** are SI protobuf messages or small frozen dataclasses declared with :func:`message`;
   never bare dicts, so every boundary has a named, typed, immutable shape.
 - **Actors** derive from :class:`Actor` (a pykka ``ThreadingActor``) or, when there are thousands of
-  them, :class:`PooledActor` (run on a shared dispatcher), and handle ``Msg`` in ``on_Msg``.
-  Failures are logged with the actor's name and reported to the supervisor callback given at start,
-  so a crash never silently stops part of the scheduler.
+  them, :class:`PooledActor` (run on a shared dispatcher), and handle ``Msg`` in ``on_Msg``; the
+  messages of each side are listed in one module (``actors.shim.messages``, ``actors.core.messages``).
+  Failures are reported with the actor's name to the supervisor given at start (a
+  :class:`Supervision`, which health checks read), so a crash never silently stops part of the
+  scheduler.
 - **Life cycle**: :func:`stop_all` stops every actor (tests assert none is left; see
   :func:`live_actors`). Start actors with ``SomeActor.start(...)``; stop them with ``ref.stop()``.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -41,6 +44,31 @@ class ActorFailed:
 Supervisor = Callable[[ActorFailed], None]
 
 
+class Supervision:
+    """The supervisor of a process's actors: pass it as ``supervisor`` to every actor started.
+
+    It keeps the first failure of each actor and logs it once, naming the actor; a stopped actor does
+    not come back, so :meth:`failures` only grows and a health check built on it fails for good (the
+    process must be restarted). Thread-safe: actors fail on their own threads.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: dict[str, ActorFailed] = {}
+
+    def __call__(self, failure: ActorFailed) -> None:
+        with self._lock:
+            if failure.actor in self._failures:
+                return
+            self._failures[failure.actor] = failure
+        log.error("actor %s stopped by a failure: %s", failure.actor, failure.error)
+
+    def failures(self) -> tuple[ActorFailed, ...]:
+        """Every actor that stopped by a failure, in the order they failed."""
+        with self._lock:
+            return tuple(self._failures.values())
+
+
 class _Conventions:
     """Typed dispatch and failure reports, shared by both kinds of actor below."""
 
@@ -59,12 +87,14 @@ class _Conventions:
         return handler(msg)
 
     def on_failure(self, exception_type, exception_value, traceback) -> None:
-        log.error("actor stopped by a failure", extra={"actor": self.name, "error": repr(exception_value)})
-        if self._supervisor is not None:
-            try:
-                self._supervisor(ActorFailed(self.name, repr(exception_value)))
-            except Exception:  # a broken supervisor must not hide the first failure
-                log.exception("supervisor of %s failed", self.name)
+        failure = ActorFailed(self.name, repr(exception_value))
+        if self._supervisor is None:
+            log.error("actor %s stopped by a failure: %s", failure.actor, failure.error)
+            return
+        try:
+            self._supervisor(failure)
+        except Exception:  # a broken supervisor must not hide the failure
+            log.exception("supervisor of %s failed; the failure was: %s", failure.actor, failure.error)
 
 
 class Actor(_Conventions, pykka.ThreadingActor):

@@ -33,8 +33,8 @@ SPAWN = multiprocessing.get_context("spawn")  # the scheduler's threads are runn
 sys.path.insert(0, str(REPO))
 
 from actors.heap import tune_collector  # noqa: E402
-from actors.shim.binder import BinderStatsRequest  # noqa: E402
 from actors.shim.client import KubeClient  # noqa: E402
+from actors.shim.messages import BinderStatsRequest  # noqa: E402
 from actors.shim.service import ServiceSettings  # noqa: E402
 
 SCHEDULER_NAME = "yunikorn"

@@ -21,9 +21,9 @@ from statistics import median
 from benchmarks_common import CONFIG, CountingCallback, clean_heap, feed
 
 from actors.base import stop_all
+from actors.cli import READER_SHARE
 from actors.core.scheduler import Scheduler
 from actors.heap import tune_collector
-from actors.shim.cli import READER_SHARE
 from rest.app import SchedulerView
 from rest.server import RestServer
 

@@ -22,7 +22,7 @@ import pykka
 from actors.core.config import parse
 from actors.core.scheduler import Scheduler
 from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
-from rest import actor_metrics, daos, metrics
+from rest import actor_metrics, daos, liveness, metrics
 from rest.fragments import Fragments
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,7 @@ class SchedulerView:
 
     scheduler: Scheduler
     shim_state: Callable[[], object | None] | None = None
+    actor_failures: liveness.ActorFailures | None = None  # the stopped actors: health and both probes fail
     extender: object | None = None  # plugin mode: serves kube-scheduler's extender calls (rest.extender)
     max_age: float = 2.0
     reader_share: float = 0.0
@@ -141,10 +142,11 @@ class Cluster:
 
     def on_get_health(self, req, resp):
         """The latest periodic report; with periodic checks off (or before the first), one taken now
-        through a snapshot, shared with other readers like every snapshot."""
+        through a snapshot, shared with other readers like every snapshot. A dead actor fails it."""
         scheduler = self.view.scheduler
         report = scheduler.last_health if scheduler.health_interval > 0 else None
-        resp.media = daos.health(report or self.view.snapshot(frozenset({HEALTH})).health)
+        report = report or self.view.snapshot(frozenset({HEALTH})).health
+        resp.media = daos.health(liveness.with_actors(report, self.view.actor_failures))
 
     def on_get_app_history(self, req, resp):
         resp.media = [daos.app_history(s) for s in self.view.scheduler.history.records()]
@@ -173,13 +175,16 @@ class Cluster:
         resp.media = {"allowed": reason is None, "reason": reason or ""}
 
     def on_get_live(self, req, resp):
-        resp.media = {"alive": True}
+        failed = liveness.failed_actors(self.view.actor_failures)
+        resp.status = falcon.HTTP_503 if failed else falcon.HTTP_200
+        resp.media = {"alive": not failed, **failed}
 
     def on_get_ready(self, req, resp):
         state = _shim_state_name(self.view)
-        ready = state in (None, "Running")
+        failed = liveness.failed_actors(self.view.actor_failures)
+        ready = state in (None, "Running") and not failed
         resp.status = falcon.HTTP_200 if ready else falcon.HTTP_503
-        resp.media = {"ready": ready, "shimState": state}
+        resp.media = {"ready": ready, "shimState": state, **failed}
 
     def on_get_metrics(self, req, resp):
         ring = self.view.scheduler.events
@@ -206,7 +211,7 @@ class Cluster:
             "appHistory": [daos.app_history(s) for s in self.view.scheduler.history.records()],
             "containerHistory": [daos.container_history(s) for s in self.view.scheduler.history.records()],
             "config": snapshot.config_yaml,
-            "health": daos.health(snapshot.health),
+            "health": daos.health(liveness.with_actors(snapshot.health, self.view.actor_failures)),
             "rmDiagnostics": _jsonable(shim),
         }
 

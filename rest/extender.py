@@ -2,20 +2,39 @@
 
 kube-scheduler sends its extender types with Go field names (``Pod``, ``Nodes``, ``NodeNames``) because
 they carry no JSON tags, while older extenders use lower case; keys are therefore read without regard
-to case, and replies use the Go names. The decisions come from the plugin-mode ``Extender``.
+to case, and replies use the Go names. The decisions come from the plugin-mode ``Extender`` of the shim
+(``actors.shim.extender``), which the process entry point hands over as an :class:`Extender`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import falcon
 import pykka
 
-from actors.shim.extender import Extender
-
 MAX_BODY = 16 * 2**20  # a NodeList of thousands of nodes when nodeCacheCapable is off
+
+
+class Verdict(Protocol):
+    """The nodes that pass a filter; every other node fails, unresolvably, for ``reason``."""
+
+    @property
+    def passed(self) -> Sequence[str]: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+class Extender(Protocol):
+    """What answers the extender calls. ``filter`` raises ``ValueError`` for a pod without identity;
+    ``bind`` returns ``""`` once bound, else why not; both may raise ``pykka.Timeout``."""
+
+    def filter(self, pod: Mapping, nodes: Sequence[str]) -> Verdict: ...
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> str: ...
 
 
 def _arguments(req: falcon.Request) -> dict:

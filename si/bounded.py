@@ -12,6 +12,7 @@ import zlib
 
 LIMIT = 200  # characters of a quoted value
 MAX_UNPACKED = 8 * 2**20  # bytes a gzipped configmap entry may unpack to
+MAX_ENCODED = 4 * 2**20  # base64 characters of one binaryData entry (a whole configmap is at most 1 MiB)
 _ELLIPSIS = "..."
 
 

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from webhook import constants as c
+from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def _initial_conf(api_client, namespace: str):
 
     core = client.CoreV1Api(api_client)
     defaults, configs = (kube.read_raw(core.read_namespaced_config_map, name, namespace)
-                         for name in (c.CONFIGMAP_DEFAULTS, c.CONFIGMAP_CONFIGS))
+                         for name in (CONFIGMAP_DEFAULTS, CONFIGMAP_CONFIGS))
     try:
         return parse(flatten(defaults, configs))
     except ConfigMapError as error:

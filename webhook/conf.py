@@ -8,20 +8,18 @@ whose entries cannot be read at all (not strings, not base64, a gzip bomb) is a 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from si.bounded import gunzip, shown
+from si.bounded import shown
+from si.kubernetes import CONF_HOT_REFRESH, CONF_POLICY_GROUP, binary_entry
 
 log = logging.getLogger(__name__)
 
 PREFIX = "admissionController."
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
-MAX_ENCODED = 4 * 2**20  # base64 characters of one binaryData entry (a whole configmap is at most 1 MiB)
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
 
@@ -66,8 +64,8 @@ _KEYS = {
     PREFIX + "accessControl.systemUsers": ("system_users", "regex"),
     PREFIX + "accessControl.externalUsers": ("external_users", "regex"),
     PREFIX + "accessControl.externalGroups": ("external_groups", "regex"),
-    "service.policyGroup": ("policy_group", "str"),
-    "service.enableConfigHotRefresh": ("enable_config_hot_refresh", "bool"),
+    CONF_POLICY_GROUP: ("policy_group", "str"),
+    CONF_HOT_REFRESH: ("enable_config_hot_refresh", "bool"),
 }
 
 
@@ -106,11 +104,10 @@ class ConfigMapError(ValueError):
 
 
 def configmap_values(configmap: Mapping | None) -> dict[str, str]:
-    """The entries of one configmap (as a plain dict): ``data``, plus ``binaryData`` (``.gz`` unpacked).
-
-    Sizes are checked before anything is allocated: a base64 entry longer than :data:`MAX_ENCODED`, or
-    a gzip entry unpacking past :data:`~si.bounded.MAX_UNPACKED`, is a :class:`ConfigMapError`, as is
-    any entry that is not a string, not base64 or not gzip."""
+    """The entries of one configmap (as a plain dict): ``data``, plus ``binaryData`` read by
+    :func:`si.kubernetes.binary_entry` (``.gz`` unpacked, sizes checked before anything is allocated).
+    Anything that is not what a configmap holds (an entry that is not a string, not base64, not gzip,
+    or too large) is a :class:`ConfigMapError`."""
     if not configmap:
         return {}
     if not isinstance(configmap, Mapping):
@@ -124,19 +121,11 @@ def configmap_values(configmap: Mapping | None) -> dict[str, str]:
                 raise ConfigMapError(f"{field_name} {shown(key)} is not a string")
     values = dict(data)
     for key, encoded in binary.items():
-        if len(encoded) > MAX_ENCODED:
-            raise ConfigMapError(f"binaryData {shown(key)} is longer than {MAX_ENCODED} characters")
         try:
-            raw = base64.b64decode(encoded, validate=True)
-        except (binascii.Error, ValueError) as error:  # ValueError: not ASCII
-            raise ConfigMapError(f"binaryData {shown(key)} is not base64: {error}") from None
-        if key.endswith(".gz"):
-            try:
-                values[key[:-3]] = gunzip(raw).decode()
-            except ValueError as error:  # UnicodeDecodeError included
-                raise ConfigMapError(f"binaryData {shown(key)} does not unpack: {error}") from None
-        else:
-            values[key] = raw.decode(errors="replace")
+            name, text = binary_entry(key, encoded)
+        except ValueError as error:
+            raise ConfigMapError(str(error)) from None
+        values[name] = text
     return values
 
 

@@ -1,32 +1,18 @@
-"""Names shared with Kubernetes and the shim: labels, annotations, configmaps, webhook objects.
+"""Names only the admission controller uses: labels, annotations, webhook objects. Those it shares
+with the shim (application and queue labels, user info, the configmaps) are in ``si.kubernetes``."""
 
-They live in one module so a later move to ``si/constants.py`` is a one-line import change.
-"""
-
-SCHEDULER_NAME = "yunikorn"
+from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 
 # Pod labels.
 LABEL_APP = "app"
 LABEL_APP_VALUE = "yunikorn"
-LABEL_APPLICATION_ID = "applicationId"
-LABEL_SPARK_APP_SELECTOR = "spark-app-selector"
-LABEL_QUEUE = "queue"
-LABEL_DISABLE_STATE_AWARE = "disableStateAware"
-CANONICAL_APP_ID = "yunikorn.apache.org/app-id"
-CANONICAL_QUEUE = "yunikorn.apache.org/queue"
 
 # Pod and namespace annotations.
-ANNOTATION_USER_INFO = "yunikorn.apache.org/user.info"
 ANNOTATION_ALLOW_PREEMPTION = "yunikorn.apache.org/allow-preemption"
 ANNOTATION_ENABLE_YUNIKORN = "yunikorn.apache.org/namespace.enableYuniKorn"
 ANNOTATION_GENERATE_APP_ID = "yunikorn.apache.org/namespace.generateAppId"
 
-AUTOGEN_SUFFIX = "autogen"
-UNIQUE_AUTOGEN_SUFFIX = "uniqueautogen"
-
 # Configuration maps (defaults overridden by configs).
-CONFIGMAP_DEFAULTS = "yunikorn-defaults"
-CONFIGMAP_CONFIGS = "yunikorn-configs"
 CONFIGMAP_NAMES = (CONFIGMAP_DEFAULTS, CONFIGMAP_CONFIGS)
 
 # Certificates and webhook registration.

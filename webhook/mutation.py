@@ -11,6 +11,17 @@ import json
 import logging
 from collections.abc import Mapping
 
+from si.kubernetes import (
+    ANNOTATION_USER_INFO,
+    LABEL_APP_ID,
+    LABEL_APPLICATION_ID,
+    LABEL_DISABLE_STATE_AWARE,
+    LABEL_QUEUE_LEGACY,
+    SCHEDULER_NAME,
+    autogen_application_id,
+    named_application_id,
+    named_queue,
+)
 from webhook import constants as c
 from webhook.review import Decision, ReviewRequest
 from webhook.view import ClusterView
@@ -21,7 +32,6 @@ _TEMPLATE_PATHS = {  # where the pod template's metadata lives in each workload 
     "CronJob": ("spec", "jobTemplate", "spec", "template", "metadata"),
 }
 _DEFAULT_TEMPLATE_PATH = ("spec", "template", "metadata")
-_APP_ID_LABELS = (c.LABEL_APPLICATION_ID, c.LABEL_SPARK_APP_SELECTOR, c.CANONICAL_APP_ID)
 
 
 def mutate(request: ReviewRequest, view: ClusterView) -> Decision:
@@ -47,8 +57,8 @@ def _pod_create(request: ReviewRequest, view: ClusterView) -> Decision:
     annotations = {str(k): str(v) for k, v in _mapping(metadata.get("annotations")).items()}
     conf = view.conf
 
-    if not conf.bypass_auth and c.ANNOTATION_USER_INFO in annotations:
-        refusal = _check_user_info(request, annotations[c.ANNOTATION_USER_INFO], view)
+    if not conf.bypass_auth and ANNOTATION_USER_INFO in annotations:
+        refusal = _check_user_info(request, annotations[ANNOTATION_USER_INFO], view)
         if refusal:
             return refusal
     if labels.get(c.LABEL_APP) == c.LABEL_APP_VALUE or not view.should_process(request.namespace):
@@ -59,11 +69,11 @@ def _pod_create(request: ReviewRequest, view: ClusterView) -> Decision:
         patch.append({"op": "add", "path": "/metadata", "value": {}})
     if not isinstance(pod.get("spec"), dict):
         patch.append({"op": "add", "path": "/spec", "value": {}})
-    patch.append({"op": "add", "path": "/spec/schedulerName", "value": c.SCHEDULER_NAME})
+    patch.append({"op": "add", "path": "/spec/schedulerName", "value": SCHEDULER_NAME})
 
     new_annotations = dict(annotations)
-    if not conf.bypass_auth and c.ANNOTATION_USER_INFO not in annotations:
-        new_annotations[c.ANNOTATION_USER_INFO] = user_info_json(request.username, request.groups)
+    if not conf.bypass_auth and ANNOTATION_USER_INFO not in annotations:
+        new_annotations[ANNOTATION_USER_INFO] = user_info_json(request.username, request.groups)
     if new_annotations.get(c.ANNOTATION_ALLOW_PREEMPTION) not in ("true", "false"):
         priority_class = _mapping(pod.get("spec")).get("priorityClassName")
         if priority_class is not None and not isinstance(priority_class, str):
@@ -85,24 +95,16 @@ def _labels(labels: dict[str, str], annotations: dict[str, str], namespace: str,
     """The pod's labels with the application id, queue and state-aware marker YuniKorn needs."""
     conf = view.conf
     result = dict(labels)
-    app_id = (labels.get(c.LABEL_APPLICATION_ID) or labels.get(c.LABEL_SPARK_APP_SELECTOR)
-              or labels.get(c.CANONICAL_APP_ID) or annotations.get(c.CANONICAL_APP_ID))
+    app_id = named_application_id(labels, annotations)
     if not app_id:
-        app_id = generate_app_id(namespace, conf.generate_unique_app_id)
-        result[c.LABEL_DISABLE_STATE_AWARE] = "true"
-    result[c.LABEL_APPLICATION_ID] = app_id
-    result[c.CANONICAL_APP_ID] = app_id
-    queue = labels.get(c.LABEL_QUEUE) or labels.get(c.CANONICAL_QUEUE) or conf.default_queue
+        app_id = autogen_application_id(namespace, conf.generate_unique_app_id)
+        result[LABEL_DISABLE_STATE_AWARE] = "true"
+    result[LABEL_APPLICATION_ID] = app_id
+    result[LABEL_APP_ID] = app_id
+    queue = named_queue(labels, annotations) or conf.default_queue
     if queue:
-        result[c.LABEL_QUEUE] = queue
+        result[LABEL_QUEUE_LEGACY] = queue
     return result
-
-
-def generate_app_id(namespace: str, unique: bool) -> str:
-    """``yunikorn-<ns>-autogen``, or ``<ns[:26]>-uniqueautogen`` which the shim completes with the pod UID."""
-    if unique:
-        return f"{namespace[:26]}-{c.UNIQUE_AUTOGEN_SUFFIX}"[:63]
-    return f"{c.SCHEDULER_NAME}-{namespace}-{c.AUTOGEN_SUFFIX}"[:63]
 
 
 def _pod_update(request: ReviewRequest, view: ClusterView) -> Decision:
@@ -113,8 +115,8 @@ def _pod_update(request: ReviewRequest, view: ClusterView) -> Decision:
     labels = _mapping(new_meta.get("labels"))
     if labels.get(c.LABEL_APP) == c.LABEL_APP_VALUE or not _should_review(request.namespace, labels, view):
         return Decision.allow()
-    if (_mapping(new_meta.get("annotations")).get(c.ANNOTATION_USER_INFO, "")
-            != _mapping(old_meta.get("annotations")).get(c.ANNOTATION_USER_INFO, "")):
+    if (_mapping(new_meta.get("annotations")).get(ANNOTATION_USER_INFO, "")
+            != _mapping(old_meta.get("annotations")).get(ANNOTATION_USER_INFO, "")):
         return Decision.deny("user info annotation change is not allowed")
     return Decision.allow()
 
@@ -136,13 +138,13 @@ def _workload_create(request: ReviewRequest, view: ClusterView) -> Decision:
     annotations = {str(k): str(v) for k, v in _mapping(template_meta.get("annotations")).items()}
     if not _should_review(request.namespace, labels, view) or conf.bypass_auth:
         return Decision.allow()
-    if c.ANNOTATION_USER_INFO in annotations:
-        return _check_user_info(request, annotations[c.ANNOTATION_USER_INFO], view) or Decision.allow()
+    if ANNOTATION_USER_INFO in annotations:
+        return _check_user_info(request, annotations[ANNOTATION_USER_INFO], view) or Decision.allow()
     patch = []
     for depth in range(1, len(path) + 1):  # create any missing parent so the final add has somewhere to go
         if path[depth - 1] not in parents[depth - 1]:
             patch.append({"op": "add", "path": "/" + "/".join(path[:depth]), "value": {}})
-    annotations[c.ANNOTATION_USER_INFO] = user_info_json(request.username, request.groups)
+    annotations[ANNOTATION_USER_INFO] = user_info_json(request.username, request.groups)
     patch.append({"op": "add", "path": "/" + "/".join(path) + "/annotations", "value": annotations})
     return Decision.allow(patch)
 
@@ -166,24 +168,24 @@ def _check_user_info(request: ReviewRequest, value: str, view: ClusterView) -> D
                or any(_matches_any(conf.external_groups, group) for group in request.groups))
     if not trusted:
         log.info("denied %s %s/%s: user %s may not set %s", request.kind, request.namespace, request.name,
-                 request.username, c.ANNOTATION_USER_INFO)
+                 request.username, ANNOTATION_USER_INFO)
         return Decision.deny(f"user {request.username} with groups [{','.join(request.groups)}] "
                              "is not allowed to set user annotation")
     try:
         info = json.loads(value)
     except ValueError as error:
-        return Decision.deny(f"invalid {c.ANNOTATION_USER_INFO} annotation: {error}")
+        return Decision.deny(f"invalid {ANNOTATION_USER_INFO} annotation: {error}")
     if (not isinstance(info, dict) or not isinstance(info.get("user", ""), str)
             or not isinstance(info.get("groups", []), list)
             or not all(isinstance(g, str) for g in info.get("groups", []))):
-        return Decision.deny(f'invalid {c.ANNOTATION_USER_INFO} annotation: expected {{"user":string,'
+        return Decision.deny(f'invalid {ANNOTATION_USER_INFO} annotation: expected {{"user":string,'
                              '"groups":[string]}')
     return None
 
 
 # Helpers.
 def _should_review(namespace: str, labels: Mapping, view: ClusterView) -> bool:
-    has_app_id = any(labels.get(key) for key in _APP_ID_LABELS)
+    has_app_id = bool(named_application_id(labels, {}))
     return view.should_process(namespace) and (has_app_id or view.should_label(namespace))
 
 

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable
 
 from si.bounded import elide
+from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 from webhook import constants as c
 from webhook.conf import ConfigMapError, flatten, parse
 from webhook.review import Decision, ReviewRequest
@@ -42,7 +43,7 @@ def validate(request: ReviewRequest, view: ClusterView, namespace: str,
     pair = dict(view.configmaps())
     pair[name] = configmap
     try:
-        values = flatten(pair.get(c.CONFIGMAP_DEFAULTS), pair.get(c.CONFIGMAP_CONFIGS))
+        values = flatten(pair.get(CONFIGMAP_DEFAULTS), pair.get(CONFIGMAP_CONFIGS))
     except ConfigMapError as error:
         return Decision.deny(f"configmap {name}: {error}")
     policy_group = parse(values).policy_group

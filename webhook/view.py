@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
+from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 from webhook import constants as c
 from webhook.conf import AdmissionConf, ConfigMapError, flatten, parse
 
@@ -105,7 +106,7 @@ class ClusterView:
                 log.info("configmap %s changed; hot refresh is disabled, keeping the loaded configuration", name)
                 return
             try:
-                self.conf = parse(flatten(maps.get(c.CONFIGMAP_DEFAULTS), maps.get(c.CONFIGMAP_CONFIGS)))
+                self.conf = parse(flatten(maps.get(CONFIGMAP_DEFAULTS), maps.get(CONFIGMAP_CONFIGS)))
             except ConfigMapError as error:
                 log.warning("configmap %s is unreadable (%s); keeping the configuration in force", name, error)
                 return

@@ -18,13 +18,25 @@ from collections import defaultdict
 
 import pykka
 
-from actors.base import Actor, message
+from actors.base import Actor, Supervisor, message
 from actors.core import config as cfg
 from actors.core import health
 from actors.core.buildinfo import core_build_info
 from actors.core.config import ConfigError, PartitionConfig
 from actors.core.events import EventRing
 from actors.core.history import RING_SIZE, SAMPLE_PERIOD, MetricsHistory
+from actors.core.messages import (
+    AllocationUpdates,
+    AppUpdates,
+    Barrier,
+    CheckHealth,
+    Counts,
+    NodeUpdates,
+    Reconfigure,
+    ScheduleCycle,
+    TakeSnapshot,
+    Tick,
+)
 from actors.core.partition import Outbox, Partition, Timing
 from actors.core.plugins import NodePredicates, ResourceManagerCallback
 from actors.core.snapshot import ALL_AREAS, HEALTH, CoreSnapshot, HealthReport
@@ -35,63 +47,6 @@ from si.constants import DEFAULT_PARTITION, NODE_ATTR_PARTITION
 log = logging.getLogger(__name__)
 HEALTH_INTERVAL_KEY = "health.checkInterval"
 DEFAULT_HEALTH_INTERVAL = 30.0  # seconds, as upstream
-
-
-@message
-class NodeUpdates:
-    nodes: tuple[si_pb2.NodeInfo, ...]
-
-
-@message
-class AppUpdates:
-    new: tuple[si_pb2.AddApplicationRequest, ...]
-    remove: tuple[si_pb2.RemoveApplicationRequest, ...]
-
-
-@message
-class AllocationUpdates:
-    allocations: tuple[si_pb2.Allocation, ...]
-    releases: tuple[si_pb2.AllocationRelease, ...]
-
-
-@message
-class Reconfigure:
-    config: PartitionConfig
-
-
-@message
-class ScheduleCycle:
-    pass
-
-
-@message
-class Tick:
-    pass
-
-
-@message
-class TakeSnapshot:
-    areas: frozenset[str] = ALL_AREAS
-
-
-@message
-class Barrier:
-    pass
-
-
-@message
-class CheckHealth:
-    pass
-
-
-@message
-class Counts:
-    pass
-
-
-@message
-class Unregister:
-    pass
 
 
 @message
@@ -107,8 +62,8 @@ class PartitionActor(Actor):
     kind = "partition"
 
     def __init__(self, config: PartitionConfig, rm_id: str, callback: ResourceManagerCallback, ring: EventRing,
-                 predicates: NodePredicates | None, tuning: Tuning) -> None:
-        super().__init__()
+                 predicates: NodePredicates | None, tuning: Tuning, supervisor: Supervisor | None = None) -> None:
+        super().__init__(supervisor)
         self.partition = Partition(config, rm_id, predicates, tuning.timing)
         self.callback = callback
         self.ring = ring
@@ -196,8 +151,9 @@ class CoreScheduler(Actor):
 
     kind = "core"
 
-    def __init__(self, ring: EventRing, predicates: NodePredicates | None = None, tuning: Tuning | None = None) -> None:
-        super().__init__()
+    def __init__(self, ring: EventRing, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
+                 supervisor: Supervisor | None = None) -> None:
+        super().__init__(supervisor)
         self.ring = ring
         self.predicates = predicates
         self.tuning = tuning or Tuning()
@@ -231,7 +187,7 @@ class CoreScheduler(Actor):
 
     def _start_partition(self, partition: PartitionConfig) -> None:
         self.partitions[partition.name] = PartitionActor.start(partition, self.rm_id, self.callback, self.ring,
-                                                               self.predicates, self.tuning)
+                                                               self.predicates, self.tuning, self._supervisor)
 
     def unregister(self) -> None:
         self._stop_partitions()
@@ -361,7 +317,7 @@ class Scheduler:
     """The core as the resource manager (and REST) use it: SI requests in, snapshots and events out.
 
     Requests are ``tell``s (they return at once); ``register``, ``update_configuration``, ``barrier`` and
-    ``snapshot`` wait for the core's answer.
+    ``snapshot`` wait for the core's answer. The core's actors report failures to ``supervisor``.
 
     A housekeeping thread drives the core's timers every ``tick_interval``, samples the web UI's history
     every ``history_period`` (upstream: a minute, 1,440 samples kept) and runs the health checks every
@@ -371,9 +327,9 @@ class Scheduler:
 
     def __init__(self, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
                  tick_interval: float = 1.0, event_capacity: int = 100_000, history_period: float = SAMPLE_PERIOD,
-                 history_size: int = RING_SIZE) -> None:
+                 history_size: int = RING_SIZE, supervisor: Supervisor | None = None) -> None:
         self.events = EventRing(capacity=event_capacity)
-        self._core = CoreScheduler.start(self.events, predicates, tuning or Tuning()).proxy()
+        self._core = CoreScheduler.start(self.events, predicates, tuning or Tuning(), supervisor).proxy()
         self.history = MetricsHistory(history_size)
         self.last_health: HealthReport | None = None
         self.health_interval = DEFAULT_HEALTH_INTERVAL

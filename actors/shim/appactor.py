@@ -25,10 +25,7 @@ import pykka
 
 from actors.base import PooledActor
 from actors.shim import translate
-from actors.shim.binder import BindOutcome, BindRequest, Binds, DeletePod, FailPod
-from actors.shim.corelink import CoreEvents
-from actors.shim.eventbuffer import NORMAL, WARNING, Feedback, KubeEvent, PodCondition
-from actors.shim.handoff import RetractTask, Settled, WaitingReason
+from actors.shim.eventbuffer import NORMAL, WARNING
 from actors.shim.lifecycle import (
     APP_TERMINAL,
     APP_TRANSITIONS,
@@ -38,7 +35,26 @@ from actors.shim.lifecycle import (
     StateMachine,
     TaskState,
 )
-from actors.shim.messages import PlacedElsewhere, PlacedPod, Settle, TaskUpdate, TaskUpdates, ToCore
+from actors.shim.messages import (
+    BindOutcome,
+    BindRequest,
+    Binds,
+    CoreEvents,
+    DeletePod,
+    FailPod,
+    Feedback,
+    KubeEvent,
+    PlacedElsewhere,
+    PlacedPod,
+    PodCondition,
+    RetractTask,
+    Settle,
+    Settled,
+    TaskUpdate,
+    TaskUpdates,
+    ToCore,
+    WaitingReason,
+)
 from actors.shim.pods import FAILED, PodRecord
 from actors.shim.state import AppView, PodView, StateBoard
 from si import constants, si_pb2

@@ -17,66 +17,29 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import pykka
 
+from actors.base import Actor, Supervisor, message
 from actors.shim.client import BindError, KubeClient
+from actors.shim.messages import (
+    BinderStatsRequest,
+    BindOutcome,
+    BindRequest,
+    Binds,
+    DeletePod,
+    Drain,
+    FailPod,
+)
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class BindRequest:
-    uid: str
-    namespace: str
-    name: str
-    node: str
-    reply_to: pykka.ActorRef | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Binds:
-    """Several ``BindRequest`` in one message."""
-
-    requests: tuple[BindRequest, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class BindOutcome:
-    uid: str
-    node: str
-    bound: bool
-    gone: bool = False
-    reason: str = ""
 
-
-@dataclass(frozen=True, slots=True)
-class FailPod:
-    """Set a pod of ours that will never run to phase ``Failed`` (its application was rejected or failed)."""
-
-    namespace: str
-    name: str
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class DeletePod:
-    uid: str
-    namespace: str
-    name: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Drain:
-    """Ask: returns once every accepted bind has finished."""
-
-
-@dataclass(frozen=True, slots=True)
-class BinderStatsRequest:
-    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,19 +52,21 @@ class BinderStats:
     last_bound_at: float
 
 
-@dataclass(frozen=True, slots=True)
+@message
 class _Finished:
     outcome: BindOutcome
     at: float
 
 
-class Binder(pykka.ThreadingActor):
+class Binder(Actor):
     """See the module docstring."""
 
     kind = "binder"
+    use_daemon_thread = False
 
-    def __init__(self, client: KubeClient, listener: pykka.ActorRef, workers: int = 16) -> None:
-        super().__init__()
+    def __init__(self, client: KubeClient, listener: pykka.ActorRef, workers: int = 16,
+                 supervisor: Supervisor | None = None) -> None:
+        super().__init__(supervisor)
         self._client = client
         self._listener = listener
         self._workers = workers
@@ -124,28 +89,35 @@ class Binder(pykka.ThreadingActor):
     def on_stop(self) -> None:
         self._stop_workers()
 
-    def on_receive(self, message: Any) -> Any:
-        if isinstance(message, Binds):
-            for request in message.requests:
-                self._accept(request)
-        elif isinstance(message, BindRequest):
-            self._accept(message)
-        elif isinstance(message, _Finished):
-            self._finished(message)
-        elif isinstance(message, DeletePod):
-            if not self._draining:
-                self._work.put((self._delete, message))
-        elif isinstance(message, FailPod):
-            if not self._draining:
-                self._work.put((self._fail, message))
-        elif isinstance(message, Drain):
-            self._draining = True
-            self._stop_workers()
-        elif isinstance(message, BinderStatsRequest):
-            return BinderStats(self._bound, self._failed, len(self._in_flight), self._last_bound_at)
-        else:
-            raise TypeError(f"binder: unexpected message {message!r}")
-        return None
+    def on_failure(self, *exc_info) -> None:
+        for _ in self._threads:  # the workers end after the work already given (see ``_report``)
+            self._work.put(None)
+        super().on_failure(*exc_info)
+
+    def on_Binds(self, message: Binds) -> None:
+        for request in message.requests:
+            self._accept(request)
+
+    def on_BindRequest(self, message: BindRequest) -> None:
+        self._accept(message)
+
+    def on__Finished(self, message: _Finished) -> None:
+        self._finished(message)
+
+    def on_DeletePod(self, message: DeletePod) -> None:
+        if not self._draining:
+            self._work.put((self._delete, message))
+
+    def on_FailPod(self, message: FailPod) -> None:
+        if not self._draining:
+            self._work.put((self._fail, message))
+
+    def on_Drain(self, message: Drain) -> None:
+        self._draining = True
+        self._stop_workers()
+
+    def on_BinderStatsRequest(self, message: BinderStatsRequest) -> BinderStats:
+        return BinderStats(self._bound, self._failed, len(self._in_flight), self._last_bound_at)
 
     def _finished(self, message: _Finished) -> None:
         outcome = message.outcome

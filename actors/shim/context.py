@@ -25,19 +25,22 @@ from typing import Any
 
 import pykka
 
-from actors.base import Actor
+from actors.base import Actor, Supervisor
 from actors.shim import kinds
 from actors.shim.appactor import ApplicationActor
-from actors.shim.binder import BindOutcome
-from actors.shim.corelink import CoreEvents, CoreLink, ShimCallback
-from actors.shim.eventbuffer import NORMAL, WARNING, Feedback, KubeEvent
-from actors.shim.handoff import RetractTask
-from actors.shim.informer import Changes, Deleted, Listed, Updated
-from actors.shim.keys import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
+from actors.shim.corelink import CoreLink, ShimCallback
+from actors.shim.eventbuffer import NORMAL, WARNING
 from actors.shim.lifecycle import SCHEDULER_TRANSITIONS, SchedulerState, StateMachine
 from actors.shim.messages import (
+    BindOutcome,
+    Changes,
     Connect,
+    CoreEvents,
+    Deleted,
+    Feedback,
     FlushToCore,
+    KubeEvent,
+    Listed,
     NodeChanged,
     NodeDeleted,
     NodeGone,
@@ -48,19 +51,23 @@ from actors.shim.messages import (
     PodsOnNode,
     Publish,
     Registered,
+    RetractTask,
     Settle,
+    ShimStateRequest,
     Shutdown,
     Stopped,
     TaskUpdate,
     TaskUpdates,
     ToCore,
+    Updated,
 )
 from actors.shim.nodeactor import NodeActor
 from actors.shim.nodes import NodeRecord
 from actors.shim.pods import PodRecord
 from actors.shim.schedconfig import SchedulerConfigError, ShimConfig, merge
-from actors.shim.state import RecoveryProgress, ShimStateRequest, ShimStateSnapshot, StateBoard
+from actors.shim.state import RecoveryProgress, ShimStateSnapshot, StateBoard
 from si import si_pb2
+from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +88,13 @@ class ContextSettings:
 
 
 class ShimContext(Actor):
-    """See the module docstring."""
+    """See the module docstring. The node and application actors it starts report their failures to
+    its ``supervisor``."""
 
     kind = "context"
 
     def __init__(self, core: CoreLink, board: StateBoard, settings: ContextSettings = ContextSettings(),
-                 supervisor=None) -> None:
+                 supervisor: Supervisor | None = None) -> None:
         super().__init__(supervisor)
         self._core = core
         self._board = board
@@ -352,7 +360,7 @@ class ShimContext(Actor):
             self._apps[pod.app_id] = ApplicationActor.start(
                 pod, namespace.app_tags if namespace else None, pod.assigned, outlet=peers.outlet,
                 context=self.actor_ref, binder=peers.binder, recorder=peers.recorder, board=self._board,
-                plugin_mode=self._settings.plugin_mode)
+                plugin_mode=self._settings.plugin_mode, supervisor=self._supervisor)
             routed = self._app_pods[pod.app_id] = set()
         ref = self._apps[pod.app_id]
         self._app_mail.setdefault(ref.actor_urn, (ref, []))[1].append(TaskUpdate(pod, self._priority(pod), deleted))
@@ -466,7 +474,8 @@ class ShimContext(Actor):
         peers = self._peers
         self._node_actors[name] = NodeActor.start(
             name, record, pods, context=self.actor_ref, outlet=peers.outlet, recorder=peers.recorder,
-            board=self._board, alarms=peers.alarms, lost_after=self._settings.node_lost_after)
+            board=self._board, alarms=peers.alarms, lost_after=self._settings.node_lost_after,
+            supervisor=self._supervisor)
 
     def _node_seen(self, old: NodeRecord | None, node: NodeRecord) -> None:
         if node.invalid:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import pykka
 
+from actors.shim.messages import CoreEvents
 from si import si_pb2
 
 log = logging.getLogger(__name__)
@@ -37,12 +37,6 @@ class CoreLink(Protocol):
     def barrier(self) -> None:
         """Return once the core has processed every request sent before."""
 
-
-@dataclass(frozen=True, slots=True)
-class CoreEvents:
-    """Event records the core published (``send_events``)."""
-
-    events: tuple[si_pb2.EventRecord, ...]
 
 
 class ShimCallback:

@@ -10,42 +10,15 @@ event is dropped for a newcomer, and a normal newcomer is dropped when only warn
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+
+from actors.shim.messages import KubeEvent, PodCondition
 
 NORMAL = "Normal"
 WARNING = "Warning"
 _REMEMBERED = 16384
 
 
-@dataclass(frozen=True, slots=True)
-class KubeEvent:
-    """An event about one object (``kind`` Pod, Node or ConfigMap; ``namespace`` empty for nodes)."""
 
-    kind: str
-    namespace: str
-    name: str
-    uid: str
-    type: str
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class PodCondition:
-    """``PodScheduled=False`` with ``reason`` and ``message`` on a pod that cannot be placed."""
-
-    namespace: str
-    name: str
-    uid: str
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class Feedback:
-    """Several events and conditions in one message."""
-
-    items: tuple[KubeEvent | PodCondition, ...]
 
 
 class EventBuffer:

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 import pykka
 
 from actors.shim.client import BindError, KubeClient
-from actors.shim.handoff import BindAsk, FilterAsk, FilterVerdict, Settled
+from actors.shim.handoff import FilterVerdict
+from actors.shim.messages import BindAsk, FilterAsk, Settled
 from actors.shim.pods import parse_pod
 
 

@@ -17,25 +17,27 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import pykka
 
+from actors.base import Supervisor
 from actors.shim import keys
-from actors.shim.binder import Binder, BindOutcome, BindRequest
+from actors.shim.binder import Binder
 from actors.shim.client import ApiError, KubeClient
+from actors.shim.messages import (
+    BindAsk,
+    BindOutcome,
+    BindRequest,
+    FilterAsk,
+    RetractTask,
+    Settled,
+    WaitingReason,
+)
 
 log = logging.getLogger(__name__)
 
 NOT_READY = "Pod is not ready for scheduling"
 
-
-@dataclass(frozen=True, slots=True)
-class FilterAsk:
-    """Ask: which of ``nodes`` may the managed pod ``uid`` go to?"""
-
-    uid: str
-    nodes: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,37 +48,8 @@ class FilterVerdict:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class BindAsk:
-    """Ask: may pod ``uid`` be bound to ``node`` now? Answers ``""`` (yes) or the reason it may not.
-    A pod without any allocation here is not YuniKorn's to decide, so it may."""
-
-    uid: str
-    node: str
 
 
-@dataclass(frozen=True, slots=True)
-class Settled:
-    """The pod is bound, or gone: forget its allocation."""
-
-    uid: str
-
-
-@dataclass(frozen=True, slots=True)
-class WaitingReason:
-    """Why the core has not placed pod ``uid`` yet (e.g. its queue's quota): what filter calls answer."""
-
-    uid: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class RetractTask:
-    """Told to the shim context: the pod was not bound on ``node``; give its allocation back."""
-
-    uid: str
-    node: str
-    reason: str
 
 
 class AllocationHandoff(Binder):
@@ -84,24 +57,24 @@ class AllocationHandoff(Binder):
 
     kind = "handoff"
 
-    def __init__(self, client: KubeClient, listener: pykka.ActorRef, workers: int = 4) -> None:
-        super().__init__(client, listener, workers)
+    def __init__(self, client: KubeClient, listener: pykka.ActorRef, workers: int = 4,
+                 supervisor: Supervisor | None = None) -> None:
+        super().__init__(client, listener, workers, supervisor)
         self._pending: dict[str, str] = {}
         self._in_progress: dict[str, str] = {}
         self._waiting: dict[str, str] = {}
 
-    def on_receive(self, message: Any) -> Any:
-        if isinstance(message, FilterAsk):
-            return self._filter(message)
-        if isinstance(message, BindAsk):
-            return self._may_bind(message)
-        if isinstance(message, Settled):
-            self._forget(message.uid)
-        elif isinstance(message, WaitingReason):
-            self._waiting[message.uid] = message.reason
-        else:
-            return super().on_receive(message)
-        return None
+    def on_FilterAsk(self, message: FilterAsk) -> FilterVerdict:
+        return self._filter(message)
+
+    def on_BindAsk(self, message: BindAsk) -> str:
+        return self._may_bind(message)
+
+    def on_Settled(self, message: Settled) -> None:
+        self._forget(message.uid)
+
+    def on_WaitingReason(self, message: WaitingReason) -> None:
+        self._waiting[message.uid] = message.reason
 
     def _filter(self, ask: FilterAsk) -> FilterVerdict:
         uid = ask.uid

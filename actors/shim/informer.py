@@ -23,7 +23,9 @@ from typing import Any
 
 import pykka
 
+from actors.base import Actor, Supervisor
 from actors.shim.client import CONNECTION_ERRORS, ApiError, KubeClient, WatchExpired, WatchStream
+from actors.shim.messages import Added, Changes, Deleted, InformerStatusRequest, Listed, Updated
 
 log = logging.getLogger(__name__)
 
@@ -38,41 +40,10 @@ class Kind:
     parse: Callable[[Mapping], Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Added:
-    record: Any
 
 
-@dataclass(frozen=True, slots=True)
-class Updated:
-    old: Any
-    new: Any
 
 
-@dataclass(frozen=True, slots=True)
-class Deleted:
-    record: Any
-
-
-@dataclass(frozen=True, slots=True)
-class Listed:
-    """The first complete list of ``kind``: the listener's starting point."""
-
-    kind: str
-    records: tuple
-
-
-@dataclass(frozen=True, slots=True)
-class Changes:
-    """What changed since the previous message of this informer, in order."""
-
-    kind: str
-    changes: tuple[Added | Updated | Deleted, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class InformerStatusRequest:
-    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,14 +66,15 @@ class WatchSettings:
     max_backoff: float = 5.0
 
 
-class Informer(pykka.ThreadingActor):
+class Informer(Actor):
     """Lists and watches one kind and tells ``listener`` (see the module docstring)."""
 
     kind = "informer"
+    use_daemon_thread = False
 
     def __init__(self, client: KubeClient, kind: Kind, listener: pykka.ActorRef,
-                 settings: WatchSettings = WatchSettings()) -> None:
-        super().__init__()
+                 settings: WatchSettings = WatchSettings(), supervisor: Supervisor | None = None) -> None:
+        super().__init__(supervisor)
         self._client = client
         self._kind = kind
         self._listener = listener
@@ -115,19 +87,28 @@ class Informer(pykka.ThreadingActor):
     def on_start(self) -> None:
         self._pump.start()
 
+    @property
+    def name(self) -> str:
+        return f"Informer({self._kind.name})"
+
     def on_stop(self) -> None:
-        self._stopping.set()
-        stream = self._stream
-        if stream is not None:
-            stream.close()
+        self._halt()
         self._pump.join(timeout=self._client.request_timeout + 5)
         if self._pump.is_alive():
             log.warning("informer %s: pump thread still busy at stop", self._kind.name)
 
-    def on_receive(self, message: Any) -> Any:
-        if isinstance(message, InformerStatusRequest):
-            return self._status
-        raise TypeError(f"informer {self._kind.name}: unexpected message {message!r}")
+    def on_failure(self, *exc_info) -> None:
+        self._halt()  # a dead informer must not go on telling its listener
+        super().on_failure(*exc_info)
+
+    def _halt(self) -> None:
+        self._stopping.set()
+        stream = self._stream
+        if stream is not None:
+            stream.close()
+
+    def on_InformerStatusRequest(self, message: InformerStatusRequest) -> InformerStatus:
+        return self._status
 
     # ---- the pump thread -----------------------------------------------------------------------
 

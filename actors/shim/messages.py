@@ -1,11 +1,13 @@
-"""The messages the shim's actors exchange, by the actor that receives them.
+"""Every message the shim's actors are told or asked, under the actor that receives it.
 
-The core outlet, node actors and application actors are told these (and SI messages); the shim
-context is told these by node actors, and informer changes, core answers and bind outcomes, declared
-beside their senders.
+One place to read what each actor answers to; the actors handle ``Msg`` in ``on_Msg``
+(``actors.base``). Answers to asks (``InformerStatus``, ``BinderStats``, ...) stay beside the actor that
+gives them, and a message an actor sends only to itself stays private in its module.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pykka
 
@@ -17,6 +19,136 @@ from si import si_pb2
 
 CoreItem = (si_pb2.NodeInfo | si_pb2.AddApplicationRequest | si_pb2.RemoveApplicationRequest | si_pb2.Allocation
             | si_pb2.AllocationRelease)
+
+
+# ---- Informer ------------------------------------------------------------------------------------
+
+@message
+class InformerStatusRequest:
+    """Ask: the informer's ``InformerStatus``."""
+
+
+# ---- Binder (and AllocationHandoff, which answers the same) --------------------------------------
+
+@message
+class BindRequest:
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    reply_to: pykka.ActorRef | None = None
+
+
+@message
+class Binds:
+    """Several ``BindRequest`` in one message."""
+
+    requests: tuple[BindRequest, ...]
+
+
+@message
+class FailPod:
+    """Set a pod of ours that will never run to phase ``Failed`` (its application was rejected or failed)."""
+
+    namespace: str
+    name: str
+    reason: str
+    message: str
+
+
+@message
+class DeletePod:
+    uid: str
+    namespace: str
+    name: str
+    reason: str
+
+
+@message
+class Drain:
+    """Ask: returns once every accepted bind has finished."""
+
+
+@message
+class BinderStatsRequest:
+    """Ask: the binder's ``BinderStats``."""
+
+
+# ---- AllocationHandoff ---------------------------------------------------------------------------
+
+@message
+class FilterAsk:
+    """Ask: which of ``nodes`` may the managed pod ``uid`` go to?"""
+
+    uid: str
+    nodes: tuple[str, ...]
+
+
+@message
+class BindAsk:
+    """Ask: may pod ``uid`` be bound to ``node`` now? Answers ``""`` (yes) or the reason it may not.
+    A pod without any allocation here is not YuniKorn's to decide, so it may."""
+
+    uid: str
+    node: str
+
+
+@message
+class Settled:
+    """The pod is bound, or gone: forget its allocation."""
+
+    uid: str
+
+
+@message
+class WaitingReason:
+    """Why the core has not placed pod ``uid`` yet (e.g. its queue's quota): what filter calls answer."""
+
+    uid: str
+    reason: str
+
+
+# ---- EventRecorder -------------------------------------------------------------------------------
+
+@message
+class KubeEvent:
+    """An event about one object (``kind`` Pod, Node or ConfigMap; ``namespace`` empty for nodes)."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    type: str
+    reason: str
+    message: str
+
+
+@message
+class PodCondition:
+    """``PodScheduled=False`` with ``reason`` and ``message`` on a pod that cannot be placed."""
+
+    namespace: str
+    name: str
+    uid: str
+    reason: str
+    message: str
+
+
+@message
+class Feedback:
+    """Several events and conditions in one message."""
+
+    items: tuple[KubeEvent | PodCondition, ...]
+
+
+@message
+class Flush:
+    """Write what the rate allows now (told by the recorder's timer; an ask in tests)."""
+
+
+@message
+class RecorderStatsRequest:
+    """Ask: the recorder's ``RecorderStats``."""
 
 
 # ---- CoreOutlet ----------------------------------------------------------------------------------
@@ -100,8 +232,8 @@ class Settle:
 
 # ---- ApplicationActor ----------------------------------------------------------------------------
 # Also told: the SI answers of the core that concern the application (``AllocationResponse``,
-# ``ApplicationResponse``, ``UpdateContainerSchedulingStateRequest``, ``CoreEvents``), ``BindOutcome``
-# from the binder and ``RetractTask`` from the plugin-mode handoff, and ``Settle``.
+# ``ApplicationResponse``, ``UpdateContainerSchedulingStateRequest``), and, routed by the context,
+# ``CoreEvents``, ``BindOutcome`` and ``RetractTask`` (under ``ShimContext``), and ``Settle``.
 
 @message
 class TaskUpdate:
@@ -118,8 +250,73 @@ class TaskUpdates:
 
 
 # ---- ShimContext ---------------------------------------------------------------------------------
-# Also told: informer batches (``Listed``, ``Changes``), the core's SI answers, ``CoreEvents``,
-# ``BindOutcome`` and ``RetractTask`` (routed to the pod's application) and ``ShimStateRequest``.
+# Also told: the core's SI answers (``AllocationResponse``, ``ApplicationResponse``, ``NodeResponse``,
+# ``UpdateContainerSchedulingStateRequest``). ``CoreEvents``, ``BindOutcome`` and ``RetractTask`` are
+# routed on to the application they concern.
+
+@message
+class Added:
+    record: Any
+
+
+@message
+class Updated:
+    old: Any
+    new: Any
+
+
+@message
+class Deleted:
+    record: Any
+
+
+@message
+class Listed:
+    """From an informer: the first complete list of ``kind``, the listener's starting point."""
+
+    kind: str
+    records: tuple
+
+
+@message
+class Changes:
+    """From an informer: what changed since its previous message, in order."""
+
+    kind: str
+    changes: tuple[Added | Updated | Deleted, ...]
+
+
+@message
+class CoreEvents:
+    """Event records the core published (``send_events``)."""
+
+    events: tuple[si_pb2.EventRecord, ...]
+
+
+@message
+class BindOutcome:
+    """From the binder: how the bind of pod ``uid`` to ``node`` ended."""
+
+    uid: str
+    node: str
+    bound: bool
+    gone: bool = False
+    reason: str = ""
+
+
+@message
+class RetractTask:
+    """From the plugin-mode handoff: the pod was not bound on ``node``; give its allocation back."""
+
+    uid: str
+    node: str
+    reason: str
+
+
+@message
+class ShimStateRequest:
+    """Ask: a fresh ``ShimStateSnapshot``."""
+
 
 @message
 class Connect:

@@ -22,10 +22,12 @@ import pykka
 
 from actors.base import PooledActor
 from actors.shim import keys, translate
-from actors.shim.eventbuffer import NORMAL, WARNING, Feedback, KubeEvent
+from actors.shim.eventbuffer import NORMAL, WARNING
 from actors.shim.lifecycle import NODE_IN_CORE, NODE_TRANSITIONS, NodeState, StateMachine
 from actors.shim.messages import (
     CoreConfirmed,
+    Feedback,
+    KubeEvent,
     NodeChanged,
     NodeDeleted,
     NodeGone,

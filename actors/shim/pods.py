@@ -18,6 +18,14 @@ from datetime import datetime
 
 from actors.shim import constraints, keys
 from si.constants import PODS
+from si.kubernetes import (
+    ANNOTATION_USER_INFO,
+    LABEL_DISABLE_STATE_AWARE,
+    SCHEDULER_NAME,
+    application_id,
+    named_application_id,
+    named_queue,
+)
 from si.quantity import QuantityError, from_kubernetes, si_name, to_si_value
 from si.resources import Resource
 
@@ -63,7 +71,7 @@ class PodRecord:
     @property
     def yunikorn(self) -> bool:
         """Scheduled by YuniKorn (else the pod is foreign: it only takes room on its node)."""
-        return self.scheduler_name == keys.SCHEDULER_NAME
+        return self.scheduler_name == SCHEDULER_NAME
 
     @property
     def assigned(self) -> bool:
@@ -116,10 +124,10 @@ def parse_pod(raw: Mapping) -> PodRecord:
         labels=types.MappingProxyType(dict(labels)) if labels else _EMPTY,
         app_id=application_id(labels, annotations, namespace, uid),
         app_id_named=bool(named_application_id(labels, annotations)),
-        queue=queue_name(labels, annotations),
+        queue=named_queue(labels, annotations),
         user=user,
         groups=groups,
-        disable_state_aware=labels.get(keys.LABEL_DISABLE_STATE_AWARE) == "true",
+        disable_state_aware=labels.get(LABEL_DISABLE_STATE_AWARE) == "true",
         resource=resource,
         priority=int(priority) if isinstance(priority, int) else None,
         priority_class=spec.get("priorityClassName") or "",
@@ -132,41 +140,19 @@ def parse_pod(raw: Mapping) -> PodRecord:
     )
 
 
-def named_application_id(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str:
-    """The application the pod names itself, by the documented precedence; ``""`` when it names none."""
-    return (labels.get(keys.LABEL_APP_ID) or annotations.get(keys.ANNOTATION_APP_ID)
-            or labels.get(keys.LABEL_APPLICATION_ID) or labels.get(keys.LABEL_SPARK_APP_ID) or "")
-
-
-def application_id(labels: Mapping[str, str], annotations: Mapping[str, str], namespace: str, uid: str) -> str:
-    """The application a pod belongs to: the one it names, else a generated one."""
-    app_id = named_application_id(labels, annotations)
-    if not app_id:
-        return keys.AUTOGEN_APP_FORMAT.format(namespace=namespace)
-    if app_id.endswith(keys.UNIQUE_AUTOGEN_SUFFIX):
-        return app_id[: -len(keys.UNIQUE_AUTOGEN_SUFFIX)] + "-" + uid
-    return app_id
-
-
-def queue_name(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str:
-    """The queue a pod asks for, or ``""`` to let the placement rules decide."""
-    return (labels.get(keys.LABEL_QUEUE) or annotations.get(keys.ANNOTATION_QUEUE)
-            or labels.get(keys.LABEL_QUEUE_LEGACY) or "")
-
-
 def user_info(annotations: Mapping[str, str]) -> tuple[str, tuple[str, ...]]:
     """User and groups from the ``user.info`` annotation; ``nobody`` without one."""
-    text = annotations.get(keys.ANNOTATION_USER_INFO)
+    text = annotations.get(ANNOTATION_USER_INFO)
     if not text:
         return keys.DEFAULT_USER, ()
     try:
         info = json.loads(text)
         user, groups = info.get("user") or keys.DEFAULT_USER, info.get("groups") or []
     except (ValueError, AttributeError):
-        raise ValueError(f"annotation {keys.ANNOTATION_USER_INFO} is not a JSON object "
+        raise ValueError(f"annotation {ANNOTATION_USER_INFO} is not a JSON object "
                          '{"user": ..., "groups": [...]}') from None
     if not isinstance(user, str) or not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-        raise ValueError(f"annotation {keys.ANNOTATION_USER_INFO}: user must be a string and groups a "
+        raise ValueError(f"annotation {ANNOTATION_USER_INFO}: user must be a string and groups a "
                          "list of strings")
     return user, tuple(groups)
 

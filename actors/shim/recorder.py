@@ -15,26 +15,17 @@ import socket
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
-import pykka
-
+from actors.base import Actor, Supervisor
 from actors.shim.client import CONNECTION_ERRORS, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
-from actors.shim.eventbuffer import EventBuffer, Feedback, KubeEvent, PodCondition
+from actors.shim.eventbuffer import EventBuffer
+from actors.shim.messages import Feedback, Flush, KubeEvent, PodCondition, RecorderStatsRequest
 from actors.shim.ticker import Ticker
 
 log = logging.getLogger(__name__)
 COMPONENT = "yunikorn"
 
 
-@dataclass(frozen=True, slots=True)
-class Flush:
-    """Write what the rate allows now (told by the recorder's timer; an ask in tests)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RecorderStatsRequest:
-    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +37,16 @@ class RecorderStats:
     failed: int
 
 
-class EventRecorder(pykka.ThreadingActor):
+class EventRecorder(Actor):
     """See the module docstring."""
 
     kind = "recorder"
+    use_daemon_thread = False
 
     def __init__(self, client: KubeClient, qps: float = 50.0, burst: int = 300, max_pending: int = 10000,
-                 interval: float = 0.2, default_namespace: str = "default") -> None:
-        super().__init__()
+                 interval: float = 0.2, default_namespace: str = "default", supervisor: Supervisor | None = None
+                 ) -> None:
+        super().__init__(supervisor)
         self._client = client
         self._buffer = EventBuffer(qps, burst, max_pending)
         self._interval = interval
@@ -69,20 +62,22 @@ class EventRecorder(pykka.ThreadingActor):
         self._ticker.stop()
         self._flush()
 
-    def on_receive(self, message: Any) -> Any:
-        if isinstance(message, Feedback):
-            for item in message.items:
-                self._add(item)
-        elif isinstance(message, (KubeEvent, PodCondition)):
-            self._add(message)
-        elif isinstance(message, Flush):
-            self._flush()
-        elif isinstance(message, RecorderStatsRequest):
-            return RecorderStats(self._written, self._updated, self._buffer.dropped, self._buffer.pending,
-                                 self._failed)
-        else:
-            raise TypeError(f"event recorder: unexpected message {message!r}")
-        return None
+    def on_Feedback(self, message: Feedback) -> None:
+        for item in message.items:
+            self._add(item)
+
+    def on_KubeEvent(self, message: KubeEvent) -> None:
+        self._add(message)
+
+    def on_PodCondition(self, message: PodCondition) -> None:
+        self._add(message)
+
+    def on_Flush(self, message: Flush) -> None:
+        self._flush()
+
+    def on_RecorderStatsRequest(self, message: RecorderStatsRequest) -> RecorderStats:
+        return RecorderStats(self._written, self._updated, self._buffer.dropped, self._buffer.pending,
+                             self._failed)
 
     def _add(self, item: KubeEvent | PodCondition) -> None:
         if isinstance(item, KubeEvent):

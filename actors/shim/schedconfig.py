@@ -8,15 +8,14 @@ default); every other key goes to the core as extra configuration.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from actors.shim import keys
 from actors.shim.objects import ConfigMapRecord
-from si.bounded import gunzip, shown
+from si.bounded import shown
+from si.kubernetes import CONF_HOT_REFRESH, CONF_POLICY_GROUP, DEFAULT_POLICY_GROUP, configmap_entries
 
 
 class SchedulerConfigError(ValueError):
@@ -38,11 +37,11 @@ def merge(defaults: ConfigMapRecord | None, configs: ConfigMapRecord | None) -> 
     for configmap in (defaults, configs):
         if configmap is not None:
             merged.update(flatten(configmap))
-    policy_group = merged.get(keys.CONF_POLICY_GROUP) or keys.DEFAULT_POLICY_GROUP
+    policy_group = merged.get(CONF_POLICY_GROUP) or DEFAULT_POLICY_GROUP
     queues_key = f"{policy_group}.yaml"
-    hot_refresh = merged.get(keys.CONF_HOT_REFRESH, "true").strip().lower()
+    hot_refresh = merged.get(CONF_HOT_REFRESH, "true").strip().lower()
     if hot_refresh not in ("true", "false"):
-        raise SchedulerConfigError(f"{keys.CONF_HOT_REFRESH}: {shown(hot_refresh)} is not true or false")
+        raise SchedulerConfigError(f"{CONF_HOT_REFRESH}: {shown(hot_refresh)} is not true or false")
     return ShimConfig(
         policy_group=policy_group,
         queues_yaml=merged.get(queues_key, ""),
@@ -53,15 +52,8 @@ def merge(defaults: ConfigMapRecord | None, configs: ConfigMapRecord | None) -> 
 
 
 def flatten(configmap: ConfigMapRecord) -> dict[str, str]:
-    """A configmap's entries as text: ``data`` as is, ``binaryData`` decoded (``*.gz`` gunzipped)."""
-    entries = dict(configmap.data)
-    for key, encoded in configmap.binary_data.items():
-        try:
-            raw = base64.b64decode(encoded, validate=True)
-            if key.endswith(".gz"):
-                key, raw = key[:-3], gunzip(raw)
-            entries[key] = raw.decode("utf-8")
-        except (binascii.Error, ValueError, TypeError) as error:  # TypeError: not a string
-            raise SchedulerConfigError(f"configmap {configmap.name}: binaryData {shown(key)} is unreadable: "
-                                       f"{error}") from None
-    return entries
+    """A configmap's entries as text (``si.kubernetes.configmap_entries``)."""
+    try:
+        return configmap_entries(configmap.data, configmap.binary_data)
+    except ValueError as error:
+        raise SchedulerConfigError(f"configmap {configmap.name}: {error}") from None

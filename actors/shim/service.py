@@ -5,7 +5,8 @@ core outlet before any node actor, the informers last, so no event is told to an
 gracefully: the context stops taking changes (``Draining``), the informers stop, the binder finishes
 the binds it accepted, the recorder writes what the rate allows, and every actor stops (``Stopped``).
 
-In plugin mode the binder is an ``AllocationHandoff`` and ``extender`` answers kube-scheduler's
+Every actor reports a failure to the service's ``supervision`` (given, or its own), which a health check
+reads. In plugin mode the binder is an ``AllocationHandoff`` and ``extender`` answers kube-scheduler's
 extender calls (served by the REST app).
 """
 
@@ -16,18 +17,28 @@ from dataclasses import dataclass, field
 
 import pykka
 
-from actors.shim.binder import Binder, Drain
+from actors.base import Supervision
+from actors.shim.binder import Binder
 from actors.shim.client import KubeClient
 from actors.shim.context import ContextSettings, ShimContext
 from actors.shim.corelink import CoreLink
 from actors.shim.extender import Extender
 from actors.shim.handoff import AllocationHandoff
-from actors.shim.informer import Informer, InformerStatus, InformerStatusRequest, WatchSettings
+from actors.shim.informer import Informer, InformerStatus, WatchSettings
 from actors.shim.kinds import watched_kinds
-from actors.shim.messages import Connect, Publish, Shutdown, Stopped
+from actors.shim.messages import (
+    Connect,
+    Drain,
+    InformerStatusRequest,
+    Publish,
+    RecorderStatsRequest,
+    ShimStateRequest,
+    Shutdown,
+    Stopped,
+)
 from actors.shim.outlet import CoreOutlet
-from actors.shim.recorder import EventRecorder, RecorderStats, RecorderStatsRequest
-from actors.shim.state import ShimStateRequest, ShimStateSnapshot, StateBoard
+from actors.shim.recorder import EventRecorder, RecorderStats
+from actors.shim.state import ShimStateSnapshot, StateBoard
 from actors.shim.ticker import Alarms, Ticker
 
 log = logging.getLogger(__name__)
@@ -54,10 +65,12 @@ class ServiceSettings:
 class SchedulerService:
     """See the module docstring."""
 
-    def __init__(self, client: KubeClient, core: CoreLink, settings: ServiceSettings = ServiceSettings()) -> None:
+    def __init__(self, client: KubeClient, core: CoreLink, settings: ServiceSettings = ServiceSettings(),
+                 supervision: Supervision | None = None) -> None:
         self.client = client
         self.core = core
         self.settings = settings
+        self.supervision = supervision or Supervision()
         self.board = StateBoard()
         self.context: pykka.ActorRef | None = None
         self.binder: pykka.ActorRef | None = None
@@ -69,20 +82,21 @@ class SchedulerService:
         self._publisher: Ticker | None = None
 
     def start(self) -> SchedulerService:
-        s = self.settings
+        s, supervisor = self.settings, self.supervision
         self.context = ShimContext.start(self.core, self.board, ContextSettings(
-            s.namespace, plugin_mode=s.plugin_mode, node_lost_after=s.node_lost_after))
+            s.namespace, plugin_mode=s.plugin_mode, node_lost_after=s.node_lost_after), supervisor)
         if s.plugin_mode:
-            self.binder = AllocationHandoff.start(self.client, self.context, s.bind_workers)
+            self.binder = AllocationHandoff.start(self.client, self.context, s.bind_workers, supervisor)
             self.extender = Extender(self.client, self.binder)
         else:
-            self.binder = Binder.start(self.client, self.context, s.bind_workers)
-        self.recorder = EventRecorder.start(self.client, s.event_qps, s.event_burst)
-        self.outlet = CoreOutlet.start(self.core)
+            self.binder = Binder.start(self.client, self.context, s.bind_workers, supervisor)
+        self.recorder = EventRecorder.start(self.client, s.event_qps, s.event_burst, supervisor=supervisor)
+        self.outlet = CoreOutlet.start(self.core, supervisor)
         self.alarms = Alarms("node-alarms")
         self.context.tell(Connect(self.binder, self.recorder, self.outlet, self.alarms))
         self._publisher = Ticker(self.context, Publish(), s.publish_period, "shim-state-publisher").start()
-        self.informers = [Informer.start(self.client, kind, self.context, s.watch) for kind in watched_kinds(s.namespace)]
+        self.informers = [Informer.start(self.client, kind, self.context, s.watch, supervisor)
+                          for kind in watched_kinds(s.namespace)]
         return self
 
     def latest_state(self) -> ShimStateSnapshot | None:

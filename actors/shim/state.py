@@ -21,10 +21,6 @@ FOREIGN = "Foreign"  # the state shown for a pod of another scheduler
 PLACED = frozenset({TaskState.ALLOCATED, TaskState.BOUND, FOREIGN})
 
 
-@dataclass(frozen=True, slots=True)
-class ShimStateRequest:
-    """Ask ``ShimContext`` for a fresh ``ShimStateSnapshot``."""
-
 
 @dataclass(frozen=True, slots=True)
 class RecoveryProgress:

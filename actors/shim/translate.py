@@ -14,6 +14,7 @@ from actors.shim import keys
 from actors.shim.nodes import NodeRecord
 from actors.shim.pods import PodRecord
 from si import constants, si_pb2
+from si.kubernetes import LABEL_DISABLE_STATE_AWARE
 
 
 def allocation_tags(pod: PodRecord, foreign: bool = False) -> dict[str, str]:
@@ -69,7 +70,7 @@ def application_tags(pod: PodRecord, namespace_tags: Mapping[str, str] | None, f
     tags = dict(namespace_tags) if namespace_tags else {constants.APP_TAG_NAMESPACE: pod.namespace}
     if pod.disable_state_aware:
         tags[constants.APP_TAG_DISABLE_STATE_AWARE] = "true"
-        tags[keys.LABEL_DISABLE_STATE_AWARE] = "true"
+        tags[LABEL_DISABLE_STATE_AWARE] = "true"
     if force:
         tags[constants.APP_TAG_CREATE_FORCE] = "true"
     return tags

@@ -5,7 +5,8 @@ import threading
 
 import pytest
 
-from actors.base import Actor, ActorFailed, live_actors, message
+from actors.base import Actor, ActorFailed, Supervision, live_actors, message
+from tests.waiting import wait_for
 
 
 @message
@@ -78,3 +79,18 @@ def test_an_ask_failure_goes_back_to_the_asker():
     assert ref.is_alive()
     ref.stop()
     assert live_actors() == []
+
+
+def test_supervision_keeps_and_logs_each_actors_first_failure_once(caplog):
+    supervision = Supervision()
+    refs = [Counter.start(supervision) for _ in range(8)]
+    names = [ref.proxy().name.get() for ref in refs]
+    for ref in refs:  # from eight threads at once
+        ref.tell(Explode())
+    wait_for(lambda: len(supervision.failures()) == 8, timeout=5, message="eight failures")
+    supervision(ActorFailed(names[0], "a second report of the same actor"))
+
+    assert sorted(f.actor for f in supervision.failures()) == sorted(names)
+    assert all("boom" in f.error for f in supervision.failures())
+    for name in names:
+        assert [r.levelname for r in caplog.records if name in r.getMessage()] == ["ERROR"]

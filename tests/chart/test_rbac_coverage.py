@@ -90,14 +90,14 @@ def pending_pod(name: str, cpu: str) -> dict:
 
 @pytest.mark.timeout(120)
 def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
-    require_command("actors.shim.cli")
+    require_command("actors.cli")
     objects = render()
     account = objects.one("Deployment", "yunikorn-scheduler")["spec"]["template"]["spec"]["serviceAccountName"]
     sim.seed_nodes(2, cpu="2")
     # Created in the store, not over HTTP, so that the request log holds the scheduler's calls only.
     sim.store.create(POD, "default", pending_pod("fits", "500m"))
     sim.store.create(POD, "default", pending_pod("too-big", "64"))
-    module = "actors.shim.cli"
+    module = "actors.cli"
     port = free_port()
     process = start(module, ["--kubeconfig", str(tmp_path / "kubeconfig"), "--rest-port", str(port)], tmp_path)
     container = objects.one("Deployment", "yunikorn-scheduler")["spec"]["template"]["spec"]["containers"][0]
@@ -125,12 +125,12 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
 @pytest.mark.timeout(120)
 def test_plugin_mode_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
     """In plugin mode the scheduler also annotates pods, and binds through the extender's bind verb."""
-    require_command("actors.shim.cli")
+    require_command("actors.cli")
     objects = render({"pluginMode": {"enabled": True}})
     account = objects.one("Deployment", "yunikorn-scheduler")["spec"]["template"]["spec"]["serviceAccountName"]
     sim.seed_nodes(2, cpu="2")
     sim.store.create(POD, "default", pending_pod("fits", "500m"))
-    module = "actors.shim.cli"
+    module = "actors.cli"
     port = free_port()
     process = start(module, ["--kubeconfig", str(tmp_path / "kubeconfig"), "--rest-port", str(port),
                              "--plugin-mode"], tmp_path)

@@ -152,7 +152,7 @@ def test_typed_creates_get_a_clear_415_instead_of_hanging(kubectl, kubesim):
 
 @pytest.mark.timeout(120)
 def test_the_embedded_cluster_prints_a_kubeconfig_kubectl_uses(kubectl_binary, tmp_path):
-    process = subprocess.Popen([sys.executable, "-m", "actors.shim.cli", "--embedded", "--nodes", "2", "--pods", "6",
+    process = subprocess.Popen([sys.executable, "-m", "actors.cli", "--embedded", "--nodes", "2", "--pods", "6",
                                 "--rest-port", "0", "--log-level", "WARNING"], cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True)
     try:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from actors.core import config as cfg
 from rest.app import SchedulerView
 from rest.server import RestServer
+from si.kubernetes import ANNOTATION_USER_INFO
 from si.quantity import QuantityError, to_si_value
 from tests.webhook.harness import pod, review
 from webhook import constants as c
@@ -201,7 +202,7 @@ def _hostile_reviews(draw):
         elif field == "priorityClassName":
             obj["spec"]["priorityClassName"] = value
         elif field == "user.info":
-            obj["metadata"]["annotations"] = {c.ANNOTATION_USER_INFO: json.dumps(value)}
+            obj["metadata"]["annotations"] = {ANNOTATION_USER_INFO: json.dumps(value)}
         else:
             obj["metadata"][field] = value
     body = review(None, kind=kind, namespace=NAMESPACE if kind == "ConfigMap" else "default",

@@ -55,13 +55,21 @@ def workload(core):
     core.settle()
 
 
+def test_no_history_before_the_first_sample(served):
+    _, client = served(history_period=3600)
+    assert client.get("/ws/v1/history/apps") == (200, [])
+    assert client.get("/ws/v1/history/containers") == (200, [])
+
+
 def test_history_is_a_bounded_ring_of_timed_samples(served):
     core, client = served(history_period=0.1, history_size=3)
     before = time.time_ns()
-    assert client.get("/ws/v1/history/apps") == (200, [])
     workload(core)
-    wait_for(lambda: len(client.get("/ws/v1/history/containers")[1]) == 3, timeout=10)
-    time.sleep(0.4)  # more periods pass: the ring keeps the newest three
+    full = wait_for(lambda: (lambda r: r if len(r) == 3 else None)(client.get("/ws/v1/history/containers")[1]),
+                    timeout=10)
+    oldest = full[0]["timestamp"]
+    # More periods pass: the ring keeps the newest three, dropping the oldest.
+    wait_for(lambda: client.get("/ws/v1/history/containers")[1][0]["timestamp"] > oldest, timeout=10)
     status, apps = client.get("/ws/v1/history/apps")
     assert status == 200 and len(apps) == 3
     assert all(set(sample) == {"timestamp", "totalApplications"} for sample in apps)

@@ -3,9 +3,12 @@ the shim and the core, and every endpoint is read over real HTTP."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import pathlib
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -59,21 +62,37 @@ class Http:
         return body
 
 
-@pytest.fixture(scope="module")
-def running(tmp_path_factory):
+@contextlib.contextmanager
+def served(directory: pathlib.Path, prepare: Callable[[Cluster], None] = lambda cluster: None):
+    """kubesim, the scheduler on it once ``prepare(cluster)`` has run, and the REST API reading the core,
+    the shim's state and the actors' failures, as the command serves it; all stopped at the end."""
     sim = KubeSim(bookmark_interval=0.2).start()
-    kubeconfig = tmp_path_factory.mktemp("rest-cluster") / "kubeconfig"
-    sim.write_kubeconfig(str(kubeconfig))
-    cluster = Cluster(sim, str(kubeconfig))
+    sim.write_kubeconfig(str(directory / "kubeconfig"))
+    cluster = Cluster(sim, str(directory / "kubeconfig"))
     server = None
     try:
-        for name in NODES:
-            cluster.node(name, cpu="2", memory="8Gi")
-        cluster.configure(QUEUES)
-        cluster.pod("foreign", cpu="500m", memory="256Mi", scheduler="default-scheduler", node="node-a")
+        prepare(cluster)
         service = cluster.start_scheduler()
-        server = RestServer(SchedulerView(cluster.scheduler, shim_state=service.latest_state, max_age=0.0),
-                            host="127.0.0.1", port=0)
+        server = RestServer(SchedulerView(cluster.scheduler, shim_state=service.latest_state, max_age=0.0,
+                                          actor_failures=service.supervision.failures), host="127.0.0.1", port=0)
+        yield cluster, Http(server.url)
+    finally:
+        if server is not None:
+            server.stop()
+        cluster.close()
+        sim.stop()
+
+
+def nodes_and_queues(cluster: Cluster) -> None:
+    for name in NODES:
+        cluster.node(name, cpu="2", memory="8Gi")
+    cluster.configure(QUEUES)
+    cluster.pod("foreign", cpu="500m", memory="256Mi", scheduler="default-scheduler", node="node-a")
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory):
+    with served(tmp_path_factory.mktemp("rest-cluster"), nodes_and_queues) as (cluster, http):
         for name in SMALL:
             cluster.pod(name, cpu="400m", memory="128Mi", labels={"applicationId": "small-app", "queue": "root.small"})
         for name in BIG:
@@ -81,12 +100,7 @@ def running(tmp_path_factory):
         wait_for(lambda: sum(cluster.bound(n) for n in SMALL) == 2 and cluster.bound(*BIG), timeout=30)
         waiting = [n for n in SMALL if not cluster.bound(n)]
         wait_for(lambda: all(cluster.events("FailedScheduling", n) for n in waiting), timeout=30)
-        yield cluster, Http(server.url)
-    finally:
-        if server is not None:
-            server.stop()
-        cluster.close()
-        sim.stop()
+        yield cluster, http
 
 
 def pods(cluster: Cluster) -> dict[str, dict]:

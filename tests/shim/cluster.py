@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 
 from kubernetes import client as k8s
 
+from actors.base import Supervision
 from actors.core.partition import Timing
 from actors.core.scheduler import Scheduler, Tuning
 from actors.shim.client import KubeClient, RetryPolicy
@@ -37,11 +38,12 @@ class Cluster:
     def start_scheduler(self, running_timeout: float = 30.0, plugin_mode: bool = False,
                         node_lost_after: float = 300.0) -> SchedulerService:
         self.client = KubeClient.connect(self.kubeconfig, pool_size=32, retry=FAST_RETRY)
-        self.scheduler = Scheduler(predicates=KubernetesPredicates(),
-                                   tuning=Tuning(timing=Timing(completing=0.5)), tick_interval=0.2)
+        supervision = Supervision()  # of the core's and the shim's actors, as the command does
+        self.scheduler = Scheduler(predicates=KubernetesPredicates(), tuning=Tuning(timing=Timing(completing=0.5)),
+                                   tick_interval=0.2, supervisor=supervision)
         self.service = SchedulerService(self.client, self.scheduler, ServiceSettings(
             bind_workers=8, event_qps=500, event_burst=500, publish_period=0.2, watch=FAST_WATCH,
-            plugin_mode=plugin_mode, node_lost_after=node_lost_after)).start()
+            plugin_mode=plugin_mode, node_lost_after=node_lost_after), supervision).start()
         assert self.service.wait_until("Running", running_timeout), self.service.latest_state()
         return self.service
 

@@ -4,9 +4,18 @@ binder, events to the recorder out. Each application transition is driven by wha
 import pytest
 
 from actors.shim.appactor import ApplicationActor
-from actors.shim.binder import BindOutcome, Binds, FailPod
-from actors.shim.eventbuffer import Feedback, KubeEvent
-from actors.shim.messages import PlacedElsewhere, Settle, TaskUpdate, TaskUpdates, ToCore
+from actors.shim.messages import (
+    BindOutcome,
+    Binds,
+    FailPod,
+    Feedback,
+    KubeEvent,
+    PlacedElsewhere,
+    Settle,
+    TaskUpdate,
+    TaskUpdates,
+    ToCore,
+)
 from actors.shim.pods import parse_pod
 from actors.shim.state import StateBoard
 from si import si_pb2

@@ -3,10 +3,19 @@
 import pytest
 from kubernetes import client as k8s
 
-from actors.shim.binder import Binder, BindOutcome, BindRequest, DeletePod, Drain
+from actors.shim.binder import Binder
 from actors.shim.client import KubeClient, RetryPolicy
-from actors.shim.eventbuffer import KubeEvent, PodCondition
-from actors.shim.recorder import EventRecorder, Flush, RecorderStatsRequest
+from actors.shim.messages import (
+    BindOutcome,
+    BindRequest,
+    DeletePod,
+    Drain,
+    Flush,
+    KubeEvent,
+    PodCondition,
+    RecorderStatsRequest,
+)
+from actors.shim.recorder import EventRecorder
 from tests.shim.doubles import Inbox, inbox_messages, wait_for
 from tests.shim.factories import pod_json
 

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def scheduler(*args, env=None):
-    return subprocess.Popen([sys.executable, "-m", "actors.shim.cli", "--rest-port", "0", *args], cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "actors.cli", "--rest-port", "0", *args], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **(env or {})})
 
@@ -69,7 +69,7 @@ def get_json(url: str):
 def test_rest_shows_the_shim_and_sigterm_shuts_down_gracefully(cluster):
     cluster.sim.seed_nodes(1)
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "actors.shim.cli", "--kubeconfig", cluster.kubeconfig,
+    process = subprocess.Popen([sys.executable, "-m", "actors.cli", "--kubeconfig", cluster.kubeconfig,
                                 "--rest-port", str(port)], cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
@@ -119,7 +119,7 @@ def test_plugin_mode_is_refused_with_the_embedded_cluster():
 def test_plugin_mode_command_leaves_binding_to_the_extender_caller(cluster):
     cluster.sim.seed_nodes(2)
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "actors.shim.cli", "--kubeconfig", cluster.kubeconfig,
+    process = subprocess.Popen([sys.executable, "-m", "actors.cli", "--kubeconfig", cluster.kubeconfig,
                                 "--rest-port", str(port), "--plugin-mode"], cwd=REPO, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"

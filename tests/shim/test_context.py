@@ -8,17 +8,31 @@ from collections import Counter
 import pytest
 
 from actors.shim import kinds
-from actors.shim.binder import BindOutcome, BindRequest, Binds, DeletePod, FailPod
 from actors.shim.context import ContextSettings, ShimContext
-from actors.shim.eventbuffer import Feedback, KubeEvent, PodCondition
-from actors.shim.informer import Added, Changes, Deleted, Listed, Updated
-from actors.shim.messages import Connect, Shutdown
+from actors.shim.messages import (
+    Added,
+    BindOutcome,
+    BindRequest,
+    Binds,
+    Changes,
+    Connect,
+    Deleted,
+    DeletePod,
+    FailPod,
+    Feedback,
+    KubeEvent,
+    Listed,
+    PodCondition,
+    ShimStateRequest,
+    Shutdown,
+    Updated,
+)
 from actors.shim.nodeactor import ATTR_NODE_STATE
 from actors.shim.nodes import parse_node
 from actors.shim.objects import parse_configmap, parse_namespace, parse_priority_class
 from actors.shim.outlet import CoreOutlet
 from actors.shim.pods import parse_pod
-from actors.shim.state import PLACED, ShimStateRequest, StateBoard
+from actors.shim.state import PLACED, StateBoard
 from actors.shim.ticker import Alarms
 from si import si_pb2
 from si.resources import Resource

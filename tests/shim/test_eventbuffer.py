@@ -2,7 +2,8 @@
 
 import pytest
 
-from actors.shim.eventbuffer import EventBuffer, KubeEvent, PodCondition
+from actors.shim.eventbuffer import EventBuffer
+from actors.shim.messages import KubeEvent, PodCondition
 
 
 def event(name="p1", type_="Normal", reason="Scheduled", message="m"):

@@ -4,11 +4,12 @@ import pytest
 from kubernetes import client as k8s
 
 from actors.shim import keys
-from actors.shim.binder import BindOutcome, BindRequest, Binds
-from actors.shim.handoff import (
-    NOT_READY,
-    AllocationHandoff,
+from actors.shim.handoff import NOT_READY, AllocationHandoff
+from actors.shim.messages import (
     BindAsk,
+    BindOutcome,
+    BindRequest,
+    Binds,
     FilterAsk,
     RetractTask,
     Settled,

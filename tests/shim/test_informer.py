@@ -9,16 +9,9 @@ import pytest
 from kubernetes import client as k8s
 
 from actors.shim.client import KubeClient
-from actors.shim.informer import (
-    Added,
-    Changes,
-    Informer,
-    InformerStatusRequest,
-    Listed,
-    Updated,
-    WatchSettings,
-)
+from actors.shim.informer import Informer, WatchSettings
 from actors.shim.kinds import watched_kinds
+from actors.shim.messages import Added, Changes, InformerStatusRequest, Listed, Updated
 from tests.shim.doubles import Inbox, inbox_messages, wait_for
 from tests.shim.factories import pod_json
 

@@ -10,6 +10,7 @@ from kubernetes import client
 from kubesim import KubeSim
 from rest.app import SchedulerView
 from rest.server import RestServer
+from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS, LABEL_APPLICATION_ID
 from tests.coreharness import Core
 from tests.waiting import wait_for
 from tests.webhook.harness import Controller, HttpsClient, patched, pod, registered_bundle, review
@@ -63,9 +64,9 @@ class RulesCluster:
         data = dict(values)
         key = "admissionController.filtering.noLabelNamespaces"
         data[key] = ",".join(filter(None, [data.get(key, ""), f"^{barrier}$"]))
-        body = {"metadata": {"name": c.CONFIGMAP_CONFIGS, "namespace": "default"}, "data": data}
+        body = {"metadata": {"name": CONFIGMAP_CONFIGS, "namespace": "default"}, "data": data}
         try:
-            self.core.replace_namespaced_config_map(c.CONFIGMAP_CONFIGS, "default", body)
+            self.core.replace_namespaced_config_map(CONFIGMAP_CONFIGS, "default", body)
         except client.ApiException as error:
             if error.status != 404:
                 raise
@@ -73,7 +74,7 @@ class RulesCluster:
 
         def applied():
             result = patched(pod(), self.mutate(pod(), namespace=barrier))
-            return c.LABEL_APPLICATION_ID not in (result["metadata"].get("labels") or {})
+            return LABEL_APPLICATION_ID not in (result["metadata"].get("labels") or {})
         wait_for(applied, timeout=10, interval=0.05, message="the configuration change to be applied")
 
     def close(self) -> None:
@@ -94,7 +95,7 @@ def rules(tmp_path_factory, scheduler_rest):
     sim.create_namespace("ns-enabled", {c.ANNOTATION_ENABLE_YUNIKORN: "true"})
     sim.create_namespace("ns-nolabel", {c.ANNOTATION_GENERATE_APP_ID: "false"})
     client.CoreV1Api(api).create_namespaced_config_map("default", {
-        "metadata": {"name": c.CONFIGMAP_DEFAULTS},
+        "metadata": {"name": CONFIGMAP_DEFAULTS},
         "data": {"admissionController.webHook.schedulerServiceAddress": scheduler_rest.address}})
     api.close()
     folder = tmp_path_factory.mktemp("rules")

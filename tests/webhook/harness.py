@@ -22,8 +22,8 @@ from pathlib import Path
 
 import jsonpatch
 
+from si.kubernetes import ANNOTATION_USER_INFO
 from tests.waiting import wait_for
-from webhook import constants as c
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVICE = "yunikorn-admission-controller-service"
@@ -185,5 +185,5 @@ def patched(obj: dict, response: dict) -> dict:
 
 
 def user_info(obj: dict) -> dict | None:
-    value = (obj["metadata"].get("annotations") or {}).get(c.ANNOTATION_USER_INFO)
+    value = (obj["metadata"].get("annotations") or {}).get(ANNOTATION_USER_INFO)
     return json.loads(value) if value is not None else None

@@ -8,6 +8,17 @@ from __future__ import annotations
 
 import pytest
 
+from actors.shim.pods import parse_pod
+from si.kubernetes import (
+    ANNOTATION_QUEUE,
+    ANNOTATION_USER_INFO,
+    LABEL_APP_ID,
+    LABEL_APPLICATION_ID,
+    LABEL_DISABLE_STATE_AWARE,
+    LABEL_QUEUE,
+    LABEL_QUEUE_LEGACY,
+    LABEL_SPARK_APP_SELECTOR,
+)
 from tests.webhook.harness import patched, pod, review, user_info, workload
 from webhook import constants as c
 
@@ -42,78 +53,78 @@ def test_everything_else_in_the_pod_is_unchanged(rules):
 
 # applicationId.
 def test_existing_application_id_label_is_kept(rules):
-    original = pod(labels={c.LABEL_APPLICATION_ID: "app-1", c.LABEL_SPARK_APP_SELECTOR: "spark-9"})
+    original = pod(labels={LABEL_APPLICATION_ID: "app-1", LABEL_SPARK_APP_SELECTOR: "spark-9"})
     labels = labels_of(patched(original, rules.mutate(original)))
-    assert labels[c.LABEL_APPLICATION_ID] == "app-1"
-    assert labels[c.CANONICAL_APP_ID] == "app-1"
+    assert labels[LABEL_APPLICATION_ID] == "app-1"
+    assert labels[LABEL_APP_ID] == "app-1"
 
 
 def test_spark_app_selector_becomes_the_application_id(rules):
-    original = pod(labels={c.LABEL_SPARK_APP_SELECTOR: "spark-42"})
+    original = pod(labels={LABEL_SPARK_APP_SELECTOR: "spark-42"})
     labels = labels_of(patched(original, rules.mutate(original)))
-    assert labels[c.LABEL_APPLICATION_ID] == "spark-42" and labels[c.CANONICAL_APP_ID] == "spark-42"
+    assert labels[LABEL_APPLICATION_ID] == "spark-42" and labels[LABEL_APP_ID] == "spark-42"
 
 
 def test_canonical_app_id_label_is_used(rules):
-    original = pod(labels={c.CANONICAL_APP_ID: "canon-1"})
+    original = pod(labels={LABEL_APP_ID: "canon-1"})
     labels = labels_of(patched(original, rules.mutate(original)))
-    assert labels[c.LABEL_APPLICATION_ID] == "canon-1" and labels[c.CANONICAL_APP_ID] == "canon-1"
+    assert labels[LABEL_APPLICATION_ID] == "canon-1" and labels[LABEL_APP_ID] == "canon-1"
 
 
 def test_canonical_app_id_annotation_is_used(rules):
-    original = pod(annotations={c.CANONICAL_APP_ID: "from-annotation"})
+    original = pod(annotations={LABEL_APP_ID: "from-annotation"})
     labels = labels_of(patched(original, rules.mutate(original)))
-    assert labels[c.LABEL_APPLICATION_ID] == "from-annotation"
-    assert labels[c.CANONICAL_APP_ID] == "from-annotation"
+    assert labels[LABEL_APPLICATION_ID] == "from-annotation"
+    assert labels[LABEL_APP_ID] == "from-annotation"
 
 
 def test_generated_application_id_is_per_namespace(rules):
     for namespace in ("default", "ns-enabled"):
         labels = labels_of(patched(pod(), rules.mutate(pod(), namespace=namespace)))
-        assert labels[c.LABEL_APPLICATION_ID] == f"yunikorn-{namespace}-autogen"
-        assert labels[c.CANONICAL_APP_ID] == f"yunikorn-{namespace}-autogen"
+        assert labels[LABEL_APPLICATION_ID] == f"yunikorn-{namespace}-autogen"
+        assert labels[LABEL_APP_ID] == f"yunikorn-{namespace}-autogen"
 
 
 def test_unique_generated_application_id(rules, configured):
     configured({"admissionController.filtering.generateUniqueAppId": "true"})
     labels = labels_of(patched(pod(), rules.mutate(pod(), namespace=LONG_NAMESPACE)))
-    assert labels[c.LABEL_APPLICATION_ID] == f"{LONG_NAMESPACE[:26]}-uniqueautogen"
-    assert labels[c.LABEL_DISABLE_STATE_AWARE] == "true"
+    assert labels[LABEL_APPLICATION_ID] == f"{LONG_NAMESPACE[:26]}-uniqueautogen"
+    assert labels[LABEL_DISABLE_STATE_AWARE] == "true"
 
 
 # disableStateAware.
 def test_disable_state_aware_only_for_generated_ids(rules):
     generated = labels_of(patched(pod(), rules.mutate(pod())))
-    assert generated[c.LABEL_DISABLE_STATE_AWARE] == "true"
-    given = pod(labels={c.LABEL_APPLICATION_ID: "mine"})
-    assert c.LABEL_DISABLE_STATE_AWARE not in labels_of(patched(given, rules.mutate(given)))
+    assert generated[LABEL_DISABLE_STATE_AWARE] == "true"
+    given = pod(labels={LABEL_APPLICATION_ID: "mine"})
+    assert LABEL_DISABLE_STATE_AWARE not in labels_of(patched(given, rules.mutate(given)))
 
 
 # queue.
 def test_default_queue_is_added(rules):
-    assert labels_of(patched(pod(), rules.mutate(pod())))[c.LABEL_QUEUE] == "root.default"
+    assert labels_of(patched(pod(), rules.mutate(pod())))[LABEL_QUEUE_LEGACY] == "root.default"
 
 
 def test_existing_queue_label_is_kept(rules):
-    original = pod(labels={c.LABEL_QUEUE: "root.analytics"})
-    assert labels_of(patched(original, rules.mutate(original)))[c.LABEL_QUEUE] == "root.analytics"
+    original = pod(labels={LABEL_QUEUE_LEGACY: "root.analytics"})
+    assert labels_of(patched(original, rules.mutate(original)))[LABEL_QUEUE_LEGACY] == "root.analytics"
 
 
 def test_canonical_queue_label_is_copied(rules):
-    original = pod(labels={c.CANONICAL_QUEUE: "root.batch"})
+    original = pod(labels={LABEL_QUEUE: "root.batch"})
     labels = labels_of(patched(original, rules.mutate(original)))
-    assert labels[c.LABEL_QUEUE] == "root.batch" and labels[c.CANONICAL_QUEUE] == "root.batch"
+    assert labels[LABEL_QUEUE_LEGACY] == "root.batch" and labels[LABEL_QUEUE] == "root.batch"
 
 
 def test_configured_default_queue(rules, configured):
     configured({"admissionController.filtering.defaultQueue": "root.sandbox"})
-    assert labels_of(patched(pod(), rules.mutate(pod())))[c.LABEL_QUEUE] == "root.sandbox"
+    assert labels_of(patched(pod(), rules.mutate(pod())))[LABEL_QUEUE_LEGACY] == "root.sandbox"
 
 
 def test_empty_default_queue_adds_no_queue(rules, configured):
     configured({"admissionController.filtering.defaultQueue": ""})
     labels = labels_of(patched(pod(), rules.mutate(pod())))
-    assert c.LABEL_QUEUE not in labels and labels[c.LABEL_APPLICATION_ID] == "yunikorn-default-autogen"
+    assert LABEL_QUEUE_LEGACY not in labels and labels[LABEL_APPLICATION_ID] == "yunikorn-default-autogen"
 
 
 # user.info.
@@ -129,7 +140,7 @@ def test_bypass_auth_adds_no_user_info(rules, configured):
 
 
 def test_untrusted_user_may_not_set_user_info(rules):
-    original = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"admin"}'})
+    original = pod(annotations={ANNOTATION_USER_INFO: '{"user":"admin"}'})
     response = rules.mutate(original, user="mallory", groups=("devs",))
     assert response["allowed"] is False
     assert response["status"]["message"] == \
@@ -138,20 +149,20 @@ def test_untrusted_user_may_not_set_user_info(rules):
 
 
 def test_untrusted_user_info_is_denied_even_in_a_bypassed_namespace(rules):
-    original = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"admin"}'})
+    original = pod(annotations={ANNOTATION_USER_INFO: '{"user":"admin"}'})
     response = rules.mutate(original, namespace="kube-system", user="mallory", groups=())
     assert response["allowed"] is False and "mallory" in response["status"]["message"]
 
 
 def test_trusted_controller_may_set_user_info(rules):
-    original = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"bob","groups":["g"]}'})
+    original = pod(annotations={ANNOTATION_USER_INFO: '{"user":"bob","groups":["g"]}'})
     result = patched(original, rules.mutate(original, user="system:serviceaccount:kube-system:job-controller"))
     assert user_info(result) == {"user": "bob", "groups": ["g"]}
 
 
 def test_controllers_are_not_trusted_when_disabled(rules, configured):
     configured({"admissionController.accessControl.trustControllers": "false"})
-    original = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"bob"}'})
+    original = pod(annotations={ANNOTATION_USER_INFO: '{"user":"bob"}'})
     response = rules.mutate(original, user="system:serviceaccount:kube-system:job-controller", groups=())
     assert response["allowed"] is False
     assert "system:serviceaccount:kube-system:job-controller" in response["status"]["message"]
@@ -160,29 +171,29 @@ def test_controllers_are_not_trusted_when_disabled(rules, configured):
 def test_external_users_and_groups_are_trusted(rules, configured):
     configured({"admissionController.accessControl.externalUsers": "^ci-bot$",
                 "admissionController.accessControl.externalGroups": "^platform-admins$"})
-    original = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"carol"}'})
+    original = pod(annotations={ANNOTATION_USER_INFO: '{"user":"carol"}'})
     assert rules.mutate(original, user="ci-bot", groups=())["allowed"] is True
     assert rules.mutate(original, user="dave", groups=("platform-admins",))["allowed"] is True
     assert rules.mutate(original, user="dave", groups=("devs",))["allowed"] is False
 
 
 def test_malformed_user_info_is_denied(rules):
-    original = pod(annotations={c.ANNOTATION_USER_INFO: "not json"})
+    original = pod(annotations={ANNOTATION_USER_INFO: "not json"})
     response = rules.mutate(original, user="system:serviceaccount:kube-system:job-controller")
-    assert response["allowed"] is False and c.ANNOTATION_USER_INFO in response["status"]["message"]
+    assert response["allowed"] is False and ANNOTATION_USER_INFO in response["status"]["message"]
 
 
 def test_update_changing_user_info_is_denied(rules):
-    old = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"alice"}'})
-    new = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"root"}'})
+    old = pod(annotations={ANNOTATION_USER_INFO: '{"user":"alice"}'})
+    new = pod(annotations={ANNOTATION_USER_INFO: '{"user":"root"}'})
     response = rules.mutate(new, operation="UPDATE", old=old)
     assert response["allowed"] is False
     assert response["status"]["message"] == "user info annotation change is not allowed"
 
 
 def test_update_keeping_user_info_is_allowed_unchanged(rules):
-    old = pod(annotations={c.ANNOTATION_USER_INFO: '{"user":"alice"}'})
-    new = pod(labels={"extra": "1"}, annotations={c.ANNOTATION_USER_INFO: '{"user":"alice"}'})
+    old = pod(annotations={ANNOTATION_USER_INFO: '{"user":"alice"}'})
+    new = pod(labels={"extra": "1"}, annotations={ANNOTATION_USER_INFO: '{"user":"alice"}'})
     response = rules.mutate(new, operation="UPDATE", old=old)
     assert response["allowed"] is True and "patch" not in response
 
@@ -193,7 +204,7 @@ def test_workload_pod_template_gets_user_info(rules, kind):
     result = patched(original, rules.mutate(original, kind=kind, user="erin", groups=("ops",)))
     spec = result["spec"]["jobTemplate"]["spec"] if kind == "CronJob" else result["spec"]
     annotations = spec["template"]["metadata"]["annotations"]
-    assert annotations[c.ANNOTATION_USER_INFO] == '{"user":"erin","groups":["ops"]}'
+    assert annotations[ANNOTATION_USER_INFO] == '{"user":"erin","groups":["ops"]}'
     assert "schedulerName" not in spec["template"]["spec"]  # only the pods get a scheduler
 
 
@@ -204,7 +215,7 @@ def test_workload_keeps_template_annotations(rules):
 
 
 def test_workload_with_foreign_user_info_is_denied(rules):
-    original = workload("Job", annotations={c.ANNOTATION_USER_INFO: '{"user":"root"}'})
+    original = workload("Job", annotations={ANNOTATION_USER_INFO: '{"user":"root"}'})
     response = rules.mutate(original, kind="Job", user="mallory", groups=())
     assert response["allowed"] is False and "mallory" in response["status"]["message"]
 
@@ -297,7 +308,7 @@ def test_generate_app_id_annotation_false_adds_no_labels(rules):
 def test_label_and_no_label_namespaces(rules, configured):
     configured({"admissionController.filtering.labelNamespaces": "^lab-",
                 "admissionController.filtering.noLabelNamespaces": "^lab-quiet$"})
-    assert c.LABEL_APPLICATION_ID in labels_of(patched(pod(), rules.mutate(pod(), namespace="lab-1")))
+    assert LABEL_APPLICATION_ID in labels_of(patched(pod(), rules.mutate(pod(), namespace="lab-1")))
     assert labels_of(patched(pod(), rules.mutate(pod(), namespace="lab-quiet"))) == {}
     assert labels_of(patched(pod(), rules.mutate(pod(), namespace="prod"))) == {}
 
@@ -306,7 +317,7 @@ def test_bad_regex_keeps_that_keys_default(rules, configured):
     configured({"admissionController.filtering.bypassNamespaces": "^kube-system$,([unclosed",
                 "admissionController.filtering.defaultQueue": "root.other"})
     assert "patch" not in rules.mutate(pod(), namespace="kube-system")  # default still bypasses kube-system
-    assert labels_of(patched(pod(), rules.mutate(pod())))[c.LABEL_QUEUE] == "root.other"
+    assert labels_of(patched(pod(), rules.mutate(pod())))[LABEL_QUEUE_LEGACY] == "root.other"
     assert "admissionController.filtering.bypassNamespaces" in rules.controller.log()
 
 
@@ -361,3 +372,23 @@ def test_pod_that_is_not_an_object_is_denied_not_500(rules):
 
 def test_health(rules):
     assert rules.client.get("/health") == (200, b"OK\r\n")
+
+
+# The shim reads the application and queue the webhook writes, and finds the same ones in a pod the
+# webhook never saw (created before it ran, or in a namespace it skips).
+@pytest.mark.parametrize("labels, annotations, namespace", [
+    ({}, {}, "n" * 63),  # the generated id is cut to a label value's 63 characters on both sides
+    ({LABEL_APPLICATION_ID: "legacy", LABEL_APP_ID: "canonical"}, {}, "default"),
+    ({LABEL_SPARK_APP_SELECTOR: "spark-1"}, {LABEL_APP_ID: "annotated"}, "default"),
+    ({LABEL_QUEUE_LEGACY: "root.legacy", LABEL_QUEUE: "root.canonical"}, {}, "default"),
+    ({}, {ANNOTATION_QUEUE: "root.annotated"}, "default"),
+])
+def test_the_shim_and_the_webhook_agree_on_application_and_queue(rules, labels, annotations, namespace):
+    original = pod(labels=labels, annotations=annotations)
+    original["metadata"].update(namespace=namespace, uid="uid-1")
+    as_submitted = parse_pod(original)
+    as_admitted = parse_pod(patched(original, rules.mutate(original, namespace=namespace)))
+    assert as_admitted.app_id == as_submitted.app_id
+    assert len(as_admitted.app_id) <= 63
+    if as_submitted.queue:
+        assert as_admitted.queue == as_submitted.queue

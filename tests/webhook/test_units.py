@@ -11,8 +11,8 @@ import logging
 import falcon.testing
 from kubernetes import client
 
+from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 from tests.webhook.harness import pod, review
-from webhook import constants as c
 from webhook.app import MAX_BODY, create_app
 from webhook.castore import Validity, load_or_create_cas
 from webhook.conf import AdmissionConf, flatten, parse
@@ -56,20 +56,20 @@ def test_configs_override_defaults_and_gzipped_entries_unpack():
 
 def test_hot_refresh_disabled_freezes_the_loaded_configuration():
     view = ClusterView()
-    view.set_configmap(c.CONFIGMAP_CONFIGS, {"data": {"service.enableConfigHotRefresh": "false",
+    view.set_configmap(CONFIGMAP_CONFIGS, {"data": {"service.enableConfigHotRefresh": "false",
                                                       "admissionController.filtering.defaultQueue": "root.a"}})
     view.mark_configured()
-    view.set_configmap(c.CONFIGMAP_CONFIGS, {"data": {"admissionController.filtering.defaultQueue": "root.b"}})
+    view.set_configmap(CONFIGMAP_CONFIGS, {"data": {"admissionController.filtering.defaultQueue": "root.b"}})
     assert view.conf.default_queue == "root.a"
-    assert view.configmaps()[c.CONFIGMAP_CONFIGS]["data"]["admissionController.filtering.defaultQueue"] == "root.b"
+    assert view.configmaps()[CONFIGMAP_CONFIGS]["data"]["admissionController.filtering.defaultQueue"] == "root.b"
 
 
 def test_hot_refresh_applies_changes_and_deletions():
     view = ClusterView()
     view.mark_configured()
-    view.set_configmap(c.CONFIGMAP_DEFAULTS, {"data": {"admissionController.filtering.defaultQueue": "root.a"}})
+    view.set_configmap(CONFIGMAP_DEFAULTS, {"data": {"admissionController.filtering.defaultQueue": "root.a"}})
     assert view.conf.default_queue == "root.a"
-    view.set_configmap(c.CONFIGMAP_DEFAULTS, None)
+    view.set_configmap(CONFIGMAP_DEFAULTS, None)
     assert view.conf.default_queue == "root.default"
 
 

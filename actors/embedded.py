@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from actors.shim.client import ApiError, KubeClient
-from actors.shim.keys import CONFIGMAP_CONFIGS
 from actors.shim.pods import parse_pod
+from si.kubernetes import CONFIGMAP_CONFIGS
 from si.quantity import from_kubernetes
 
 log = logging.getLogger(__name__)

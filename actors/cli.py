@@ -20,11 +20,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from actors import embedded
+from actors.base import Supervision
+from actors.core.scheduler import Scheduler
 from actors.heap import tune_collector
-from actors.shim import embedded
 from actors.shim.client import KubeClient
 from actors.shim.informer import WatchSettings
 from actors.shim.lifecycle import SchedulerState, TaskState
+from actors.shim.predicates import KubernetesPredicates
 from actors.shim.service import SchedulerService, ServiceSettings
 from actors.shim.state import ShimStateSnapshot
 
@@ -110,21 +113,19 @@ def _start_embedded(args: argparse.Namespace, kubeconfig: Path):
     return sim
 
 
-def start_core():
+def start_core(supervision: Supervision | None = None) -> Scheduler:
     """The scheduler core, filtering nodes with the shim's Kubernetes predicates."""
-    from actors.core.scheduler import Scheduler
-    from actors.shim.predicates import KubernetesPredicates
-
-    return Scheduler(predicates=KubernetesPredicates())
+    return Scheduler(predicates=KubernetesPredicates(), supervisor=supervision)
 
 
 def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) -> int:
     if args.embedded:
         embedded.install_config(client, args.namespace)
-    core = start_core()
+    supervision = Supervision()
+    core = start_core(supervision)
     settings = ServiceSettings(namespace=args.namespace, bind_workers=args.bind_workers, watch=WatchSettings(),
                                plugin_mode=args.plugin_mode)
-    service = SchedulerService(client, core, settings).start()
+    service = SchedulerService(client, core, settings, supervision).start()
     rest = None
     try:
         try:
@@ -154,12 +155,13 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
 
 
 def _start_rest(core, service: SchedulerService, port: int):
-    """Serve the REST API (core snapshots, plus the shim's state in the dump and readiness)."""
+    """Serve the REST API (core snapshots, plus the shim's state in the dump and readiness, and the
+    actors' failures in health and both probes)."""
     from rest import server
     from rest.app import SchedulerView
 
     view = SchedulerView(core, shim_state=service.latest_state, extender=service.extender,
-                         reader_share=READER_SHARE)
+                         actor_failures=service.supervision.failures, reader_share=READER_SHARE)
     rest = server.start(view, host="0.0.0.0", port=port)
     log.info("REST API at %s", rest.url)
     return rest
