@@ -57,13 +57,19 @@ from actors.shim.messages import (
     Shutdown,
     Stopped,
     TaskUpdate,
-    TaskUpdates,
     ToCore,
     Updated,
 )
 from actors.shim.nodeactor import NodeActor
 from actors.shim.nodes import NodeRecord
 from actors.shim.pods import PodRecord
+from actors.shim.routing import (
+    Mail,
+    split_allocations,
+    split_applications,
+    split_request_events,
+    stray_releases,
+)
 from actors.shim.schedconfig import SchedulerConfigError, ShimConfig, merge
 from actors.shim.state import RecoveryProgress, ShimStateSnapshot, StateBoard
 from si import si_pb2
@@ -111,11 +117,9 @@ class ShimContext(Actor):
         self._apps: dict[str, pykka.ActorRef] = {}
         self._app_pods: dict[str, set[str]] = {}
         self._pod_app: dict[str, str] = {}
-        self._app_mail: dict[str, tuple[pykka.ActorRef, list[TaskUpdate]]] = {}  # by actor urn
-        self._ended_apps: list[pykka.ActorRef] = []
+        self._mail = Mail()
         self._core_placed: dict[str, str] = {}  # pod uid -> the node the core allocated it on
         self._node_actors: dict[str, pykka.ActorRef] = {}
-        self._node_mail: dict[str, list[Any]] = {}
         self._feedback: list[KubeEvent] = []
         self._registered_at = 0
         self._recovering: set[str] = set()
@@ -136,7 +140,7 @@ class ShimContext(Actor):
         answer = super().on_receive(message)
         # Group commit: while more messages wait, keep collecting, so a burst of small informer
         # batches reaches the actors (and through them the core) as a few large messages.
-        if self._pending() >= FLUSH_AT or self.actor_inbox.empty():
+        if len(self._mail) >= FLUSH_AT or self.actor_inbox.empty():
             self._flush()
         return answer
 
@@ -168,26 +172,12 @@ class ShimContext(Actor):
         log.info("scheduler state: %s", state)
         self._publish()
 
-    def _pending(self) -> int:
-        return sum(len(updates) for _, updates in self._app_mail.values()) + sum(map(len, self._node_mail.values()))
-
     def _flush(self) -> None:
         if self._feedback:
             if self._peers is not None:
                 self._peers.recorder.tell(Feedback(tuple(self._feedback)))
             self._feedback = []
-        for ref, updates in self._app_mail.values():
-            ref.tell(TaskUpdates(tuple(updates)))
-        self._app_mail = {}
-        for ref in self._ended_apps:  # after their last updates: the stop is queued behind them
-            ref.stop(block=False)
-        self._ended_apps = []
-        for name, mail in self._node_mail.items():
-            ref = self._node_actors.get(name)
-            if ref is not None:
-                for message in _merged(mail):
-                    ref.tell(message)
-        self._node_mail = {}
+        self._mail.send(self._node_actors)
 
     def _settle(self) -> None:
         """Flush, and wait until the actors and the outlet have handled what they were told."""
@@ -362,8 +352,7 @@ class ShimContext(Actor):
                 context=self.actor_ref, binder=peers.binder, recorder=peers.recorder, board=self._board,
                 plugin_mode=self._settings.plugin_mode, supervisor=self._supervisor)
             routed = self._app_pods[pod.app_id] = set()
-        ref = self._apps[pod.app_id]
-        self._app_mail.setdefault(ref.actor_urn, (ref, []))[1].append(TaskUpdate(pod, self._priority(pod), deleted))
+        self._mail.to_app(self._apps[pod.app_id], TaskUpdate(pod, self._priority(pod), deleted))
         if not deleted:
             routed.add(pod.uid)
             self._pod_app[pod.uid] = pod.app_id
@@ -372,7 +361,7 @@ class ShimContext(Actor):
         self._pod_app.pop(pod.uid, None)
         if not routed:
             del self._app_pods[pod.app_id]
-            self._ended_apps.append(self._apps.pop(pod.app_id))
+            self._mail.end_app(self._apps.pop(pod.app_id))
 
     def _to_node(self, previous: PodRecord | None, pod: PodRecord | None, known: bool) -> None:
         """Tell the nodes a pod left or is on them. A pod of ours that was pending and is now bound
@@ -381,7 +370,7 @@ class ShimContext(Actor):
         was = previous.node_name if previous is not None and previous.assigned and not previous.terminated else ""
         now = pod.node_name if pod is not None and pod.assigned and not pod.terminated else ""
         if was and was != now:
-            self._node_mail.setdefault(was, []).append(PodsLeft((previous,)))
+            self._mail.to_node(was, PodsLeft((previous,)))
         if not now or (now == was and previous.resource == pod.resource):
             return
         foreign = not self._managed(pod)
@@ -398,52 +387,30 @@ class ShimContext(Actor):
         if name not in self._node_actors:
             self._start_node(name, None, (placed,))
         else:
-            self._node_mail.setdefault(name, []).append(PodsOnNode((placed,)))
+            self._mail.to_node(name, PodsOnNode((placed,)))
 
     # ---- the core's answers, to the applications they concern -----------------------------------
 
     def on_AllocationResponse(self, response: si_pb2.AllocationResponse) -> None:
-        split: dict[str, si_pb2.AllocationResponse] = defaultdict(si_pb2.AllocationResponse)
         for allocation in response.new:
             self._core_placed[allocation.allocationKey] = allocation.nodeID
-            split[allocation.applicationID].new.append(allocation)
-        for release in response.released:
-            split[release.applicationID].released.append(release)
-        for rejected in response.rejectedAllocations:
-            split[rejected.applicationID].rejectedAllocations.append(rejected)
-        for app_id, part in split.items():
+        for app_id, part in split_allocations(response).items():
             if app_id in self._apps:
                 self._apps[app_id].tell(part)
             elif part.new:
-                self._release_strays(part.new)
-
-    def _release_strays(self, allocations) -> None:
-        log.warning("%d allocations for applications the shim does not know: releasing them", len(allocations))
-        self._peers.outlet.tell(ToCore(tuple(si_pb2.AllocationRelease(
-            partitionName=a.partitionName, applicationID=a.applicationID, allocationKey=a.allocationKey,
-            terminationType=si_pb2.STOPPED_BY_RM, message="no pod waits for this allocation") for a in allocations)))
+                log.warning("%d allocations for an application the shim does not know: releasing them", len(part.new))
+                self._peers.outlet.tell(ToCore(stray_releases(part.new)))
 
     def on_ApplicationResponse(self, response: si_pb2.ApplicationResponse) -> None:
-        split: dict[str, si_pb2.ApplicationResponse] = defaultdict(si_pb2.ApplicationResponse)
-        for accepted in response.accepted:
-            split[accepted.applicationID].accepted.append(accepted)
-        for rejected in response.rejected:
-            split[rejected.applicationID].rejected.append(rejected)
-        for updated in response.updated:
-            split[updated.applicationID].updated.append(updated)
-        for app_id, part in split.items():
+        for app_id, part in split_applications(response).items():
             self._tell_app(app_id, part)
 
     def on_UpdateContainerSchedulingStateRequest(self, request: si_pb2.UpdateContainerSchedulingStateRequest) -> None:
         self._tell_app(request.applicationID, request)
 
     def on_CoreEvents(self, message: CoreEvents) -> None:
-        split: dict[str, list[si_pb2.EventRecord]] = defaultdict(list)
-        for record in message.events:
-            if record.type == si_pb2.EventRecord.REQUEST and record.eventChangeDetail != si_pb2.EventRecord.REQUEST_ALLOC:
-                split[record.referenceID].append(record)
-        for app_id, records in split.items():
-            self._tell_app(app_id, CoreEvents(tuple(records)))
+        for app_id, part in split_request_events(message).items():
+            self._tell_app(app_id, part)
 
     def on_BindOutcome(self, outcome: BindOutcome) -> None:
         self._tell_pod_app(outcome.uid, outcome)  # outcomes of binds that named no application actor
@@ -483,13 +450,13 @@ class ShimContext(Actor):
                 self._node_event(node.name, WARNING, "NodeRejected", f"node {node.name} not registered: {node.invalid}")
             return
         if node.name in self._node_actors:
-            self._node_mail.setdefault(node.name, []).append(NodeChanged(node))
+            self._mail.to_node(node.name, NodeChanged(node))
         else:
             self._start_node(node.name, node, ())
 
     def _node_gone(self, node: NodeRecord) -> None:
         if node.name in self._node_actors:
-            self._node_mail.setdefault(node.name, []).append(NodeDeleted())
+            self._mail.to_node(node.name, NodeDeleted())
 
     def on_NodeGone(self, message: NodeGone) -> None:
         """A node actor with no record and no pods left: stop it, unless the node came back meanwhile."""
@@ -548,16 +515,3 @@ class ShimContext(Actor):
 def _age(pod: PodRecord) -> tuple[float, str]:
     return pod.created, pod.uid
 
-
-def _merged(mail: list[Any]) -> list[Any]:
-    """A node's messages of one step, consecutive pod messages of one kind joined into one."""
-    merged: list[Any] = []
-    for message in mail:
-        last = merged[-1] if merged else None
-        if isinstance(message, PodsOnNode) and isinstance(last, PodsOnNode):
-            merged[-1] = PodsOnNode(last.pods + message.pods)
-        elif isinstance(message, PodsLeft) and isinstance(last, PodsLeft):
-            merged[-1] = PodsLeft(last.pods + message.pods)
-        else:
-            merged.append(message)
-    return merged

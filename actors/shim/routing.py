@@ -1,0 +1,104 @@
+"""Plumbing of the shim context's routing: mail collected per actor and sent in one go, and the core's
+answers cut into the parts each application is told.
+
+The context decides who is told what; ``Mail`` keeps the order it must arrive in (each application's
+task updates, then the stops of applications whose last pod went, then each node's messages, pod
+messages of one kind joined), and the ``split_*`` functions group SI answers by application id.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pykka
+
+from actors.shim.messages import CoreEvents, PodsLeft, PodsOnNode, TaskUpdate, TaskUpdates
+from si import si_pb2
+
+
+class Mail:
+    """Messages for application and node actors, collected while the context's inbox is busy."""
+
+    def __init__(self) -> None:
+        self._apps: dict[str, tuple[pykka.ActorRef, list[TaskUpdate]]] = {}  # by actor urn
+        self._ended: list[pykka.ActorRef] = []
+        self._nodes: dict[str, list[Any]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(updates) for _, updates in self._apps.values()) + sum(map(len, self._nodes.values()))
+
+    def to_app(self, ref: pykka.ActorRef, update: TaskUpdate) -> None:
+        self._apps.setdefault(ref.actor_urn, (ref, []))[1].append(update)
+
+    def end_app(self, ref: pykka.ActorRef) -> None:
+        """Stop the application's actor once it has its last updates."""
+        self._ended.append(ref)
+
+    def to_node(self, name: str, message: Any) -> None:
+        self._nodes.setdefault(name, []).append(message)
+
+    def send(self, node_actors: dict[str, pykka.ActorRef]) -> None:
+        """Applications first: a node reporting a pod of ours needs its application in the core."""
+        for ref, updates in self._apps.values():
+            ref.tell(TaskUpdates(tuple(updates)))
+        for ref in self._ended:  # queued behind their last updates
+            ref.stop(block=False)
+        for name, mail in self._nodes.items():
+            ref = node_actors.get(name)
+            if ref is not None:
+                for message in _joined(mail):
+                    ref.tell(message)
+        self._apps, self._ended, self._nodes = {}, [], {}
+
+
+def _joined(mail: list[Any]) -> list[Any]:
+    """A node's messages of one step, consecutive pod messages of one kind joined into one."""
+    joined: list[Any] = []
+    for message in mail:
+        last = joined[-1] if joined else None
+        if isinstance(message, PodsOnNode) and isinstance(last, PodsOnNode):
+            joined[-1] = PodsOnNode(last.pods + message.pods)
+        elif isinstance(message, PodsLeft) and isinstance(last, PodsLeft):
+            joined[-1] = PodsLeft(last.pods + message.pods)
+        else:
+            joined.append(message)
+    return joined
+
+
+def split_allocations(response: si_pb2.AllocationResponse) -> dict[str, si_pb2.AllocationResponse]:
+    parts: dict[str, si_pb2.AllocationResponse] = defaultdict(si_pb2.AllocationResponse)
+    for allocation in response.new:
+        parts[allocation.applicationID].new.append(allocation)
+    for release in response.released:
+        parts[release.applicationID].released.append(release)
+    for rejected in response.rejectedAllocations:
+        parts[rejected.applicationID].rejectedAllocations.append(rejected)
+    return parts
+
+
+def split_applications(response: si_pb2.ApplicationResponse) -> dict[str, si_pb2.ApplicationResponse]:
+    parts: dict[str, si_pb2.ApplicationResponse] = defaultdict(si_pb2.ApplicationResponse)
+    for accepted in response.accepted:
+        parts[accepted.applicationID].accepted.append(accepted)
+    for rejected in response.rejected:
+        parts[rejected.applicationID].rejected.append(rejected)
+    for updated in response.updated:
+        parts[updated.applicationID].updated.append(updated)
+    return parts
+
+
+def split_request_events(events: CoreEvents) -> dict[str, CoreEvents]:
+    """The core's events about asks (other than their allocation), by the application they concern."""
+    parts: dict[str, list[si_pb2.EventRecord]] = defaultdict(list)
+    for record in events.events:
+        if record.type == si_pb2.EventRecord.REQUEST and record.eventChangeDetail != si_pb2.EventRecord.REQUEST_ALLOC:
+            parts[record.referenceID].append(record)
+    return {app_id: CoreEvents(tuple(records)) for app_id, records in parts.items()}
+
+
+def stray_releases(allocations) -> tuple[si_pb2.AllocationRelease, ...]:
+    """Releases of allocations no pod waits for."""
+    return tuple(si_pb2.AllocationRelease(
+        partitionName=a.partitionName, applicationID=a.applicationID, allocationKey=a.allocationKey,
+        terminationType=si_pb2.STOPPED_BY_RM, message="no pod waits for this allocation") for a in allocations)
