@@ -24,6 +24,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -146,6 +147,7 @@ def run(nodes: int, args: argparse.Namespace) -> dict:
                     break
                 time.sleep(0.05)
             last_bind = time.time() - (time.monotonic() - stats.last_bound_at)
+            threads = threading.active_count()
             cpu_after, sim_after = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(sim.pid)
             creator.join()
             created = times.get(timeout=60) - first_create
@@ -164,7 +166,7 @@ def run(nodes: int, args: argparse.Namespace) -> dict:
         "nodes": nodes, "pods": args.pods, "seconds": elapsed, "create_rate": args.pods / created, "rate": args.pods / elapsed, "raw": raw,
         "ratio": args.pods / elapsed / raw, "failed": stats.failed, "unbound": unbound,
         "scheduler_cpu": (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime),
-        "kubesim_cpu": sim_after - sim_before,
+        "kubesim_cpu": sim_after - sim_before, "threads": threads,
     }
 
 
@@ -179,13 +181,13 @@ def main() -> None:
     args = parser.parse_args()
     tune_collector()  # as the scheduler command does
     header = ("nodes", "pods", "seconds", "pods/s", "creates/s", "raw binds/s", "ratio", "raw c+b/s", "ratio",
-              "sched cpu s", "kubesim cpu s", "failed", "unbound")
+              "sched cpu s", "kubesim cpu s", "failed", "unbound", "threads")
     print(" ".join(f"{h:>{max(len(h), 7)}}" for h in header), flush=True)
     for nodes in (int(n) for n in args.nodes.split(",")):
         r = run(nodes, args)
         row = (r["nodes"], r["pods"], f"{r['seconds']:.1f}", f"{r['rate']:.0f}", f"{r['create_rate']:.0f}",
                f"{r['raw']:.0f}", f"{r['ratio']:.2f}", f"{r['pipeline']:.0f}", f"{r['pipeline_ratio']:.2f}",
-               f"{r['scheduler_cpu']:.1f}", f"{r['kubesim_cpu']:.1f}", r["failed"], r["unbound"])
+               f"{r['scheduler_cpu']:.1f}", f"{r['kubesim_cpu']:.1f}", r["failed"], r["unbound"], r["threads"])
         print(" ".join(f"{v!s:>{max(len(h), 7)}}" for h, v in zip(header, row, strict=True)), flush=True)
     print(f"peak RSS of the scheduler process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 

@@ -1,6 +1,9 @@
 """Node actors through kubesim: the resilience design's recovery story (Node0 / Node1 / Node2), cordon,
 NotReady, lost nodes that come back with pods on them, and the states shown to readers."""
 
+import threading
+
+import pykka
 import pytest
 
 from actors.shim.nodeactor import ATTR_NODE_STATE
@@ -123,3 +126,17 @@ def test_a_deleted_node_without_pods_is_removed(cluster):
     cluster.core_api.delete_node("gone")
     wait_for(lambda: node_state(cluster, "gone") is None and core_node(cluster, "gone") is None)
     wait_for(lambda: cluster.events("NodeRemoved", "gone"))
+
+
+@pytest.mark.timeout(120)
+def test_2000_nodes_run_on_a_bounded_number_of_threads(cluster):
+    cluster.sim.seed_nodes(2000, cpu="4")
+    before = threading.active_count()
+    cluster.start_scheduler(running_timeout=90)
+    states = {n.state for n in cluster.service.state().nodes}
+    assert len(cluster.service.state().nodes) == 2000 and states == {"Schedulable"}
+    assert sum(1 for ref in pykka.ActorRegistry.get_all() if ref.actor_class.kind == "node") == 2000
+    # The core, the shim's few thread actors, their workers and the dispatcher: not a thread per node.
+    assert threading.active_count() - before < 64
+    cluster.pod("fits")
+    cluster.wait_bound("fits")
