@@ -61,7 +61,10 @@ class RestServer:
             for dispatcher in list(server._map.values()):  # connections, the listener, the wake-up pipe
                 (dispatcher.handle_close if isinstance(dispatcher, HTTPChannel) else dispatcher.close)()
 
-        server.trigger.pull_trigger(close_all)
+        try:
+            server.trigger.pull_trigger(close_all)
+        except OSError:  # the I/O thread, woken for another reason, ran close_all and closed the pipe first
+            log.debug("REST server closed before its wake-up was written")
         self._thread.join(timeout=5)
         server.task_dispatcher.shutdown(timeout=5)
 

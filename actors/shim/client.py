@@ -260,23 +260,18 @@ class KubeClient:
 
     def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str]) -> bool:
         """Merge ``annotations`` into the pod's (retrying transient failures); ``False`` when it is gone."""
-        body = {"metadata": {"annotations": dict(annotations)}}
-        try:
-            self.request_retrying("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}", body=body,
-                                  content_type="application/merge-patch+json")
-        except ApiError as error:
-            if error.status == 404:
-                return False
-            raise
-        return True
+        return self._merge_into_pod(f"/api/v1/namespaces/{namespace}/pods/{name}",
+                                    {"metadata": {"annotations": dict(annotations)}})
 
     def fail_pod(self, namespace: str, name: str, reason: str, message: str) -> bool:
         """Set the pod's phase to ``Failed`` with ``reason`` (as the kubelet would); ``False`` when it is
         gone."""
-        body = {"status": {"phase": "Failed", "reason": reason, "message": message}}
+        return self._merge_into_pod(f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+                                    {"status": {"phase": "Failed", "reason": reason, "message": message}})
+
+    def _merge_into_pod(self, path: str, body: dict) -> bool:
         try:
-            self.request_retrying("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", body=body,
-                                  content_type="application/merge-patch+json")
+            self.request_retrying("PATCH", path, body=body, content_type="application/merge-patch+json")
         except ApiError as error:
             if error.status == 404:
                 return False

@@ -41,15 +41,6 @@ def test_unusable_annotations_give_no_tag(annotations):
     assert namespace_app_tags("ns", annotations) == {"namespace": "ns"}
 
 
-@pytest.fixture
-def cluster(kubesim, tmp_path):
-    path = tmp_path / "kubeconfig"
-    kubesim.write_kubeconfig(str(path))
-    made = Cluster(kubesim, str(path))
-    yield made
-    made.close()
-
-
 def namespace(cluster: Cluster, name: str, **annotations: str) -> None:
     cluster.core_api.create_namespace({"metadata": {"name": name, "annotations": {
         f"yunikorn.apache.org/{key.replace('_', '.')}": value for key, value in annotations.items()}}})
