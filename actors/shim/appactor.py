@@ -133,6 +133,7 @@ class ApplicationActor(PooledActor):
         self._binds: list[BindRequest] = []
         self._feedback: list[KubeEvent | PodCondition] = []
         self._placed_elsewhere: list[PlacedPod] = []
+        self._shown: tuple[str, int] | None = None
         self._machine = StateMachine(APP_TRANSITIONS, AppState.NEW, f"application {self.app_id}")
         # Sent from the creating thread, before the context routes the application's first pod.
         self._submit_application(first, force)
@@ -312,8 +313,10 @@ class ApplicationActor(PooledActor):
         self._binder.tell(FailPod(pod.namespace, pod.name, reason, message))
 
     def _publish(self) -> None:
-        self._board.apps.show(self.app_id, AppView(self.app_id, self._queue, self._user, self.state,
-                                                   len(self._tasks)))
+        shown = (self.state, len(self._tasks))
+        if shown != self._shown:  # most messages change tasks, not the application's view
+            self._shown = shown
+            self._board.apps.show(self.app_id, AppView(self.app_id, self._queue, self._user, *shown))
 
     # ---- the core's decisions ------------------------------------------------------------------
 

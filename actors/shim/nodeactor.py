@@ -144,7 +144,6 @@ class NodeActor(PooledActor):
             self._send_confirmed(items)  # what just arrived is part of the recovery: wait for it too
         elif items:
             self._send(*items)
-        self._publish()
 
     def on_PodsLeft(self, msg: PodsLeft) -> None:
         items = []
@@ -161,8 +160,6 @@ class NodeActor(PooledActor):
             self._send(*items)
         if not self._pods and self._record is None and self.state == NodeState.LOST:
             self._remove()
-        else:
-            self._publish()
 
     def on_Settle(self, msg: Settle) -> None:
         return None

@@ -89,11 +89,16 @@ class PodViews:
 
     def show(self, view: PodView) -> None:
         with self._lock:
-            self._hide(view.uid)
+            old = self._views.get(view.uid)
             self._views[view.uid] = view
-            if view.state in PLACED:
-                self._placed_per_node[view.node] += 1
             self.version += 1
+            placed = view.state in PLACED
+            if old is not None and old.node == view.node and (old.state in PLACED) == placed:
+                return  # the per-node count is unchanged (e.g. Allocated -> Bound)
+            if old is not None:
+                self._uncount(old)
+            if placed:
+                self._placed_per_node[view.node] += 1
 
     def hide(self, uid: str) -> None:
         with self._lock:
@@ -102,7 +107,11 @@ class PodViews:
 
     def _hide(self, uid: str) -> None:
         view = self._views.pop(uid, None)
-        if view is not None and view.state in PLACED:
+        if view is not None:
+            self._uncount(view)
+
+    def _uncount(self, view: PodView) -> None:
+        if view.state in PLACED:
             self._placed_per_node[view.node] -= 1
             if not self._placed_per_node[view.node]:
                 del self._placed_per_node[view.node]
