@@ -27,6 +27,7 @@ from actors.shim.kinds import watched_kinds
 from actors.shim.messages import Connect, Publish, Shutdown, Stopped
 from actors.shim.outlet import CoreOutlet
 from actors.shim.recorder import EventRecorder, RecorderStats, RecorderStatsRequest
+from actors.shim.settings import SettingsApplier
 from actors.shim.state import ShimStateRequest, ShimStateSnapshot, StateBoard
 from actors.shim.ticker import Alarms, Ticker
 
@@ -70,15 +71,16 @@ class SchedulerService:
 
     def start(self) -> SchedulerService:
         s = self.settings
+        applier = SettingsApplier(self.client)
         self.context = ShimContext.start(self.core, self.board, ContextSettings(
-            s.namespace, plugin_mode=s.plugin_mode, node_lost_after=s.node_lost_after))
+            s.namespace, plugin_mode=s.plugin_mode, node_lost_after=s.node_lost_after, apply_settings=applier))
         if s.plugin_mode:
             self.binder = AllocationHandoff.start(self.client, self.context, s.bind_workers)
             self.extender = Extender(self.client, self.binder)
         else:
             self.binder = Binder.start(self.client, self.context, s.bind_workers)
         self.recorder = EventRecorder.start(self.client, s.event_qps, s.event_burst)
-        self.outlet = CoreOutlet.start(self.core)
+        self.outlet = applier.outlet = CoreOutlet.start(self.core)
         self.alarms = Alarms("node-alarms")
         self.context.tell(Connect(self.binder, self.recorder, self.outlet, self.alarms))
         self._publisher = Ticker(self.context, Publish(), s.publish_period, "shim-state-publisher").start()
