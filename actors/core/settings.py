@@ -17,13 +17,18 @@ from dataclasses import dataclass, replace
 from actors import loglevels
 from actors.core.config import duration_seconds
 from si.bounded import shown
-from webhook.conf import KEYS as ADMISSION_KEYS
 
 log = logging.getLogger(__name__)
 
 SHIM_KEYS = frozenset({
     "service.clusterId", "service.policyGroup", "service.enableConfigHotRefresh", "service.instanceTypeNodeLabelKey",
     "service.nodeInstanceTypeNodeLabelKey", "kubernetes.qps", "kubernetes.burst"})
+ADMISSION_KEYS = frozenset(f"admissionController.{key}" for key in (  # webhook.conf reads them
+    "webHook.amServiceName", "webHook.schedulerServiceAddress", "filtering.processNamespaces",
+    "filtering.bypassNamespaces", "filtering.labelNamespaces", "filtering.noLabelNamespaces",
+    "filtering.generateUniqueAppId", "filtering.defaultQueue", "accessControl.bypassAuth",
+    "accessControl.trustControllers", "accessControl.systemUsers", "accessControl.externalUsers",
+    "accessControl.externalGroups"))
 NOT_YET = frozenset({
     "service.disableGangScheduling", "service.placeholderImage", "service.placeholderRunAsUser",
     "service.placeholderRunAsGroup", "service.placeholderFsGroup", "service.volumeBindTimeout"})
