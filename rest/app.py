@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 import falcon
 import orjson
 import pykka
+import yaml
 
+from actors.core import yamlsafe
 from actors.core.config import parse
 from actors.core.scheduler import Scheduler
 from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
@@ -28,7 +30,6 @@ from rest.fragments import Fragments
 log = logging.getLogger(__name__)
 OPENAPI = pathlib.Path(__file__).with_name("openapi.json")
 APP_STATES = ("new", "accepted", "starting", "running", "completing", "failing", "resuming")
-MAX_EVENTS = 10_000
 MAX_BODY = 4 * 2**20
 
 
@@ -158,14 +159,20 @@ class Cluster:
         resp.media = [daos.utilizations(p) for p in _snapshot(req).partitions]
 
     def on_get_config(self, req, resp):
+        """The queues configuration, the extra configuration and the keys of it the scheduler does not
+        support: JSON as upstream's DAO (``Extra``, plus ``Unsupported``), or the queues YAML followed by
+        ``extra`` and ``unsupported`` (upstream's YAML rendering of the same DAO)."""
         snapshot = _snapshot(req)
+        extra, unsupported = dict(snapshot.extra_config), list(snapshot.unsupported)
         if req.get_header("Accept") == "application/json":
             config = parse(snapshot.config_yaml)
             resp.media = {"Partitions": [_config_json(p) for p in config.partitions], "Checksum": snapshot.checksum,
-                          "Extra": dict(snapshot.extra_config)}
+                          "Extra": extra, "Unsupported": unsupported}
         else:
             resp.content_type = "application/x-yaml"
-            resp.text = snapshot.config_yaml
+            document = yamlsafe.load(snapshot.config_yaml) if snapshot.config_yaml.strip() else {}
+            resp.text = yaml.safe_dump({**(document or {}), "extra": extra, "unsupported": unsupported},
+                                       sort_keys=False)
 
     def on_post_validate(self, req, resp):
         if (req.content_length or 0) > MAX_BODY:
@@ -189,7 +196,7 @@ class Cluster:
     def on_get_metrics(self, req, resp):
         ring = self.view.scheduler.events
         resp.content_type = "text/plain; version=0.0.4; charset=utf-8"
-        resp.data = metrics.render(metrics.MetricsInput(_snapshot(req), metrics.EventCounts(ring.created, ring.dropped)),
+        resp.data = metrics.render(metrics.MetricsInput(_snapshot(req), metrics.EventCounts(ring.created, ring.dropped, ring.not_channeled)),
                                    [*metrics.PROVIDERS, actor_metrics.actor_families])
 
     def on_get_openapi(self, req, resp):
@@ -329,18 +336,25 @@ class Events:
     def __init__(self, view: SchedulerView, max_streams: int) -> None:
         self.view = view
         self.ring = view.scheduler.events
-        self.ring.max_streams = max_streams
+        self.max_streams = max_streams  # what the server has threads for, whatever event.maxStreams says
+
+    def _tracking(self) -> None:
+        if not self.ring.tracking:
+            _fail(falcon.HTTP_500, "Event tracking is disabled", "event.trackingEnabled is false")
 
     def on_get_batch(self, req, resp):
-        count = _int_param(req, "count", MAX_EVENTS, 1, MAX_EVENTS)
+        self._tracking()
+        size = self.ring.rest_response_size
+        count = _int_param(req, "count", size, 1, size)
         start = _int_param(req, "start", 0, 0, 2**62)
         lowest, highest, events = self.ring.batch(start, count)
         resp.media = {"InstanceUUID": self.ring.instance_uuid, "LowestID": lowest, "HighestID": highest,
                       "EventRecords": [daos.event(i, e) for i, e in events]}
 
     def on_get_stream(self, req, resp):
+        self._tracking()
         limit = _int_param(req, "count", 0, 0, 10**9)
-        stream = self.ring.subscribe()
+        stream = self.ring.subscribe(req.remote_addr or "", self.max_streams)
         if stream is None:
             _fail(falcon.HTTP_503, "Too many streaming connections", "the event stream limit is reached")
         resp.content_type = "application/x-ndjson"

@@ -88,6 +88,7 @@ class EventCounts:
 
     created: int = 0
     dropped: int = 0  # events a stalled stream reader lost
+    not_channeled: int = 0  # events beyond ``event.requestCapacity`` in one batch
 
 
 @dataclass(frozen=True)
@@ -217,13 +218,14 @@ def queue_families(data: MetricsInput) -> Iterable[Family]:
 
 
 def event_families(data: MetricsInput) -> Iterable[Family]:
-    """The event system's counters, gauges as upstream's. Events go straight into the ring, each one
-    stored (the oldest leave a full ring) and handed to the resource manager, so created, channeled,
-    processed, stored and collected are one count here; nothing is refused on the way."""
-    created = data.events.created
-    for name, value in (("created", created), ("channeled", created), ("not_channeled", 0),
-                        ("dropped", data.events.dropped), ("processed", created), ("stored", created),
-                        ("not_stored", 0), ("collected", created)):
+    """The event system's counters, gauges as upstream's. Events of a batch go straight into the ring up
+    to ``event.requestCapacity`` (the rest are not channeled), each one stored (the oldest leave a full
+    ring) and handed to the resource manager, so channeled, processed, stored and collected are one
+    count here."""
+    stored, refused = data.events.created, data.events.not_channeled
+    for name, value in (("created", stored + refused), ("channeled", stored), ("not_channeled", refused),
+                        ("dropped", data.events.dropped), ("processed", stored), ("stored", stored),
+                        ("not_stored", 0), ("collected", stored)):
         yield Family(f"{NAMESPACE}_event_total_{name}", "gauge", f"total events {name.replace('_', ' ')}") \
             .add([], value)
 

@@ -50,7 +50,7 @@ class AdmissionConf:
 
 
 # key -> (AdmissionConf field, kind)
-_KEYS = {
+KEYS = {
     PREFIX + "webHook.amServiceName": ("am_service_name", "str"),
     PREFIX + "webHook.schedulerServiceAddress": ("scheduler_service_address", "str"),
     PREFIX + "filtering.processNamespaces": ("process_namespaces", "regex"),
@@ -72,7 +72,7 @@ _KEYS = {
 def parse(values: Mapping[str, str]) -> AdmissionConf:
     """The configuration described by the flattened map ``values``; unknown keys are ignored."""
     changes = {}
-    for key, (name, kind) in _KEYS.items():
+    for key, (name, kind) in KEYS.items():
         if key not in values:
             continue
         text = values[key]

@@ -74,7 +74,10 @@ def _pod_create(request: ReviewRequest, view: ClusterView) -> Decision:
     new_annotations = dict(annotations)
     if not conf.bypass_auth and ANNOTATION_USER_INFO not in annotations:
         new_annotations[ANNOTATION_USER_INFO] = user_info_json(request.username, request.groups)
-    if new_annotations.get(c.ANNOTATION_ALLOW_PREEMPTION) not in ("true", "false"):
+    labelled = view.should_label(request.namespace)
+    # As upstream, the preemption opt-out belongs to the labelling step: a namespace whose pods get no
+    # labels gets only the scheduler name and the user.
+    if labelled and new_annotations.get(c.ANNOTATION_ALLOW_PREEMPTION) not in ("true", "false"):
         priority_class = _mapping(pod.get("spec")).get("priorityClassName")
         if priority_class is not None and not isinstance(priority_class, str):
             return Decision.deny("spec.priorityClassName is not a string")
@@ -83,7 +86,7 @@ def _pod_create(request: ReviewRequest, view: ClusterView) -> Decision:
     if new_annotations != annotations:
         patch.append({"op": "add", "path": "/metadata/annotations", "value": new_annotations})
 
-    if view.should_label(request.namespace):
+    if labelled:
         new_labels = _labels(labels, annotations, request.namespace, view)
         if new_labels != labels:
             patch.append({"op": "add", "path": "/metadata/labels", "value": new_labels})

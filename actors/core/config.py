@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from actors.core import yamlsafe
+from actors.core import usergroups, yamlsafe
 from actors.core.acl import ACL, GROUP_NAME, USER_NAME, WILDCARD
 from si.bounded import LIMIT, elide, shown
 from si.quantity import QuantityError, format_quantity, to_si_value
@@ -425,6 +425,9 @@ def _partition(node: Any, path: str) -> PartitionConfig:
     if resolver_type not in USER_GROUP_RESOLVERS:
         raise ConfigError(f"{path}.usergroupresolver.type",
                           f"unknown resolver {shown(resolver_type)} (allowed: os, ldap, test or none)")
+    if resolver_type not in usergroups.SUPPORTED:
+        raise ConfigError(f"{path}.usergroupresolver.type",
+                          f"resolver {resolver_type} is not supported yet (supported: os or none)")
     return PartitionConfig(
         name=name, root=root, placement_rules=rules,
         limits=_limits(node.get("limits"), f"{path}.limits", None),

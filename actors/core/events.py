@@ -28,15 +28,36 @@ def record(type_: int, object_id: str, detail: int, change: int = si_pb2.EventRe
 
 
 class EventRing:
+    """The ring, sized and switched by the ``event.*`` settings (``configure``): ``tracking`` off stores
+    nothing; at most ``request_capacity`` events of one batch are taken, the rest are counted as not
+    channeled (upstream's events beyond its intake channel); ``max_streams`` readers listen at once, at
+    most ``max_streams_per_host`` from one host."""
+
     def __init__(self, capacity: int = 100_000, max_streams: int = 100) -> None:
         self.instance_uuid = str(uuid.uuid4())
         self.capacity = capacity
         self.max_streams = max_streams
+        self.max_streams_per_host = 15
+        self.tracking = True
+        self.request_capacity = 1000
+        self.rest_response_size = 10_000
         self._events: deque[tuple[int, si_pb2.EventRecord]] = deque(maxlen=capacity)
         self._next_id = 0
         self._lock = threading.Lock()
-        self._streams: list[queue.Queue] = []
+        self._streams: dict[queue.Queue, str] = {}  # -> the reader's host
         self.dropped = 0  # events stalled stream readers lost
+        self.not_channeled = 0  # events of a batch beyond request_capacity
+
+    def configure(self, tracking: bool, capacity: int, request_capacity: int, max_streams: int,
+                  max_streams_per_host: int, rest_response_size: int) -> None:
+        """Apply the ``event.*`` settings; a smaller ring keeps its newest events."""
+        with self._lock:
+            self.tracking, self.request_capacity = tracking, request_capacity
+            self.max_streams, self.max_streams_per_host = max_streams, max_streams_per_host
+            self.rest_response_size = rest_response_size
+            if capacity != self.capacity or not tracking:
+                self.capacity = capacity
+                self._events = deque(self._events if tracking else (), maxlen=capacity)
 
     @property
     def created(self) -> int:
@@ -45,8 +66,13 @@ class EventRing:
 
     def add(self, events: Iterable[si_pb2.EventRecord]) -> None:
         with self._lock:
+            if not self.tracking:
+                return
             first = self._next_id
             entries = list(zip(itertools.count(first), events))
+            if len(entries) > self.request_capacity:
+                self.not_channeled += len(entries) - self.request_capacity
+                del entries[self.request_capacity:]
             self._next_id = first + len(entries)
             self._events.extend(entries)
             for stream in self._streams:
@@ -69,19 +95,21 @@ class EventRing:
             picked = tuple(self._events[i] for i in range(offset, min(offset + count, len(self._events))))
             return lowest, highest, picked
 
-    def subscribe(self, size: int = 10_000) -> queue.Queue | None:
-        """A queue of new ``(id, event)`` entries; None when ``max_streams`` readers already listen."""
+    def subscribe(self, host: str = "", limit: int | None = None, size: int = 10_000) -> queue.Queue | None:
+        """A queue of new ``(id, event)`` entries; None when ``max_streams`` readers (or ``limit``, if
+        lower), or ``max_streams_per_host`` from ``host``, already listen."""
         with self._lock:
-            if len(self._streams) >= self.max_streams:
+            from_host = sum(1 for h in self._streams.values() if h == host)
+            most = self.max_streams if limit is None else min(limit, self.max_streams)
+            if len(self._streams) >= most or from_host >= self.max_streams_per_host:
                 return None
             stream: queue.Queue = queue.Queue(maxsize=size)
-            self._streams.append(stream)
+            self._streams[stream] = host
             return stream
 
     def unsubscribe(self, stream: queue.Queue) -> None:
         with self._lock:
-            if stream in self._streams:
-                self._streams.remove(stream)
+            self._streams.pop(stream, None)
 
     def __len__(self) -> int:
         return len(self._events)

@@ -23,6 +23,7 @@ from actors.core.plugins import NodePredicates, NoPredicates
 from actors.core.queue import Queue, QueueTree, limits_from_tags
 from actors.core.stats import PartitionStats
 from actors.core.ugm import UsageTracker
+from actors.core.usergroups import GroupResolver, UnknownUser
 from si import si_pb2
 from si.constants import APP_TAG_NAMESPACE, RECOVERY_QUEUE, TAG_NAMESPACE
 from si.resources import Resource
@@ -104,6 +105,7 @@ class Partition:
         if not hasattr(self, "queues"):
             self.queues = QueueTree(config)
         self.placement = PlacementManager(config.placement_rules)
+        self.group_resolver = GroupResolver(config.user_group_resolver)
         if hasattr(self, "usage"):
             self.usage.reconfigure(config)
         else:
@@ -213,8 +215,13 @@ class Partition:
                 continue
             tags = dict(request.tags)
             tags.setdefault(APP_TAG_NAMESPACE, tags.get(TAG_NAMESPACE, ""))
-            info = AppPlacementInfo(request.applicationID, request.queueName, request.ugi.user or "nobody",
-                                    tuple(request.ugi.groups), tags)
+            user = request.ugi.user or "nobody"
+            try:
+                groups = self.group_resolver.groups(user, tuple(request.ugi.groups))
+            except UnknownUser as error:
+                self._reject_app(request, str(error))
+                continue
+            info = AppPlacementInfo(request.applicationID, request.queueName, user, groups, tags)
             try:
                 placement = self.placement.place(info, self.queues)
             except PlacementRejected as rejected:
@@ -226,6 +233,7 @@ class Partition:
             if not queue.managed and queue.path != RECOVERY_QUEUE:
                 self._apply_tag_limits(queue, tags)
             app = Application(request, self.name, queue.path)
+            app.groups = groups
             self.apps[app.application_id] = app
             queue.apps[app.application_id] = app
             self.outbox.accepted_apps.append(si_pb2.AcceptedApplication(applicationID=app.application_id))

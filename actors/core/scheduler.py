@@ -21,6 +21,7 @@ import pykka
 from actors.base import Actor, Supervisor, message
 from actors.core import config as cfg
 from actors.core import health
+from actors.core import settings as core_settings
 from actors.core.buildinfo import core_build_info
 from actors.core.config import ConfigError, PartitionConfig
 from actors.core.events import EventRing
@@ -39,6 +40,7 @@ from actors.core.messages import (
 )
 from actors.core.partition import Outbox, Partition, Timing
 from actors.core.plugins import NodePredicates, ResourceManagerCallback
+from actors.core.settings import CoreSettings, SettingsError, UnsupportedReport, unsupported
 from actors.core.snapshot import ALL_AREAS, HEALTH, CoreSnapshot, HealthReport
 from actors.core.views import partition_snapshot, running_applications
 from si import si_pb2
@@ -152,7 +154,7 @@ class CoreScheduler(Actor):
     kind = "core"
 
     def __init__(self, ring: EventRing, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
-                 supervisor: Supervisor | None = None) -> None:
+                 partitions: dict[str, pykka.ActorRef] | None = None, supervisor: Supervisor | None = None) -> None:
         super().__init__(supervisor)
         self.ring = ring
         self.predicates = predicates
@@ -162,7 +164,10 @@ class CoreScheduler(Actor):
         self.config: cfg.SchedulerConfig | None = None
         self.extra: dict[str, str] = {}
         self.build_info: dict[str, str] = {}
-        self.partitions: dict[str, pykka.ActorRef] = {}
+        self.settings = CoreSettings()
+        self.unsupported: tuple[str, ...] = ()
+        self._unsupported_report = UnsupportedReport()
+        self.partitions: dict[str, pykka.ActorRef] = {} if partitions is None else partitions  # shared: see _admit
         # What the core counts itself: requests naming a partition it does not have.
         self.counters = {"errors": 0, "failed_nodes": 0}
 
@@ -172,15 +177,16 @@ class CoreScheduler(Actor):
     def _stop_partitions(self) -> None:
         for ref in self.partitions.values():
             ref.stop()
-        self.partitions = {}
+        self.partitions.clear()
 
     def register(self, request: si_pb2.RegisterResourceManagerRequest, callback: ResourceManagerCallback) -> None:
         config = cfg.parse(request.config)  # a bad configuration refuses the registration
+        settings = core_settings.parse(request.extraConfig)  # so do bad settings
         if self.partitions:
             log.info("resource manager %s registers again: the core's state is reset", request.rmID)
             self._stop_partitions()
         self.rm_id, self.callback, self.config = request.rmID, callback, config
-        self.extra = dict(request.extraConfig)
+        self._take_settings(settings, dict(request.extraConfig))
         self.build_info = {**core_build_info(), **request.buildInfo}
         for partition in config.partitions:
             self._start_partition(partition)
@@ -197,9 +203,11 @@ class CoreScheduler(Actor):
         """None when applied; otherwise why the configuration was refused (the old one stays)."""
         if self.callback is None:
             return "no resource manager is registered"
+        extra = dict(request.extraConfig) or self.extra
         try:
             config = cfg.parse(request.config)
-        except ConfigError as error:
+            settings = core_settings.parse(extra)
+        except (ConfigError, SettingsError) as error:
             log.warning("configuration refused: %s", error)
             return str(error)
         removed = set(self.partitions) - {p.name for p in config.partitions}
@@ -211,8 +219,19 @@ class CoreScheduler(Actor):
             else:
                 self._start_partition(partition)
         self.config = config
-        self.extra = dict(request.extraConfig) or self.extra
+        self._take_settings(settings, extra)
         return None
+
+    def _take_settings(self, settings: CoreSettings, extra: dict[str, str]) -> None:
+        self.extra, self.settings = extra, settings
+        self.unsupported = tuple(unsupported(extra))
+        self._unsupported_report.report(self.unsupported)
+        self.ring.configure(settings.event_tracking, settings.event_ring_capacity, settings.event_request_capacity,
+                            settings.event_max_streams, settings.event_max_streams_per_host,
+                            settings.event_rest_response_size)
+
+    def current_settings(self) -> CoreSettings:
+        return self.settings
 
     def update_node(self, request: si_pb2.NodeRequest) -> None:
         grouped = defaultdict(list)
@@ -278,7 +297,7 @@ class CoreScheduler(Actor):
         config = self.config
         return CoreSnapshot(time.time_ns(), self.rm_id, partitions, config.text if config else "",
                             config.checksum if config else "", dict(self.extra), report, areas,
-                            dict(self.build_info), dict(self.counters))
+                            dict(self.build_info), dict(self.counters), self.unsupported)
 
     def check_health(self) -> HealthReport | None:
         """Run the health checks now (None while no resource manager is registered)."""
@@ -319,23 +338,33 @@ class Scheduler:
     Requests are ``tell``s (they return at once); ``register``, ``update_configuration``, ``barrier`` and
     ``snapshot`` wait for the core's answer. The core's actors report failures to ``supervisor``.
 
-    A housekeeping thread drives the core's timers every ``tick_interval``, samples the web UI's history
-    every ``history_period`` (upstream: a minute, 1,440 samples kept) and runs the health checks every
-    ``health.checkInterval`` of the extra configuration (upstream's 30 s by default; 0 or less: only on
-    demand). ``last_health`` is the latest periodic report.
+    A housekeeping thread drives the core's timers every ``service.schedulingInterval`` of the extra
+    configuration (``tick_interval`` when it sets none), samples the web UI's history every
+    ``history_period`` (upstream: a minute, 1,440 samples kept) and runs the health checks every
+    ``health.checkInterval`` (upstream's 30 s by default; 0 or less: only on demand). ``last_health`` is
+    the latest periodic report.
+
+    At most ``service.eventChannelCapacity`` requests wait in the core's actors: a request arriving
+    when they are full waits for room, up to ``service.dispatchTimeout``, and is then dropped with an
+    error (upstream's dispatcher does the same with its event channel).
     """
 
     def __init__(self, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
                  tick_interval: float = 1.0, event_capacity: int = 100_000, history_period: float = SAMPLE_PERIOD,
                  history_size: int = RING_SIZE, supervisor: Supervisor | None = None) -> None:
         self.events = EventRing(capacity=event_capacity)
-        self._core = CoreScheduler.start(self.events, predicates, tuning or Tuning(), supervisor).proxy()
+        self._partitions: dict[str, pykka.ActorRef] = {}  # the core's, read here to measure the backlog
+        self._core = CoreScheduler.start(self.events, predicates, tuning or Tuning(), self._partitions,
+                                         supervisor).proxy()
+        self.settings = CoreSettings()
+        self.dropped_requests = 0
         self.history = MetricsHistory(history_size)
         self.last_health: HealthReport | None = None
         self.health_interval = DEFAULT_HEALTH_INTERVAL
         self._health_due = float("inf")  # monotonic time of the next periodic check (none before registration)
         self._history_period = history_period
-        self._tick_interval = tick_interval
+        self._tick_interval = self._default_tick = tick_interval
+        self._tick_due = time.monotonic() + tick_interval
         self._stopped = threading.Event()
         self._ticker = threading.Thread(target=self._housekeeping, name="core-ticker", daemon=True)
         self._ticker.start()
@@ -344,10 +373,12 @@ class Scheduler:
 
     def _housekeeping(self) -> None:
         next_sample = time.monotonic() + self._history_period
-        while not self._stopped.wait(self._tick_interval):
+        while not self._stopped.wait(min(self._tick_interval, self._default_tick)):
             try:
-                self._core.tick()
                 now = time.monotonic()
+                if now >= self._tick_due:
+                    self._tick_due = now + self._tick_interval
+                    self._core.tick()
                 if now >= next_sample:
                     next_sample = now + self._history_period
                     counts = self._core.counts().get()
@@ -376,6 +407,12 @@ class Scheduler:
     def _configure(self, extra, registering: bool = False) -> None:
         if not extra and not registering:
             return  # the core keeps the extra configuration it has
+        self.settings = self._core.current_settings().get()
+        tick = self.settings.scheduling_interval if core_settings.SCHEDULING_INTERVAL in extra else self._default_tick
+        if tick != self._tick_interval:
+            log.info("core timers every %ss", tick)
+            self._tick_interval = tick
+            self._tick_due = time.monotonic() + tick
         interval = health_interval(dict(extra))
         if interval != self.health_interval:
             log.info("periodic health checks %s", f"every {interval}s" if interval > 0 else "disabled")
@@ -398,13 +435,38 @@ class Scheduler:
             self.check_health()  # as upstream, the first check runs when the checker starts
 
     def update_node(self, request: si_pb2.NodeRequest) -> None:
-        self._core.update_node(request)
+        if self._admit(request):
+            self._core.update_node(request)
 
     def update_application(self, request: si_pb2.ApplicationRequest) -> None:
-        self._core.update_application(request)
+        if self._admit(request):
+            self._core.update_application(request)
 
     def update_allocation(self, request: si_pb2.AllocationRequest) -> None:
-        self._core.update_allocation(request)
+        if self._admit(request):
+            self._core.update_allocation(request)
+
+    def _backlog(self) -> int:
+        """Requests and batches waiting in the core's actors."""
+        refs = (self._core.actor_ref, *tuple(self._partitions.values()))
+        return sum(ref.actor_inbox.qsize() for ref in refs)
+
+    def _admit(self, request) -> bool:
+        """Whether there is room for ``request`` within the dispatch timeout (see the class docstring)."""
+        capacity = self.settings.event_channel_capacity
+        if self._backlog() < capacity:
+            return True
+        deadline = time.monotonic() + self.settings.dispatch_timeout
+        while time.monotonic() < deadline:
+            if self._stopped.wait(0.005):
+                return False
+            if self._backlog() < capacity:
+                return True
+        self.dropped_requests += 1
+        log.error("the core's %d waiting requests reached service.eventChannelCapacity for "
+                  "service.dispatchTimeout (%ss): %s dropped", capacity, self.settings.dispatch_timeout,
+                  type(request).__name__)
+        return False
 
     def update_configuration(self, request: si_pb2.UpdateConfigurationRequest) -> str | None:
         refused = self._core.update_configuration(request).get()

@@ -192,6 +192,7 @@ class CoreSnapshot:
     areas: frozenset[str]  # the optional parts this snapshot holds
     build_info: Mapping[str, str]  # the resource manager's and the core's build information
     core_counters: Mapping[str, int]  # what the core itself counted: errors, failed_nodes (unknown partition)
+    unsupported: tuple[str, ...] = ()  # keys of the extra configuration the scheduler does not support
 
     def partition(self, name: str) -> PartitionSnapshot | None:
         return next((p for p in self.partitions if p.name == name), None)

@@ -7,7 +7,9 @@ hot paths (a list of 50,000 pods, a watch, thousands of binds) that costs more t
 ``ApiClient``, sends lists and watches through it, sends the many small requests on a leaner
 transport (``transport``), and parses every response with ``orjson``. Writes that must survive a flaky API
 server (binding) are retried with tenacity: 5xx, 429 (honouring ``Retry-After``) and connection errors,
-exponential backoff with jitter, bounded in attempts and time.
+exponential backoff with jitter, bounded in attempts and time. Every request, retries included, first
+waits for a token of the client's rate limiter (``kubernetes.qps`` / ``kubernetes.burst``, see
+``ratelimit``), as client-go's clients do.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import orjson
 import tenacity
 import urllib3
 
+from actors.shim.ratelimit import TokenBucket
 from actors.shim.transport import FastTransport, TransportError
 
 log = logging.getLogger(__name__)
@@ -32,6 +35,7 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 TOKEN_REFRESH_PERIOD = 60.0
+DEFAULT_QPS, DEFAULT_BURST = 1000.0, 1000  # upstream's kubernetes.qps / kubernetes.burst
 
 
 class _Throttled:
@@ -123,6 +127,7 @@ class KubeClient:
         self.api_client = api_client
         self.retry = retry
         self.request_timeout = request_timeout
+        self.rate = TokenBucket(DEFAULT_QPS, DEFAULT_BURST)
         self._transport = FastTransport(api_client, request_timeout) if FastTransport.usable(api_client) else None
         self._retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(retry.attempts) | tenacity.stop_after_delay(retry.deadline),
@@ -172,6 +177,7 @@ class KubeClient:
     def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
                 content_type: str = JSON) -> dict:
         """One request; the decoded JSON answer, or ``ApiError`` for a non-2xx status."""
+        self.rate.wait()
         if self._transport is not None:
             headers = {"Accept": JSON}
             payload = None
@@ -213,6 +219,7 @@ class KubeClient:
         ``timeout_seconds``, and a connection silent for ``read_timeout`` seconds fails."""
         query = [("watch", "true"), ("allowWatchBookmarks", "true"), ("resourceVersion", resource_version),
                  ("timeoutSeconds", str(timeout_seconds))]
+        self.rate.wait()
         response = self._send("GET", path, query, timeout=(10.0, read_timeout))
         if response.status == 410:
             response.read()

@@ -91,6 +91,7 @@ class ContextSettings:
     required_kinds: frozenset[str] = ALL_KINDS
     plugin_mode: bool = False
     node_lost_after: float = 300.0
+    apply_settings: Any = None  # called with the shim's settings of each configuration taken (shim.settings)
 
 
 class ShimContext(Actor):
@@ -277,6 +278,7 @@ class ShimContext(Actor):
             config=config.queues_yaml, extraConfig=dict(config.extra), buildInfo={"shim": "yunikorn-py"})
         self._core.register(request, ShimCallback(self.actor_ref))
         self._config = config
+        self._settings.apply_settings and self._settings.apply_settings(config.settings)
         self._peers.outlet.tell(Registered(config.cluster_id))
         self._registered_at = time.time_ns()
         self._fire("register")
@@ -488,6 +490,7 @@ class ShimContext(Actor):
             return
         log.info("scheduler configuration reloaded")
         self._config = config
+        self._settings.apply_settings and self._settings.apply_settings(config.settings)
 
     def _config_refused(self, reason: str) -> None:
         log.error("scheduler configuration refused, the configuration in force stays: %s", reason)

@@ -164,6 +164,13 @@ class ToCore:
 
 
 @message
+class InstanceTypeLabel:
+    """The node label whose value is a node's SI instance type (``service.instanceTypeNodeLabelKey``)."""
+
+    label: str
+
+
+@message
 class Registered:
     """The shim registered with the core as ``rm_id``: the outlet names it in every request."""
 

@@ -5,6 +5,10 @@ arrives while more messages wait (group commit, as ``Outbox`` orders it) and sen
 requests. One door keeps the order across senders that causality gives: an item told after another
 (by any actor, once it knew of the first) reaches the core after it. ``confirm_to`` asks for a
 ``CoreConfirmed`` once the core has processed the batch (node recovery waits for that).
+
+Being the door, it also sets each node's SI instance type from the node label that
+``service.instanceTypeNodeLabelKey`` names (``InstanceTypeLabel``); when that key changes, every node
+the core knows is updated with its new instance type.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import pykka
 
 from actors.base import Actor
 from actors.shim.corelink import CoreLink
-from actors.shim.messages import CoreConfirmed, FlushToCore, Registered, ToCore
+from actors.shim.messages import CoreConfirmed, FlushToCore, InstanceTypeLabel, Registered, ToCore
 from actors.shim.outbox import Outbox
+from actors.shim.settings import DEFAULT_INSTANCE_TYPE_LABEL
 from si import si_pb2
+from si.constants import NODE_ATTR_INSTANCE_TYPE, label_tag
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +41,8 @@ class CoreOutlet(Actor):
         self._core = core
         self._outbox = Outbox("")
         self._confirmations: list[tuple[pykka.ActorRef, int]] = []
+        self._instance_label = DEFAULT_INSTANCE_TYPE_LABEL
+        self._node_attributes: dict[str, dict[str, str]] = {}  # the last attributes sent, per node
 
     def on_ToCore(self, msg: ToCore) -> None:
         outbox = self._outbox
@@ -44,7 +52,7 @@ class CoreOutlet(Actor):
             elif isinstance(item, si_pb2.AllocationRelease):
                 outbox.release(item)
             elif isinstance(item, si_pb2.NodeInfo):
-                outbox.node(item)
+                outbox.node(self._typed(item))
             elif isinstance(item, si_pb2.AddApplicationRequest):
                 outbox.add_application(item)
             else:
@@ -60,6 +68,33 @@ class CoreOutlet(Actor):
 
     def on_Registered(self, msg: Registered) -> None:
         self._outbox.rm_id = msg.rm_id
+
+    def on_InstanceTypeLabel(self, msg: InstanceTypeLabel) -> None:
+        if msg.label == self._instance_label:
+            return
+        self._instance_label = msg.label
+        for name, attributes in self._node_attributes.items():
+            self._outbox.node(self._typed(si_pb2.NodeInfo(nodeID=name, action=si_pb2.NodeInfo.UPDATE,
+                                                          attributes=attributes)))
+        self._flush()
+
+    def _typed(self, info: si_pb2.NodeInfo) -> si_pb2.NodeInfo:
+        """``info`` with the instance type of the configured label (a copy when that changes it)."""
+        if info.action == si_pb2.NodeInfo.DECOMISSION:
+            self._node_attributes.pop(info.nodeID, None)
+        if not info.attributes:
+            return info
+        self._node_attributes[info.nodeID] = dict(info.attributes)
+        value = info.attributes.get(label_tag(self._instance_label))
+        if value == info.attributes.get(NODE_ATTR_INSTANCE_TYPE):
+            return info
+        typed = si_pb2.NodeInfo()
+        typed.CopyFrom(info)
+        if value is None:
+            del typed.attributes[NODE_ATTR_INSTANCE_TYPE]
+        else:
+            typed.attributes[NODE_ATTR_INSTANCE_TYPE] = value
+        return typed
 
     def _flush(self) -> None:
         for request in self._outbox.drain():

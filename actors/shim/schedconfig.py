@@ -3,7 +3,8 @@
 
 ``binaryData`` entries are base64; a key ending in ``.gz`` is gzip-compressed (unpacking to at most
 8 MiB) and counts under its name without the suffix. The queues YAML is the key ``<service.policyGroup>.yaml`` (``queues.yaml`` by
-default); every other key goes to the core as extra configuration.
+default); every other key goes to the core as extra configuration, and the shim's own keys among them
+are read here too (``actors.shim.settings``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from actors.shim import keys
+from actors.shim import keys, settings
 from actors.shim.objects import ConfigMapRecord
 from si.bounded import shown
 from si.kubernetes import CONF_HOT_REFRESH, CONF_POLICY_GROUP, DEFAULT_POLICY_GROUP, configmap_entries
@@ -29,6 +30,7 @@ class ShimConfig:
     extra: Mapping[str, str]
     hot_refresh: bool
     cluster_id: str
+    settings: settings.ShimSettings = settings.ShimSettings()
 
 
 def merge(defaults: ConfigMapRecord | None, configs: ConfigMapRecord | None) -> ShimConfig:
@@ -42,12 +44,17 @@ def merge(defaults: ConfigMapRecord | None, configs: ConfigMapRecord | None) -> 
     hot_refresh = merged.get(CONF_HOT_REFRESH, "true").strip().lower()
     if hot_refresh not in ("true", "false"):
         raise SchedulerConfigError(f"{CONF_HOT_REFRESH}: {shown(hot_refresh)} is not true or false")
+    try:
+        shim_settings = settings.parse(merged)
+    except ValueError as error:
+        raise SchedulerConfigError(str(error)) from None
     return ShimConfig(
         policy_group=policy_group,
         queues_yaml=merged.get(queues_key, ""),
         extra=types.MappingProxyType({k: v for k, v in merged.items() if k != queues_key}),
         hot_refresh=hot_refresh == "true",
         cluster_id=merged.get(keys.CONF_CLUSTER_ID) or keys.DEFAULT_CLUSTER_ID,
+        settings=shim_settings,
     )
 
 

@@ -38,6 +38,7 @@ from actors.shim.messages import (
 )
 from actors.shim.outlet import CoreOutlet
 from actors.shim.recorder import EventRecorder, RecorderStats
+from actors.shim.settings import SettingsApplier
 from actors.shim.state import ShimStateSnapshot, StateBoard
 from actors.shim.ticker import Alarms, Ticker
 
@@ -83,15 +84,17 @@ class SchedulerService:
 
     def start(self) -> SchedulerService:
         s, supervisor = self.settings, self.supervision
+        applier = SettingsApplier(self.client)
         self.context = ShimContext.start(self.core, self.board, ContextSettings(
-            s.namespace, plugin_mode=s.plugin_mode, node_lost_after=s.node_lost_after), supervisor)
+            s.namespace, plugin_mode=s.plugin_mode, node_lost_after=s.node_lost_after, apply_settings=applier),
+            supervisor)
         if s.plugin_mode:
             self.binder = AllocationHandoff.start(self.client, self.context, s.bind_workers, supervisor)
             self.extender = Extender(self.client, self.binder)
         else:
             self.binder = Binder.start(self.client, self.context, s.bind_workers, supervisor)
         self.recorder = EventRecorder.start(self.client, s.event_qps, s.event_burst, supervisor=supervisor)
-        self.outlet = CoreOutlet.start(self.core, supervisor)
+        self.outlet = applier.outlet = CoreOutlet.start(self.core, supervisor)
         self.alarms = Alarms("node-alarms")
         self.context.tell(Connect(self.binder, self.recorder, self.outlet, self.alarms))
         self._publisher = Ticker(self.context, Publish(), s.publish_period, "shim-state-publisher").start()

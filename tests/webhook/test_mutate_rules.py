@@ -308,9 +308,13 @@ def test_generate_app_id_annotation_false_adds_no_labels(rules):
 def test_label_and_no_label_namespaces(rules, configured):
     configured({"admissionController.filtering.labelNamespaces": "^lab-",
                 "admissionController.filtering.noLabelNamespaces": "^lab-quiet$"})
-    assert LABEL_APPLICATION_ID in labels_of(patched(pod(), rules.mutate(pod(), namespace="lab-1")))
-    assert labels_of(patched(pod(), rules.mutate(pod(), namespace="lab-quiet"))) == {}
-    assert labels_of(patched(pod(), rules.mutate(pod(), namespace="prod"))) == {}
+    labelled = patched(pod(), rules.mutate(pod(), namespace="lab-1"))
+    assert LABEL_APPLICATION_ID in labels_of(labelled)
+    assert annotations_of(labelled)[c.ANNOTATION_ALLOW_PREEMPTION] == "true"
+    for namespace in ("lab-quiet", "prod"):
+        quiet = patched(pod(), rules.mutate(pod(), namespace=namespace))
+        assert labels_of(quiet) == {} and quiet["spec"]["schedulerName"] == "yunikorn"
+        assert set(annotations_of(quiet)) == {ANNOTATION_USER_INFO}, namespace  # no allow-preemption either
 
 
 def test_bad_regex_keeps_that_keys_default(rules, configured):

@@ -1,0 +1,80 @@
+"""The shim's settings in the scheduler's configmaps, checked when the configuration is read and applied
+live each time it is (re)loaded.
+
+- ``kubernetes.qps`` / ``kubernetes.burst`` (upstream: 1000 / 1000): a token bucket every request of
+  the shim's Kubernetes client passes (binds, events, patches, lists and watches), as client-go's.
+- ``service.instanceTypeNodeLabelKey`` (upstream's code reads ``service.nodeInstanceTypeNodeLabelKey``;
+  both are accepted, the documented name winning): the node label whose value becomes a node's SI
+  instance type attribute (default ``node.kubernetes.io/instance-type``).
+- ``log.level``, ``log.<subsystem>.level``: see ``actors.loglevels``.
+
+A bad value is a ``SchedulerConfigError``: the configuration in force stays.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pykka
+
+from actors import loglevels
+from actors.shim.client import DEFAULT_BURST, DEFAULT_QPS, KubeClient
+from actors.shim.messages import InstanceTypeLabel
+from si.bounded import shown
+
+log = logging.getLogger(__name__)
+
+QPS, BURST = "kubernetes.qps", "kubernetes.burst"
+INSTANCE_TYPE_KEYS = ("service.instanceTypeNodeLabelKey", "service.nodeInstanceTypeNodeLabelKey")
+DEFAULT_INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+
+@dataclass(frozen=True, slots=True)
+class ShimSettings:
+    qps: float = DEFAULT_QPS
+    burst: int = DEFAULT_BURST
+    instance_type_label: str = DEFAULT_INSTANCE_TYPE_LABEL
+    log_levels: tuple[tuple[str, int], ...] = ()  # (logger, level), see actors.loglevels
+
+
+def parse(extra: Mapping[str, str]) -> ShimSettings:
+    """The shim's settings in ``extra``; ``ValueError`` naming the first bad value."""
+    qps = _number(extra, QPS, DEFAULT_QPS, float)
+    burst = _number(extra, BURST, DEFAULT_BURST, int)
+    label = next((extra[key].strip() for key in INSTANCE_TYPE_KEYS if key in extra), DEFAULT_INSTANCE_TYPE_LABEL)
+    if not label:
+        raise ValueError(f"{INSTANCE_TYPE_KEYS[0]}: a node label key is needed")
+    return ShimSettings(qps, burst, label, tuple(sorted(loglevels.parse(extra).items())))
+
+
+def _number(extra: Mapping[str, str], key: str, default, kind):
+    text = extra.get(key, "").strip()
+    if not text:
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{key}: {shown(text)} is not a positive {'integer' if kind is int else 'number'}")
+    return value
+
+
+class SettingsApplier:
+    """Applies the shim's settings to the running shim: the client's rate, the instance type label (to
+    the core outlet, once it runs) and the log levels."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+        self.outlet: pykka.ActorRef | None = None
+        self._levels = loglevels.LogLevels()
+
+    def __call__(self, settings: ShimSettings) -> None:
+        self.client.rate.set_rate(settings.qps, settings.burst)
+        if self.outlet is not None:
+            self.outlet.tell(InstanceTypeLabel(settings.instance_type_label))
+        self._levels.apply(dict(settings.log_levels))
+        log.debug("shim settings applied: %s", settings)
