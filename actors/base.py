@@ -57,11 +57,11 @@ class Supervision:
         self._failures: dict[str, ActorFailed] = {}
 
     def __call__(self, failure: ActorFailed) -> None:
-        with self._lock:
+        with self._lock:  # logged before it shows in failures(): whoever sees the failure finds its line
             if failure.actor in self._failures:
                 return
+            log.error("actor %s stopped by a failure: %s", failure.actor, failure.error)
             self._failures[failure.actor] = failure
-        log.error("actor %s stopped by a failure: %s", failure.actor, failure.error)
 
     def failures(self) -> tuple[ActorFailed, ...]:
         """Every actor that stopped by a failure, in the order they failed."""

@@ -277,8 +277,7 @@ class ShimContext(Actor):
             rmID=config.cluster_id, version="yunikorn-py", policyGroup=config.policy_group,
             config=config.queues_yaml, extraConfig=dict(config.extra), buildInfo={"shim": "yunikorn-py"})
         self._core.register(request, ShimCallback(self.actor_ref))
-        self._config = config
-        self._settings.apply_settings and self._settings.apply_settings(config.settings)
+        self._take(config)
         self._peers.outlet.tell(Registered(config.cluster_id))
         self._registered_at = time.time_ns()
         self._fire("register")
@@ -489,8 +488,12 @@ class ShimContext(Actor):
             self._config_refused(refusal)
             return
         log.info("scheduler configuration reloaded")
+        self._take(config)
+
+    def _take(self, config: ShimConfig) -> None:
         self._config = config
-        self._settings.apply_settings and self._settings.apply_settings(config.settings)
+        if self._settings.apply_settings is not None:
+            self._settings.apply_settings(config.settings)
 
     def _config_refused(self, reason: str) -> None:
         log.error("scheduler configuration refused, the configuration in force stays: %s", reason)
