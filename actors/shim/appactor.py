@@ -1,7 +1,8 @@
 """One actor per application: upstream's application state machine and its tasks (the pods).
 
 The actor submits the application (``AddApplicationRequest``, sent when it is created, so that it
-reaches the core before anything about the application's pods), asks for its pending tasks, releases
+reaches the core before anything about the application's pods), asks for its pending tasks once the
+core has accepted it (as upstream's shim: a rejected application never had asks), releases
 what the core holds for a task when its pod finishes or goes, binds what the core allocates (through
 the binder, whose outcome comes back here) and follows the core's answers about the application: a
 rejected or failed application fails its pods that have no node, as upstream does.
@@ -65,6 +66,7 @@ PARTITION = constants.DEFAULT_PARTITION
 _CORE_APP_EVENTS = {"Accepted": ("accept",), "Starting": ("run",), "Running": ("run",),
                     "Completed": ("complete",), "Failing": ("fail",), "Failed": ("fail", "failed")}
 _UNPLACED = frozenset({TaskState.NEW, TaskState.PENDING, TaskState.SCHEDULING, TaskState.REJECTED})
+_ASKING = frozenset({AppState.ACCEPTED, AppState.RESERVING, AppState.RESUMING, AppState.RUNNING})
 
 
 class Task:
@@ -193,7 +195,7 @@ class ApplicationActor(PooledActor):
             self._task_placed_elsewhere(task)
         elif state == TaskState.BOUND and task.placed_by_core and pod.resource != previous.resource:
             self._to_core.append(translate.allocation(pod, task.priority, PARTITION, task.node))
-        elif state == TaskState.PENDING and previous.gated and not pod.gated:
+        elif state == TaskState.PENDING and previous.gated and not pod.gated and self._accepted:
             self._submit(task)
 
     def _new_task(self, pod: PodRecord, priority: int) -> None:
@@ -209,7 +211,7 @@ class ApplicationActor(PooledActor):
             task.fire("recover", node=pod.node_name)
             return
         task.fire("init")
-        if not pod.gated:
+        if not pod.gated and self._accepted:
             self._submit(task)
 
     def _task_gone(self, pod: PodRecord) -> None:
@@ -284,11 +286,21 @@ class ApplicationActor(PooledActor):
                 self._fail_unplaced("ApplicationFailed", f"application {self.app_id} failed: {updated.message}")
         self._publish()
 
+    @property
+    def _accepted(self) -> bool:
+        """Asks go to the core only once it has accepted the application (as upstream's shim does): an
+        application it rejects never had asks to refuse."""
+        return self.state in _ASKING
+
     def _app_event(self, event: str) -> None:
         if not self._machine.can(event):
             return
         state = self._machine.fire(event)
         log.debug("application %s: %s", self.app_id, state)
+        if state == AppState.ACCEPTED:
+            for task in sorted(self._tasks.values(), key=lambda t: (t.pod.created, t.pod.uid)):
+                if task.state == TaskState.PENDING and not task.pod.gated:
+                    self._submit(task)
         if state == AppState.COMPLETED:
             self._to_core.append(si_pb2.RemoveApplicationRequest(applicationID=self.app_id, partitionName=PARTITION))
 

@@ -15,13 +15,15 @@ from tests.waiting import wait_for  # noqa: F401 - re-exported for the shim test
 class RecordingCore:
     """A ``CoreLink`` that keeps every request in order; ``refuse_config`` makes config updates fail."""
 
-    def __init__(self, refuse_registration: str = "", refuse_config_with: str = "") -> None:
+    def __init__(self, refuse_registration: str = "", refuse_config_with: str = "",
+                 accept_applications: bool = True) -> None:
         self._lock = threading.Lock()
         self.requests: list[tuple[str, Any]] = []
         self.callback = None
         self.refuse_config = ""
         self.refuse_registration = refuse_registration
         self.refuse_config_with = refuse_config_with  # a registration whose queues YAML holds this is refused
+        self.accept_applications = accept_applications  # answer each new application as accepted
         self.barriers = 0
 
     def _record(self, method: str, message: Any) -> None:
@@ -42,7 +44,12 @@ class RecordingCore:
         self._record("node", request)
 
     def update_application(self, request: si_pb2.ApplicationRequest) -> None:
+        """Recorded; every new application is accepted (unless told not to), as the core accepts one it
+        can place."""
         self._record("application", request)
+        if request.new and self.callback is not None and self.accept_applications:
+            self.callback.update_application(si_pb2.ApplicationResponse(accepted=[
+                si_pb2.AcceptedApplication(applicationID=app.applicationID) for app in request.new]))
 
     def update_allocation(self, request: si_pb2.AllocationRequest) -> None:
         self._record("allocation", request)

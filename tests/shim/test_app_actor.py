@@ -73,26 +73,33 @@ def pod(name, **kwargs):
     return parse_pod(pod_json(name, labels={"applicationId": APP}, **kwargs))
 
 
+def accepted(app_id=APP):
+    return si_pb2.ApplicationResponse(accepted=[si_pb2.AcceptedApplication(applicationID=app_id)])
+
+
 def updated(app_id=APP, state="", message=""):
     return si_pb2.ApplicationResponse(updated=[si_pb2.UpdatedApplication(applicationID=app_id, state=state,
                                                                          message=message)])
 
 
-def test_submitted_on_creation_before_anything_else(app):
+def test_submitted_on_creation_and_asks_only_once_accepted(app):
     first = pod("p0")
     a = app(first)
     a.tell(TaskUpdates((TaskUpdate(first, 0),)))
-    add, ask = a.sent()
+    [add] = a.sent()
     assert isinstance(add, si_pb2.AddApplicationRequest) and add.applicationID == APP
+    assert a.state() == "Submitted" and a.tasks() == {"p0": "Pending"}
+    a.tell(accepted())
+    ask = a.sent()[-1]
     assert isinstance(ask, si_pb2.Allocation) and ask.allocationKey == first.uid and not ask.nodeID
-    assert a.state() == "Submitted" and a.tasks() == {"p0": "Scheduling"}
+    assert a.state() == "Accepted" and a.tasks() == {"p0": "Scheduling"}
 
 
 def test_accepted_running_completed_and_submitted_again(app):
     first = pod("p0")
     a = app(first)
     a.tell(TaskUpdates((TaskUpdate(first, 0),)))
-    a.tell(si_pb2.ApplicationResponse(accepted=[si_pb2.AcceptedApplication(applicationID=APP)]))
+    a.tell(accepted())
     assert a.state() == "Accepted"
     a.tell(updated(state="Running"))
     assert a.state() == "Running"
@@ -102,13 +109,15 @@ def test_accepted_running_completed_and_submitted_again(app):
     later = pod("p1")
     a.tell(TaskUpdates((TaskUpdate(later, 0),)))
     assert a.state() == "Submitted"
-    assert [type(i).__name__ for i in a.sent()[-2:]] == ["AddApplicationRequest", "Allocation"]
+    assert type(a.sent()[-1]).__name__ == "AddApplicationRequest"
+    a.tell(accepted())
+    assert type(a.sent()[-1]).__name__ == "Allocation"
 
 
 def test_allocated_bound_and_a_failed_bind_asks_again(app):
     first = pod("p0")
     a = app(first)
-    a.tell(TaskUpdates((TaskUpdate(first, 0),)))
+    a.tell(TaskUpdates((TaskUpdate(first, 0),)), accepted())
     allocation = si_pb2.Allocation(allocationKey=first.uid, applicationID=APP, nodeID="n1")
     a.tell(si_pb2.AllocationResponse(new=[allocation]))
     assert a.state() == "Running" and a.tasks() == {"p0": "Allocated"}
@@ -150,7 +159,7 @@ def test_failing_then_failed_fails_the_pods_without_a_node(app):
 def test_killed_when_its_last_pod_is_deleted(app):
     first = pod("p0")
     a = app(first)
-    a.tell(TaskUpdates((TaskUpdate(first, 0),)))
+    a.tell(TaskUpdates((TaskUpdate(first, 0),)), accepted())
     a.tell(TaskUpdates((TaskUpdate(first, 0, deleted=True),)))
     assert a.state() == "Killed"
     release, remove = a.sent()[-2:]
@@ -161,7 +170,7 @@ def test_killed_when_its_last_pod_is_deleted(app):
 def test_a_pending_pod_bound_elsewhere_withdraws_its_ask_then_hands_the_pod_to_its_node(app):
     first = pod("p0")
     a = app(first)
-    a.tell(TaskUpdates((TaskUpdate(first, 0),)))
+    a.tell(TaskUpdates((TaskUpdate(first, 0),)), accepted())
     bound = parse_pod(pod_json("p0", uid=first.uid, node="n7", labels={"applicationId": APP}, resource_version="2"))
     a.tell(TaskUpdates((TaskUpdate(bound, 0),)))
     assert isinstance(a.sent()[-1], si_pb2.AllocationRelease)
@@ -175,7 +184,7 @@ def test_a_pod_bound_elsewhere_than_its_allocation_is_counted_where_the_cluster_
     pod again (node B): the cluster wins, B's allocation is released and A counts the pod."""
     first = pod("p0")
     a = app(first)
-    a.tell(TaskUpdates((TaskUpdate(first, 0),)))
+    a.tell(TaskUpdates((TaskUpdate(first, 0),)), accepted())
     a.tell(si_pb2.AllocationResponse(new=[si_pb2.Allocation(allocationKey=first.uid, applicationID=APP,
                                                              nodeID="node-b")]))
     assert a.tasks() == {"p0": "Allocated"}

@@ -341,7 +341,8 @@ def test_invalid_pod_is_rejected_with_the_reason(shim):
     assert shim.conditions()[0].reason == "Unschedulable"
 
 
-def test_rejected_application_rejects_its_tasks(shim):
+def test_rejected_application_rejects_its_tasks(make_shim):
+    shim = make_shim(core=RecordingCore(accept_applications=False))
     raw = pod_json("p", labels={"applicationId": "a1", "queue": "root.nope"})
     shim.list_all(pods=[raw], nodes=[node_json("n1")])
     shim.tell_and_settle(si_pb2.ApplicationResponse(rejected=[si_pb2.RejectedApplication(
@@ -354,7 +355,8 @@ def test_rejected_application_rejects_its_tasks(shim):
     assert (failed.name, failed.reason) == ("p", "ApplicationRejected") and "root.nope" in failed.message
 
 
-def test_application_states_follow_the_core(shim):
+def test_application_states_follow_the_core(make_shim):
+    shim = make_shim(core=RecordingCore(accept_applications=False))
     raw = pod_json("p", labels={"applicationId": "a1"})
     shim.list_all(pods=[raw], nodes=[node_json("n1")])
     shim.tell_and_settle(si_pb2.ApplicationResponse(accepted=[si_pb2.AcceptedApplication(applicationID="a1")]))
