@@ -1,7 +1,8 @@
 """The invariants every reliability scenario (and the soak) ends with, read from the two sides that
 must agree: the cluster (kubesim's objects and request log) and the scheduler (its REST API).
 
-- every pod of the scheduler is bound exactly once, or pending with a reason event;
+- every pod of the scheduler is bound exactly once, pending with a reason event, or refused (phase
+  Failed with a reason, e.g. its application rejected);
 - no node holds more than its allocatable, no queue more than its max;
 - the core places each running pod where the cluster has it, and holds nothing else;
 - the core's health checks pass.
@@ -29,7 +30,8 @@ class Findings:
     pods: int = 0
     bound: int = 0
     pending: int = 0
-    lost: list[str] = field(default_factory=list)  # neither bound nor pending with a reason
+    refused: int = 0
+    lost: list[str] = field(default_factory=list)  # neither bound, nor pending with a reason, nor refused
     double_bound: dict[str, int] = field(default_factory=dict)  # pod -> successful binds
     over_committed: list[str] = field(default_factory=list)  # nodes and queues beyond their limit
     view_mismatch: list[str] = field(default_factory=list)  # the core's placements that differ from the cluster's
@@ -40,7 +42,8 @@ class Findings:
         return not (self.lost or self.double_bound or self.over_committed or self.view_mismatch or self.unhealthy)
 
     def __str__(self) -> str:
-        return (f"{self.pods} pods ({self.bound} bound, {self.pending} pending); lost {self.lost[:10]}; "
+        return (f"{self.pods} pods ({self.bound} bound, {self.pending} pending, {self.refused} refused); "
+                f"lost {self.lost[:10]}; "
                 f"double-bound {dict(list(self.double_bound.items())[:10])}; over-committed "
                 f"{self.over_committed[:10]}; core/cluster mismatch {self.view_mismatch[:10]}; "
                 f"unhealthy {self.unhealthy}")
@@ -62,8 +65,11 @@ def survey(sim, rest_url: str, partition: str = "default") -> Findings:
     found = Findings(pods=len(pods))
     for pod in pods:
         meta = pod["metadata"]
+        status = pod.get("status") or {}
         if pod["spec"].get("nodeName"):
             found.bound += 1
+        elif status.get("phase") == "Failed" and status.get("reason"):
+            found.refused += 1
         elif reasons[(meta["namespace"], meta["name"])] & PENDING_REASONS:
             found.pending += 1
         else:
