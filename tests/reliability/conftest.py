@@ -6,9 +6,7 @@ import pytest
 from rest.app import SchedulerView
 from rest.server import RestServer
 from tests.coreharness import OPEN_CONFIG
-
-# Health checks on every read (not every 30 s), so the invariants see the core as it is now.
-HEALTH_ON_READ = {"health.checkInterval": "0"}
+from tests.reliability.invariants import HEALTH_ON_READ
 
 
 @pytest.fixture

@@ -19,6 +19,9 @@ from si.quantity import from_kubernetes
 from tests.waiting import wait_for
 
 SCHEDULER = "yunikorn"
+# The scheduler's extra configuration for a scenario: health checks on every read (not every 30 s), so
+# the invariants see the core as it is now.
+HEALTH_ON_READ = {"health.checkInterval": "0"}
 PENDING_REASONS = frozenset({"FailedScheduling", "TaskRejected"})  # why a pod waits, told on the pod
 _DONE = ("Succeeded", "Failed")
 

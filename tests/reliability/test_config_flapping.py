@@ -3,9 +3,8 @@ hostile one is refused with an event, scheduling goes on under the last good one
 
 import threading
 
-from tests.reliability.conftest import HEALTH_ON_READ
 from tests.reliability.hostile import ALIAS_BOMB, DEEP_BRACKETS, HUGE_EXPONENT
-from tests.reliability.invariants import assert_invariants, get_json
+from tests.reliability.invariants import HEALTH_ON_READ, assert_invariants, get_json
 from tests.reliability.workload import burst
 from tests.waiting import wait_for
 
