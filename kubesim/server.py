@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -362,6 +363,13 @@ class Server(ThreadingHTTPServer):
         self.connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
         super().__init__(address, Handler)
+
+    def handle_error(self, request, client_address):
+        """A client gone mid-request (a killed process resets its connections) is routine: no traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            log.debug("client %s went away", client_address)
+            return
+        super().handle_error(request, client_address)
 
     def process_request(self, request, client_address):
         with self._connections_lock:

@@ -1,6 +1,8 @@
 """Fault injection, through the Python API and the HTTP admin path."""
 
 import json
+import socket
+import struct
 import threading
 import time
 import urllib.request
@@ -117,3 +119,13 @@ def test_simulated_kubelet_runs_bound_pods():
         wait_for(lambda: core.read_namespaced_pod("p", "default").status.phase == "Running", message="Running")
         sim.complete_pod("default", "p", "Succeeded")
         assert core.read_namespaced_pod("p", "default").status.phase == "Succeeded"
+
+
+def test_a_client_resetting_its_connection_mid_request_leaves_no_traceback(kubesim, capfd):
+    raw = socket.create_connection(("127.0.0.1", kubesim.port))
+    raw.sendall(b"GET /api/v1/pods HTTP/1.1\r\nHost: x\r\n")  # half a request, then a reset, as a killed process
+    wait_for(lambda: kubesim._server.connections, message="the server to take the connection")
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    raw.close()
+    wait_for(lambda: not kubesim._server.connections, message="the server to drop the connection")
+    assert "Traceback" not in capfd.readouterr().err

@@ -4,7 +4,6 @@ bounded size; never a 500, never a crash, never an allocation the input sizes it
 import base64
 import gzip
 import json
-import pathlib
 import tracemalloc
 
 import falcon.testing
@@ -18,6 +17,7 @@ from rest.app import SchedulerView
 from rest.server import RestServer
 from si.kubernetes import ANNOTATION_USER_INFO
 from si.quantity import QuantityError, to_si_value
+from tests.reliability.hostile import ALIAS_BOMB, HOSTILE_CONFIGS
 from tests.webhook.harness import pod, review
 from webhook import constants as c
 from webhook.app import create_app
@@ -26,14 +26,6 @@ from webhook.view import ClusterView
 
 NAMESPACE = "yunikorn"
 MAX_ANSWER = 4096  # bytes: a refusal names what is wrong, it does not echo the input
-
-DEEP_BRACKETS = "[" * 30000 + "]" * 30000
-ALIAS_BOMB = (pathlib.Path(__file__).parents[1] / "core" / "configs" / "bad" / "alias-bomb.yaml").read_text()
-HUGE_EXPONENT = "partitions:\n  - name: default\n    queues:\n      - name: root\n        resources:\n" \
-                "          max: {vcore: 1e" + "0" * 5000 + "}\n"
-HOSTILE_CONFIGS = {"deep-brackets": DEEP_BRACKETS, "alias-bomb": ALIAS_BOMB, "huge-exponent": HUGE_EXPONENT,
-                   "huge-integer": "partitions: " + "9" * 5000, "long-key": "k" * 100_000 + ": 1",
-                   "recursive": "a: &a [*a]", "year-zero": "partitions: 0000-01-01"}
 
 
 # Queue configurations.

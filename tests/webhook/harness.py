@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime as dt
 import http.client
 import json
 import os
@@ -21,6 +22,8 @@ import uuid
 from pathlib import Path
 
 import jsonpatch
+from cryptography import x509
+from cryptography.x509.verification import PolicyBuilder, Store
 
 from si.kubernetes import ANNOTATION_USER_INFO
 from tests.waiting import wait_for
@@ -82,6 +85,45 @@ def registered_bundle(sim, kind: str = "mutatingwebhookconfigurations") -> bytes
     if not configs:
         raise LookupError(f"no {kind} registered yet")
     return base64.b64decode(configs[0]["webhooks"][0]["clientConfig"]["caBundle"])
+
+
+def secret_cas(sim) -> list[x509.Certificate]:
+    (secret,) = [s for s in sim.objects("secrets", NAMESPACE) if s["metadata"]["name"] == c.SECRET_NAME]
+    return [x509.load_pem_x509_certificate(base64.b64decode(secret["data"][key])) for key in c.CA_CERT_KEYS]
+
+
+def served_certificate(port: int) -> x509.Certificate:
+    """The leaf the server presents (read without verifying; tests verify it explicitly)."""
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            context.wrap_socket(raw, server_hostname=SERVER_NAME) as tls:
+        return x509.load_der_x509_certificate(tls.getpeercert(binary_form=True))
+
+
+def verify(leaf: x509.Certificate, bundle: bytes, at: dt.datetime) -> None:
+    """Verify ``leaf`` for the service name against ``bundle`` at time ``at`` (raises if invalid)."""
+    store = Store(x509.load_pem_x509_certificates(bundle))
+    PolicyBuilder().store(store).time(at).build_server_verifier(x509.DNSName(SERVER_NAME)).verify(leaf, [])
+
+
+def review_like_the_api_server(sim, port: int, at: dt.datetime) -> x509.Certificate:
+    """One ``/mutate`` review on a new connection, as the API server sends it: the served leaf is verified
+    against the bundle registered at that moment, at time ``at``; the review must be allowed. Returns the leaf."""
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            context.wrap_socket(raw, server_hostname=SERVER_NAME) as tls:
+        leaf = x509.load_der_x509_certificate(tls.getpeercert(binary_form=True))
+        verify(leaf, registered_bundle(sim), at)
+        payload = json.dumps(review(pod())).encode()
+        tls.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                    b"Content-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+        answer = b""
+        while chunk := tls.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200") and b'"allowed":true' in answer, answer[:200]
+    return leaf
 
 
 class HttpsClient:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import json
 import socket
 import ssl
 import subprocess
@@ -15,7 +14,6 @@ import warnings
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from cryptography.x509.verification import PolicyBuilder, Store
 
 from tests.waiting import wait_for
 from tests.webhook.harness import (
@@ -27,6 +25,10 @@ from tests.webhook.harness import (
     pod,
     registered_bundle,
     review,
+    review_like_the_api_server,
+    secret_cas,
+    served_certificate,
+    verify,
 )
 from webhook import constants as c
 from webhook.pki import generate_ca
@@ -36,11 +38,6 @@ DAY = dt.timedelta(days=1)
 
 def now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
-
-
-def secret_cas(sim) -> list[x509.Certificate]:
-    (secret,) = [s for s in sim.objects("secrets", NAMESPACE) if s["metadata"]["name"] == c.SECRET_NAME]
-    return [x509.load_pem_x509_certificate(base64.b64decode(secret["data"][key])) for key in c.CA_CERT_KEYS]
 
 
 def secret_object(sim) -> dict:
@@ -60,21 +57,6 @@ def sim_kind(sim, plural):
     from kubesim.resources import KINDS
 
     return next(kind for kind in KINDS if kind.plural == plural)
-
-
-def served_certificate(port: int) -> x509.Certificate:
-    """The leaf the server presents (read without verifying; tests verify it explicitly)."""
-    context = ssl.create_default_context()
-    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
-            context.wrap_socket(raw, server_hostname=SERVER_NAME) as tls:
-        return x509.load_der_x509_certificate(tls.getpeercert(binary_form=True))
-
-
-def verify(leaf: x509.Certificate, bundle: bytes, at: dt.datetime) -> None:
-    """Verify ``leaf`` for the service name against ``bundle`` at time ``at`` (raises if invalid)."""
-    store = Store(x509.load_pem_x509_certificates(bundle))
-    PolicyBuilder().store(store).time(at).build_server_verifier(x509.DNSName(SERVER_NAME)).verify(leaf, [])
 
 
 def writes(sim, resource: str) -> list:
@@ -215,22 +197,7 @@ def test_rotation_with_a_moved_clock_loses_no_request(kubesim, start_controller,
         """New connection per call, trusting the bundle registered at that moment, at the controller's time."""
         while not done.is_set():
             try:
-                context = ssl.create_default_context()
-                context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-                with socket.create_connection(("127.0.0.1", controller.port), timeout=10) as raw, \
-                        context.wrap_socket(raw, server_hostname=SERVER_NAME) as tls:
-                    leaf = x509.load_der_x509_certificate(tls.getpeercert(binary_form=True))
-                    verify(leaf, registered_bundle(kubesim), controller_now())
-                    body = review(pod())
-                    payload = json.dumps(body).encode()
-                    tls.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                b"Connection: close\r\nContent-Length: " + str(len(payload)).encode() + b"\r\n\r\n"
-                                + payload)
-                    answer = b""
-                    while chunk := tls.recv(65536):
-                        answer += chunk
-                    assert answer.startswith(b"HTTP/1.1 200"), answer[:100]
-                    assert b'"allowed":true' in answer
+                leaf = review_like_the_api_server(kubesim, controller.port, controller_now())
                 issuers.append(leaf.issuer.rfc4514_string() + str(leaf.not_valid_after_utc))
                 assert steady.review(c.MUTATE_PATH, review(pod()))["allowed"] is True
             except Exception as error:  # noqa: BLE001 - every failure is recorded and fails the test
