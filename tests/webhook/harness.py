@@ -27,6 +27,7 @@ from cryptography.x509.verification import PolicyBuilder, Store
 
 from si.kubernetes import ANNOTATION_USER_INFO
 from tests.waiting import wait_for
+from webhook import constants as c
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVICE = "yunikorn-admission-controller-service"
