@@ -41,6 +41,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--namespace", default=os.environ.get("NAMESPACE", "default"),
                         help="namespace of the scheduler's configmaps (default: $NAMESPACE or 'default')")
     parser.add_argument("--rest-port", type=int, default=9080, help="REST API port (default 9080; 0 = any)")
+    parser.add_argument("--rest-host", default="0.0.0.0",
+                        help="address the REST API listens on (default 0.0.0.0; 127.0.0.1 for this host only)")
     parser.add_argument("--embedded", action="store_true", help="run against an in-process kubesim")
     parser.add_argument("--nodes", type=int, default=10, help="embedded: nodes to create (default 10)")
     parser.add_argument("--pods", type=int, default=200, help="embedded: sample pods to create (default 200)")
@@ -129,7 +131,7 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
     rest = None
     try:
         try:
-            rest = _start_rest(core, service, args.rest_port)
+            rest = _start_rest(core, service, args.rest_host, args.rest_port)
         except OSError as error:
             log.error("cannot serve the REST API on port %d: %s", args.rest_port, error)
             return 1
@@ -154,7 +156,7 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
         core.stop()
 
 
-def _start_rest(core, service: SchedulerService, port: int):
+def _start_rest(core, service: SchedulerService, host: str, port: int):
     """Serve the REST API (core snapshots, plus the shim's state in the dump and readiness, and the
     actors' failures in health and both probes)."""
     from rest import server
@@ -162,7 +164,7 @@ def _start_rest(core, service: SchedulerService, port: int):
 
     view = SchedulerView(core, shim_state=service.latest_state, extender=service.extender,
                          actor_failures=service.supervision.failures, reader_share=READER_SHARE)
-    rest = server.start(view, host="0.0.0.0", port=port)
+    rest = server.start(view, host=host, port=port)
     log.info("REST API at %s", rest.url)
     return rest
 

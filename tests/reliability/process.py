@@ -30,7 +30,8 @@ class SchedulerProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = open(log_file, "ab")  # noqa: SIM115 - closed when the process ends
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "actors.shim.cli", "--kubeconfig", kubeconfig, "--rest-port", str(self.port),
+            [sys.executable, "-m", "actors.cli", "--kubeconfig", kubeconfig, "--rest-host", "127.0.0.1",
+             "--rest-port", str(self.port),
              "--log-level", "WARNING", *extra], cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONPATH": str(REPO)})
 
