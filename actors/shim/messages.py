@@ -178,6 +178,11 @@ class Registered:
 
 
 @message
+class FlushDue:
+    """The outlet's own alarm: the items told since its last flush have lingered long enough."""
+
+
+@message
 class FlushToCore:
     """Ask the outlet: return once everything told to it before has been processed by the core."""
 

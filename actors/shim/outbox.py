@@ -1,9 +1,12 @@
 """The SI requests one step of the shim context produces, batched but kept in a safe order.
 
 Requests go out in the order they were made, consecutive ones of one kind merged into a single SI
-message (one ``AllocationRequest`` for a whole informer batch). Two rules on top:
+message (one ``AllocationRequest`` for a whole informer batch). Three rules on top:
 - new applications go out first (before the asks that need them) unless an application was removed
   earlier in the same step, in which case order is kept;
+- a node's registration (``CREATE``, ``CREATE_DRAIN``) goes out first too, unless the step already
+  holds something about that node (a node registered earlier than asked is harmless; one registered
+  before its own removal is not), so a thousand recovering nodes are one ``NodeRequest``, not one each;
 - releasing a key drops an allocation for it still waiting in the outbox (a pod added and deleted in
   one batch is never asked for), and the release goes out before any later allocation for that key
   (a failed bind releases, then asks again).
@@ -23,15 +26,18 @@ class Outbox:
         self.rm_id = rm_id
         self._segments: list[tuple[str, list]] = []
         self._leading_apps: list[si_pb2.AddApplicationRequest] = []
+        self._leading_nodes: list[si_pb2.NodeInfo] = []
         self._removed_app = False
         self._allocation_keys: set[str] = set()
+        self._nodes_named: set[str] = set()
 
     def __bool__(self) -> bool:
-        return bool(self._segments or self._leading_apps)
+        return bool(self._segments or self._leading_apps or self._leading_nodes)
 
     def __len__(self) -> int:
         """Requests collected so far."""
-        return len(self._leading_apps) + sum(len(items) for _, items in self._segments)
+        return (len(self._leading_apps) + len(self._leading_nodes)
+                + sum(len(items) for _, items in self._segments))
 
     def _append(self, kind: str, item: object) -> None:
         if self._segments and self._segments[-1][0] == kind:
@@ -40,7 +46,12 @@ class Outbox:
             self._segments.append((kind, [item]))
 
     def node(self, info: si_pb2.NodeInfo) -> None:
-        self._append(_NODE, info)
+        registering = info.action in (si_pb2.NodeInfo.CREATE, si_pb2.NodeInfo.CREATE_DRAIN)
+        if registering and info.nodeID not in self._nodes_named:
+            self._leading_nodes.append(info)
+        else:
+            self._append(_NODE, info)
+        self._nodes_named.add(info.nodeID)
 
     def add_application(self, request: si_pb2.AddApplicationRequest) -> None:
         if self._removed_app:
@@ -68,6 +79,8 @@ class Outbox:
 
     def drain(self) -> list[si_pb2.NodeRequest | si_pb2.ApplicationRequest | si_pb2.AllocationRequest]:
         messages: list = []
+        if self._leading_nodes:
+            messages.append(si_pb2.NodeRequest(nodes=self._leading_nodes, rmID=self.rm_id))
         if self._leading_apps:
             messages.append(si_pb2.ApplicationRequest(new=self._leading_apps, rmID=self.rm_id))
         for kind, items in self._segments:
@@ -86,6 +99,8 @@ class Outbox:
                     releases=si_pb2.AllocationReleasesRequest(allocationsToRelease=items), rmID=self.rm_id))
         self._segments = []
         self._leading_apps = []
+        self._leading_nodes = []
         self._removed_app = False
         self._allocation_keys = set()
+        self._nodes_named = set()
         return messages

@@ -1,9 +1,10 @@
 """The shim's one door to the core: every SI item the shim's actors send goes through it, in order.
 
 The node and application actors and the context tell ``ToCore`` batches; the outlet merges what
-arrives while more messages wait (group commit, as ``Outbox`` orders it) and sends a few large SI
-requests. One door keeps the order across senders that causality gives: an item told after another
-(by any actor, once it knew of the first) reaches the core after it. ``confirm_to`` asks for a
+arrives within ``LINGER`` of the first item (or up to ``FLUSH_AT`` items), in ``Outbox`` order, and
+sends a few large SI requests: thousands of node actors recovering at once reach the core as a few
+requests, not one each. One door keeps the order across senders that causality gives: an item told
+after another (by any actor, once it knew of the first) reaches the core after it. ``confirm_to`` asks for a
 ``CoreConfirmed`` once the core has processed the batch (node recovery waits for that).
 
 Being the door, it also sets each node's SI instance type from the node label that
@@ -14,20 +15,24 @@ the core knows is updated with its new instance type.
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 
 import pykka
 
 from actors.base import Actor
 from actors.shim.corelink import CoreLink
-from actors.shim.messages import CoreConfirmed, FlushToCore, InstanceTypeLabel, Registered, ToCore
+from actors.shim.messages import CoreConfirmed, FlushDue, FlushToCore, InstanceTypeLabel, Registered, ToCore
 from actors.shim.outbox import Outbox
 from actors.shim.settings import DEFAULT_INSTANCE_TYPE_LABEL
+from actors.shim.ticker import Alarms
 from si import si_pb2
 from si.constants import NODE_ATTR_INSTANCE_TYPE, label_tag
 
 log = logging.getLogger(__name__)
 
 FLUSH_AT = 2000  # items collected before they are sent even though messages still wait
+LINGER = 0.002  # seconds a first item waits for others to be sent with it
 
 
 class CoreOutlet(Actor):
@@ -41,6 +46,9 @@ class CoreOutlet(Actor):
         self._core = core
         self._outbox = Outbox("")
         self._confirmations: list[tuple[pykka.ActorRef, int]] = []
+        self._confirmer = _Confirmer(core)
+        self._alarms = Alarms("outlet-linger")
+        self._flush_due = False
         self._instance_label = DEFAULT_INSTANCE_TYPE_LABEL
         self._node_attributes: dict[str, dict[str, str]] = {}  # the last attributes sent, per node
 
@@ -59,12 +67,29 @@ class CoreOutlet(Actor):
                 outbox.remove_application(item.applicationID, item.partitionName)
         if msg.confirm_to is not None:
             self._confirmations.append((msg.confirm_to, msg.token))
-        if len(outbox) >= FLUSH_AT or self.actor_inbox.empty():
+        if len(outbox) >= FLUSH_AT:
             self._flush()
+        elif not self._flush_due:
+            # Many actors tell a few items each: linger a moment so that they reach the core together.
+            self._flush_due = True
+            self._alarms.after(LINGER, self.actor_ref, FlushDue())
+
+    def on_FlushDue(self, msg: FlushDue) -> None:
+        if self._flush_due:
+            self._flush()
+
+    def on_start(self) -> None:
+        self._confirmer.start()
+
+    def on_stop(self) -> None:
+        self._alarms.stop()
+        self._flush()
+        self._confirmer.stop()
 
     def on_FlushToCore(self, msg: FlushToCore) -> None:
         self._flush()
         self._core.barrier()
+        self._confirmer.wait_idle()
 
     def on_Registered(self, msg: Registered) -> None:
         self._outbox.rm_id = msg.rm_id
@@ -97,6 +122,7 @@ class CoreOutlet(Actor):
         return typed
 
     def _flush(self) -> None:
+        self._flush_due = False
         for request in self._outbox.drain():
             if isinstance(request, si_pb2.AllocationRequest):
                 self._core.update_allocation(request)
@@ -105,10 +131,52 @@ class CoreOutlet(Actor):
             else:
                 self._core.update_node(request)
         if self._confirmations:
-            self._core.barrier()
-            confirmations, self._confirmations = self._confirmations, []
-            for ref, token in confirmations:
-                try:
-                    ref.tell(CoreConfirmed(token))
-                except pykka.ActorDeadError:
-                    pass
+            self._confirmer.confirm(tuple(self._confirmations))
+            self._confirmations = []
+
+
+class _Confirmer:
+    """Tells senders ``CoreConfirmed`` once the core has processed what was flushed before, on a thread
+    of its own: waiting for the core here would keep the outlet from sending the next requests, and
+    the core would idle between batches (node recovery sends thousands of confirmed batches)."""
+
+    def __init__(self, core: CoreLink) -> None:
+        self._core = core
+        self._pending: queue.Queue[tuple[tuple[pykka.ActorRef, int], ...] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="core-confirmer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def confirm(self, confirmations: tuple[tuple[pykka.ActorRef, int], ...]) -> None:
+        self._pending.put(confirmations)
+
+    def wait_idle(self) -> None:
+        self._pending.join()
+
+    def stop(self) -> None:
+        self._pending.put(None)
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        stopping = False
+        while not stopping:
+            batches = [self._pending.get()]
+            while not self._pending.empty():  # one wait on the core answers everything flushed so far
+                batches.append(self._pending.get())
+            stopping = None in batches
+            confirmed = [b for b in batches if b is not None]
+            try:
+                if confirmed:
+                    self._core.barrier()
+                for confirmations in confirmed:
+                    for ref, token in confirmations:
+                        try:
+                            ref.tell(CoreConfirmed(token))
+                        except pykka.ActorDeadError:
+                            pass
+            except Exception:  # the core stopped: nobody waits for a confirmation any more
+                log.exception("confirming node recovery with the core failed")
+            finally:
+                for _ in batches:
+                    self._pending.task_done()

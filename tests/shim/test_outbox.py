@@ -1,0 +1,46 @@
+"""The order the outlet sends a step's SI items in: merged by kind, registrations first where safe."""
+
+from actors.shim.outbox import Outbox
+from si import si_pb2
+
+Action = si_pb2.NodeInfo
+
+
+def node(name, action):
+    return si_pb2.NodeInfo(nodeID=name, action=action)
+
+
+def allocation(key, node_id):
+    return si_pb2.Allocation(allocationKey=key, applicationID="app", nodeID=node_id)
+
+
+def shape(messages):
+    """Each SI request as (kind, [node or allocation ids])."""
+    out = []
+    for m in messages:
+        if isinstance(m, si_pb2.NodeRequest):
+            out.append(("node", [(n.nodeID, n.action) for n in m.nodes]))
+        elif isinstance(m, si_pb2.AllocationRequest):
+            out.append(("alloc", [a.allocationKey for a in m.allocations]))
+        else:
+            out.append(("app", [a.applicationID for a in m.new]))
+    return out
+
+
+def test_recovering_nodes_register_in_one_request_before_their_pods():
+    box = Outbox("rm")
+    for i in range(3):  # as three node actors send them: registration, then the node's pods
+        box.node(node(f"n{i}", Action.CREATE_DRAIN))
+        box.allocate(allocation(f"p{i}", f"n{i}"))
+    assert shape(box.drain()) == [("node", [(f"n{i}", Action.CREATE_DRAIN) for i in range(3)]),
+                                  ("alloc", ["p0", "p1", "p2"])]
+
+
+def test_a_registration_after_something_else_about_its_node_keeps_its_place():
+    box = Outbox("rm")
+    box.node(node("n1", Action.DECOMISSION))  # lost, then back within one step
+    box.node(node("n1", Action.CREATE_DRAIN))
+    box.node(node("n2", Action.DRAIN_TO_SCHEDULABLE))
+    box.node(node("n2", Action.CREATE))  # named before: stays behind the drain change
+    assert shape(box.drain()) == [("node", [("n1", Action.DECOMISSION), ("n1", Action.CREATE_DRAIN),
+                                            ("n2", Action.DRAIN_TO_SCHEDULABLE), ("n2", Action.CREATE)])]
