@@ -113,6 +113,17 @@ class PooledActor(_Conventions, dispatch.PooledActor):
     the thousands of node and application actors; its handlers must not block."""
 
 
+def tell_if_alive(ref: pykka.ActorRef, message: Any) -> bool:
+    """Tell ``message``; ``False`` (and a debug line) when the receiver has stopped, as every actor does
+    at shutdown: a message for a stopped actor has nobody left to act on it."""
+    try:
+        ref.tell(message)
+    except pykka.ActorDeadError:
+        log.debug("%s dropped: its receiver stopped", type(message).__name__)
+        return False
+    return True
+
+
 def live_actors() -> list[pykka.ActorRef]:
     return list(pykka.ActorRegistry.get_all())
 

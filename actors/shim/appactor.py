@@ -353,9 +353,7 @@ class ApplicationActor(PooledActor):
             log.warning("allocation %s on %s for a pod that does not wait for one (%s): releasing it", key, node,
                         task.state if task else "unknown pod")
             if task is None or task.state in TASK_TERMINAL:
-                self._to_core.append(si_pb2.AllocationRelease(
-                    partitionName=PARTITION, applicationID=allocation.applicationID, allocationKey=key,
-                    terminationType=si_pb2.STOPPED_BY_RM, message="no pod waits for this allocation"))
+                self._to_core.append(translate.stray_release(allocation))
             return
         task.fire("allocate", node=node)
         if self._machine.can("run"):

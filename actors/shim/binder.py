@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pykka
 
-from actors.base import Actor, Supervisor, message
+from actors.base import Actor, Supervisor, message, tell_if_alive
 from actors.shim.client import BindError, KubeClient
 from actors.shim.messages import (
     BinderStatsRequest,
@@ -127,12 +127,12 @@ class Binder(Actor):
             self._last_bound_at = message.at
         else:
             self._failed += 1
-        _tell(reply_to, outcome)
+        tell_if_alive(reply_to, outcome)  # a stopped application has lost interest in its pod
 
     def _accept(self, request: BindRequest) -> None:
         if self._draining:
-            _tell(request.reply_to or self._listener,
-                  BindOutcome(request.uid, request.node, False, reason="scheduler is shutting down"))
+            tell_if_alive(request.reply_to or self._listener,
+                          BindOutcome(request.uid, request.node, False, reason="scheduler is shutting down"))
             return
         if request.uid in self._in_flight:
             log.warning("pod %s/%s is already being bound; duplicate request dropped", request.namespace,
@@ -184,10 +184,3 @@ class Binder(Actor):
         for thread in self._threads:
             thread.join()
         self._threads = []
-
-
-def _tell(ref: pykka.ActorRef, outcome: BindOutcome) -> None:
-    try:
-        ref.tell(outcome)
-    except pykka.ActorDeadError:  # the pod's application is gone, and with it the interest in the pod
-        log.debug("bind outcome of %s dropped: its receiver stopped", outcome.uid)

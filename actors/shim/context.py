@@ -26,7 +26,7 @@ from typing import Any
 import pykka
 
 from actors.base import Actor, Supervisor
-from actors.shim import kinds
+from actors.shim import kinds, translate
 from actors.shim.appactor import ApplicationActor
 from actors.shim.corelink import CoreLink, ShimCallback
 from actors.shim.eventbuffer import NORMAL, WARNING
@@ -68,7 +68,6 @@ from actors.shim.routing import (
     split_allocations,
     split_applications,
     split_request_events,
-    stray_releases,
 )
 from actors.shim.schedconfig import SchedulerConfigError, ShimConfig, merge
 from actors.shim.state import RecoveryProgress, ShimStateSnapshot, StateBoard
@@ -400,7 +399,7 @@ class ShimContext(Actor):
                 self._apps[app_id].tell(part)
             elif part.new:
                 log.warning("%d allocations for an application the shim does not know: releasing them", len(part.new))
-                self._peers.outlet.tell(ToCore(stray_releases(part.new)))
+                self._peers.outlet.tell(ToCore(tuple(map(translate.stray_release, part.new))))
 
     def on_ApplicationResponse(self, response: si_pb2.ApplicationResponse) -> None:
         for app_id, part in split_applications(response).items():

@@ -13,6 +13,7 @@ from typing import Protocol
 
 import pykka
 
+from actors.base import tell_if_alive
 from actors.shim.messages import CoreEvents
 from si import si_pb2
 
@@ -47,10 +48,7 @@ class ShimCallback:
         self._context = context
 
     def _tell(self, message: object) -> None:
-        try:
-            self._context.tell(message)
-        except pykka.ActorDeadError:
-            log.debug("shim context stopped; core message dropped: %s", type(message).__name__)
+        tell_if_alive(self._context, message)
 
     def update_allocation(self, response: si_pb2.AllocationResponse) -> None:
         self._tell(response)

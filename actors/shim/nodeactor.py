@@ -20,7 +20,7 @@ import time
 
 import pykka
 
-from actors.base import PooledActor
+from actors.base import PooledActor, tell_if_alive
 from actors.shim import keys, translate
 from actors.shim.eventbuffer import NORMAL, WARNING
 from actors.shim.lifecycle import NODE_IN_CORE, NODE_TRANSITIONS, NodeState, StateMachine
@@ -131,15 +131,17 @@ class NodeActor(PooledActor):
     def on_PodsOnNode(self, msg: PodsOnNode) -> None:
         items = []
         for placed in msg.pods:
-            known = self._pods.get(placed.pod.uid)
-            self._pods[placed.pod.uid] = placed
+            uid = placed.pod.uid
+            known = self._pods.get(uid)
+            self._pods[uid] = placed
             if self.state not in NODE_IN_CORE:
                 continue
-            if placed.report or placed.pod.uid in self._reported:
-                if known is None or placed.pod.uid not in self._reported or known.pod.resource != placed.pod.resource:
-                    item = self._allocation(placed)
-                    if item is not None:
-                        items.append(item)
+            reported = uid in self._reported
+            resized = known is not None and known.pod.resource != placed.pod.resource
+            if (placed.report and not reported) or (reported and (known is None or resized)):
+                item = self._allocation(placed)
+                if item is not None:
+                    items.append(item)
         if self.state == NodeState.RECOVERING:
             self._send_confirmed(items)  # what just arrived is part of the recovery: wait for it too
         elif items:
@@ -172,7 +174,7 @@ class NodeActor(PooledActor):
         self._settle(recovered=True)
         if not self._recovered_once:
             self._recovered_once = True
-            _tell(self._context, NodeRecovered(self.node_name, len(self._pods)))
+            tell_if_alive(self._context, NodeRecovered(self.node_name, len(self._pods)))
 
     def _recover(self) -> None:
         """Register draining, report every pod on the node, and wait for the core to confirm."""
@@ -184,7 +186,7 @@ class NodeActor(PooledActor):
 
     def _send_confirmed(self, items: list) -> None:
         self._token += 1
-        _tell(self._outlet, ToCore(tuple(items), confirm_to=self.actor_ref, token=self._token))
+        tell_if_alive(self._outlet, ToCore(tuple(items), confirm_to=self.actor_ref, token=self._token))
 
     def _allocation(self, placed: PlacedPod) -> si_pb2.Allocation | None:
         pod = placed.pod
@@ -235,14 +237,14 @@ class NodeActor(PooledActor):
     def _remove(self) -> None:
         self._fire("remove")
         self._board.nodes.hide(self.node_name)
-        _tell(self._context, NodeGone(self.node_name))
+        tell_if_alive(self._context, NodeGone(self.node_name))
 
     def _fire(self, event: str) -> None:
         state = self._machine.fire(event)
         log.info("node %s: %s", self.node_name, state)
         type_, reason, what = _EVENTS[state]
         if self._recorder is not None:
-            _tell(self._recorder, Feedback((KubeEvent("Node", "", self.node_name, "", type_, reason,
+            tell_if_alive(self._recorder, Feedback((KubeEvent("Node", "", self.node_name, "", type_, reason,
                                                       f"node {self.node_name} is {what}"),)))
         self._publish()
 
@@ -261,15 +263,8 @@ class NodeActor(PooledActor):
         return info
 
     def _send(self, *items) -> None:
-        _tell(self._outlet, ToCore(items))
+        tell_if_alive(self._outlet, ToCore(items))
 
 
 def _foreign_view(pod: PodRecord) -> PodView:
     return PodView(pod.uid, pod.namespace, pod.name, "", FOREIGN, pod.node_name, True)
-
-
-def _tell(ref: pykka.ActorRef, message: object) -> None:
-    try:
-        ref.tell(message)
-    except pykka.ActorDeadError:  # shutting down: the shim no longer listens
-        log.debug("node message dropped, its receiver stopped: %s", type(message).__name__)

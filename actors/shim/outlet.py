@@ -20,7 +20,7 @@ import threading
 
 import pykka
 
-from actors.base import Actor
+from actors.base import Actor, tell_if_alive
 from actors.shim.corelink import CoreLink
 from actors.shim.messages import CoreConfirmed, FlushDue, FlushToCore, InstanceTypeLabel, Registered, ToCore
 from actors.shim.outbox import Outbox
@@ -171,10 +171,7 @@ class _Confirmer:
                     self._core.barrier()
                 for confirmations in confirmed:
                     for ref, token in confirmations:
-                        try:
-                            ref.tell(CoreConfirmed(token))
-                        except pykka.ActorDeadError:
-                            pass
+                        tell_if_alive(ref, CoreConfirmed(token))
             except Exception:  # the core stopped: nobody waits for a confirmation any more
                 log.exception("confirming node recovery with the core failed")
             finally:

@@ -96,9 +96,3 @@ def split_request_events(events: CoreEvents) -> dict[str, CoreEvents]:
             parts[record.referenceID].append(record)
     return {app_id: CoreEvents(tuple(records)) for app_id, records in parts.items()}
 
-
-def stray_releases(allocations) -> tuple[si_pb2.AllocationRelease, ...]:
-    """Releases of allocations no pod waits for."""
-    return tuple(si_pb2.AllocationRelease(
-        partitionName=a.partitionName, applicationID=a.applicationID, allocationKey=a.allocationKey,
-        terminationType=si_pb2.STOPPED_BY_RM, message="no pod waits for this allocation") for a in allocations)

@@ -11,6 +11,8 @@ import time
 
 import pykka
 
+from actors.base import tell_if_alive
+
 
 class Ticker:
     """``Ticker(ref, message, interval).start()``; ``stop()`` ends it (also ends when the actor dies)."""
@@ -33,9 +35,7 @@ class Ticker:
 
     def _run(self) -> None:
         while not self._stopping.wait(self._interval):
-            try:
-                self._ref.tell(self._message)
-            except pykka.ActorDeadError:
+            if not tell_if_alive(self._ref, self._message):
                 return
 
 
@@ -72,7 +72,4 @@ class Alarms:
                 if self._stopping:
                     return
                 _, _, ref, message = heapq.heappop(self._due)
-            try:
-                ref.tell(message)
-            except pykka.ActorDeadError:
-                pass
+            tell_if_alive(ref, message)

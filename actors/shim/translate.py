@@ -64,6 +64,14 @@ def release(pod: PodRecord, message: str, partition: str = constants.DEFAULT_PAR
     )
 
 
+def stray_release(allocation: si_pb2.Allocation) -> si_pb2.AllocationRelease:
+    """Give back an allocation the core made for a pod that does not wait for one."""
+    return si_pb2.AllocationRelease(
+        partitionName=allocation.partitionName, applicationID=allocation.applicationID,
+        allocationKey=allocation.allocationKey, terminationType=si_pb2.STOPPED_BY_RM,
+        message="no pod waits for this allocation")
+
+
 def application_tags(pod: PodRecord, namespace_tags: Mapping[str, str] | None, force: bool) -> dict[str, str]:
     """The tags of a pod's application: the namespace's (name, parent queue, quota...), the
     stateaware opt-out, and ``application.create.force`` for a recovered application."""

@@ -110,6 +110,11 @@ class Cluster:
         return [e for e in self.core_api.list_event_for_all_namespaces().items
                 if e.reason == reason and (name is None or e.involved_object.name == name)]
 
+    def core_node(self, name: str):
+        """The core's snapshot of node ``name`` in the default partition; ``None`` when it has none."""
+        partition = self.scheduler.snapshot(0.0).partition("default")
+        return next((node for node in partition.nodes if node.node_id == name), None)
+
     def binds_per_pod(self) -> Counter:
         """Successful binding requests per pod name (kubesim's request log)."""
         return Counter(r.name for r in self.sim.request_log if r.subresource == "binding" and r.code == 201)

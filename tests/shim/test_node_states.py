@@ -11,18 +11,13 @@ from tests.shim.cluster import Cluster
 from tests.waiting import wait_for
 
 
-def core_node(cluster: Cluster, name: str):
-    partition = cluster.scheduler.snapshot(0.0).partition("default")
-    return next((node for node in partition.nodes if node.node_id == name), None)
-
-
 def node_state(cluster: Cluster, name: str) -> str | None:
     views = {n.name: n.state for n in cluster.service.state().nodes}
     return views.get(name)
 
 
 def held_by_core(cluster: Cluster, node: str) -> set[str]:
-    found = core_node(cluster, node)
+    found = cluster.core_node(node)
     if found is None:
         return set()
     return {a.allocation_key for a in (*found.allocations, *found.foreign_allocations)}
@@ -46,8 +41,8 @@ def test_recovery_story_node0_node1_node2(cluster):
     assert node_state(cluster, "node0") == "Schedulable" and node_state(cluster, "node1") == "Schedulable"
     assert node_state(cluster, "node2") == "Lost"
     assert held_by_core(cluster, "node0") == {pod0} and held_by_core(cluster, "node1") == {pod1, foreign}
-    assert core_node(cluster, "node2") is None
-    assert core_node(cluster, "node1").attributes[ATTR_NODE_STATE] == "Schedulable"
+    assert cluster.core_node("node2") is None
+    assert cluster.core_node("node1").attributes[ATTR_NODE_STATE] == "Schedulable"
     state = cluster.service.state()
     assert state.recovery.nodes_total == 2 and state.recovery.nodes_recovered == 2
 
@@ -68,7 +63,7 @@ def test_a_cordoned_node_drains_and_takes_pods_again_when_uncordoned(cluster):
     cluster.start_scheduler()
     cluster.core_api.patch_node("n1", {"spec": {"unschedulable": True}})
     wait_for(lambda: node_state(cluster, "n1") == "Draining")
-    assert not core_node(cluster, "n1").schedulable
+    assert not cluster.core_node("n1").schedulable
     cluster.pod("waits", cpu="500m")
     wait_for(lambda: cluster.events("FailedScheduling", "waits"))
     assert not cluster.bound("waits")
@@ -94,7 +89,7 @@ def test_a_not_ready_node_takes_no_pods_is_lost_after_a_while_and_recovers_its_p
     cluster.wait_bound("elsewhere")
     assert cluster.node_of("elsewhere") == other
     wait_for(lambda: node_state(cluster, home) == "Lost", message="NotReady for longer than node_lost_after")
-    assert core_node(cluster, home) is None
+    assert cluster.core_node(home) is None
     set_ready(cluster, home, True)
     wait_for(lambda: node_state(cluster, home) == "Schedulable", message="back and recovered")
     assert uid in held_by_core(cluster, home)
@@ -109,7 +104,7 @@ def test_a_deleted_node_with_pods_is_lost_and_recovers_them_when_it_returns(clus
     uid = cluster.pods()["stays"]["metadata"]["uid"]
     cluster.core_api.delete_node("n1")
     wait_for(lambda: node_state(cluster, "n1") == "Lost")
-    assert core_node(cluster, "n1") is None
+    assert cluster.core_node("n1") is None
     cluster.node("n1", cpu="2")
     wait_for(lambda: node_state(cluster, "n1") == "Schedulable")
     assert held_by_core(cluster, "n1") == {uid}
@@ -124,7 +119,7 @@ def test_a_deleted_node_without_pods_is_removed(cluster):
     cluster.node("gone")
     cluster.start_scheduler()
     cluster.core_api.delete_node("gone")
-    wait_for(lambda: node_state(cluster, "gone") is None and core_node(cluster, "gone") is None)
+    wait_for(lambda: node_state(cluster, "gone") is None and cluster.core_node("gone") is None)
     wait_for(lambda: cluster.events("NodeRemoved", "gone"))
 
 

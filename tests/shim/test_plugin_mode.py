@@ -129,7 +129,7 @@ def test_a_pod_without_an_application_id_passes_every_node_and_is_left_to_kube_s
     kube.bind("plain", kube.nodes[1])
     uid = cluster.pods()["plain"]["metadata"]["uid"]
     # Bound by kube-scheduler, it is counted on its node like any pod of another scheduler.
-    wait_for(lambda: uid in {a.allocation_key for a in _node(cluster, kube.nodes[1]).foreign_allocations})
+    wait_for(lambda: uid in {a.allocation_key for a in cluster.core_node(kube.nodes[1]).foreign_allocations})
     assert all(p.uid != uid for p in cluster.service.state().pods if not p.foreign)
     assert approval(cluster.pods()["plain"]) == ""
 
@@ -148,7 +148,7 @@ def test_a_placed_pod_passes_only_its_node_and_is_settled_once_bound(plugin):
     wait_for(lambda: cluster.node_of("job-0") == node)
     uid = cluster.pods()["job-0"]["metadata"]["uid"]
     assert [p.state for p in cluster.service.state().pods if p.uid == uid] == ["Bound"]
-    assert [a.allocation_key for a in _node(cluster, node).allocations] == [uid]
+    assert [a.allocation_key for a in cluster.core_node(node).allocations] == [uid]
     assert cluster.binds_per_pod() == Counter({"job-0": 1})
 
 
@@ -271,6 +271,3 @@ def test_kube_schedulers_loop_places_200_pods_across_queues_like_normal_mode(kub
         cluster.close()
 
 
-def _node(cluster: Cluster, name: str):
-    partition = cluster.scheduler.snapshot(0.0).partition("default")
-    return next(node for node in partition.nodes if node.node_id == name)
