@@ -345,6 +345,7 @@ class ShimContext(Actor):
         if routed is None:
             if deleted or pod.terminated:
                 return  # finished before we knew it: nothing to schedule or count
+            self._mail.wait_stopped(pod.app_id, self._node_actors)  # an id seen again: its old actor first
             namespace = self._namespaces.get(pod.namespace)
             peers = self._peers
             self._apps[pod.app_id] = ApplicationActor.start(
@@ -361,7 +362,7 @@ class ShimContext(Actor):
         self._pod_app.pop(pod.uid, None)
         if not routed:
             del self._app_pods[pod.app_id]
-            self._mail.end_app(self._apps.pop(pod.app_id))
+            self._mail.end_app(pod.app_id, self._apps.pop(pod.app_id))
 
     def _to_node(self, previous: PodRecord | None, pod: PodRecord | None, known: bool) -> None:
         """Tell the nodes a pod left or is on them. A pod of ours that was pending and is now bound

@@ -16,13 +16,17 @@ import pykka
 from actors.shim.messages import CoreEvents, PodsLeft, PodsOnNode, TaskUpdate, TaskUpdates
 from si import si_pb2
 
+STOP_WAIT = 30.0  # seconds an application id seen again waits for its ended actor to stop
+STOPPING_KEPT = 256  # stops remembered before the finished ones are forgotten
+
 
 class Mail:
     """Messages for application and node actors, collected while the context's inbox is busy."""
 
     def __init__(self) -> None:
         self._apps: dict[str, tuple[pykka.ActorRef, list[TaskUpdate]]] = {}  # by actor urn
-        self._ended: list[pykka.ActorRef] = []
+        self._ended: dict[str, pykka.ActorRef] = {}  # by application id
+        self._stopping: dict[str, pykka.Future] = {}  # by application id: stops sent, maybe not done
         self._nodes: dict[str, list[Any]] = {}
 
     def __len__(self) -> int:
@@ -31,9 +35,18 @@ class Mail:
     def to_app(self, ref: pykka.ActorRef, update: TaskUpdate) -> None:
         self._apps.setdefault(ref.actor_urn, (ref, []))[1].append(update)
 
-    def end_app(self, ref: pykka.ActorRef) -> None:
+    def end_app(self, app_id: str, ref: pykka.ActorRef) -> None:
         """Stop the application's actor once it has its last updates."""
-        self._ended.append(ref)
+        self._ended[app_id] = ref
+
+    def wait_stopped(self, app_id: str, node_actors: dict[str, pykka.ActorRef]) -> None:
+        """Send what waits, then return once the ended actor of ``app_id`` has stopped: whatever it
+        still sends the core (its removal) is then sent before anything a new actor of that id sends."""
+        if app_id in self._ended:
+            self.send(node_actors)
+        stopping = self._stopping.pop(app_id, None)
+        if stopping is not None:
+            stopping.get(timeout=STOP_WAIT)
 
     def to_node(self, name: str, message: Any) -> None:
         self._nodes.setdefault(name, []).append(message)
@@ -42,14 +55,24 @@ class Mail:
         """Applications first: a node reporting a pod of ours needs its application in the core."""
         for ref, updates in self._apps.values():
             ref.tell(TaskUpdates(tuple(updates)))
-        for ref in self._ended:  # queued behind their last updates
-            ref.stop(block=False)
+        for app_id, ref in self._ended.items():  # queued behind their last updates
+            self._stopping[app_id] = ref.stop(block=False)
+        if len(self._stopping) > STOPPING_KEPT:
+            self._stopping = {app_id: f for app_id, f in self._stopping.items() if not _done(f)}
         for name, mail in self._nodes.items():
             ref = node_actors.get(name)
             if ref is not None:
                 for message in _joined(mail):
                     ref.tell(message)
-        self._apps, self._ended, self._nodes = {}, [], {}
+        self._apps, self._ended, self._nodes = {}, {}, {}
+
+
+def _done(future: pykka.Future) -> bool:
+    try:
+        future.get(timeout=0)
+    except pykka.Timeout:
+        return False
+    return True
 
 
 def _joined(mail: list[Any]) -> list[Any]:

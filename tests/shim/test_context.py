@@ -3,10 +3,12 @@ Kubernetes events out (the core is a recording double here; tests/shim/test_inte
 
 import dataclasses
 import json
+import threading
 from collections import Counter
 
 import pytest
 
+from actors.base import PooledActor, message
 from actors.shim import kinds
 from actors.shim.context import ContextSettings, ShimContext
 from actors.shim.messages import (
@@ -40,6 +42,18 @@ from tests.shim.doubles import Inbox, RecordingCore, inbox_messages, wait_for
 from tests.shim.factories import node_json, pod_json
 
 NodeInfo = si_pb2.NodeInfo
+
+
+@message
+class Hold:
+    gate: threading.Event
+
+
+class Blocker(PooledActor):
+    """Keeps the shared dispatcher's worker busy until its gate opens."""
+
+    def on_Hold(self, msg: Hold) -> None:
+        msg.gate.wait(30)
 
 
 class Shim:
@@ -251,6 +265,24 @@ def test_app_is_removed_when_its_last_pod_goes(shim):
     removed = [r.remove[0].applicationID for r in shim.core.of("application") if r.remove]
     assert removed == ["app-1"]
     assert shim.state().applications == ()
+
+
+def test_an_application_id_seen_again_is_removed_before_it_is_added_again(shim):
+    """The last pod of app-1 goes and a new one comes in one batch, while the ended application actor
+    cannot run yet: its removal still reaches the core before the new actor's submission."""
+    first = pod_json("a", labels={"applicationId": "app-1"})
+    shim.list_all(pods=[first], nodes=[node_json("n1")])
+    gate = threading.Event()
+    blocker = Blocker.start()
+    blocker.tell(Hold(gate))  # holds the shared dispatcher's worker
+    again = parse_pod(pod_json("b", labels={"applicationId": "app-1"}))
+    shim.ref.tell(Changes(kinds.PODS, (Deleted(parse_pod(first)), Added(again))))
+    wait_for(lambda: shim.ref.actor_inbox.empty(), message="the context took the batch")
+    gate.set()
+    shim.state()
+    blocker.stop()
+    sequence = [item for item in shim.core.sequence() if item[0] in ("app", "remove-app")]
+    assert sequence == [("app", "app-1"), ("remove-app", "app-1"), ("app", "app-1")]
 
 
 def test_pod_added_and_deleted_in_one_batch_is_never_asked_for(shim):
