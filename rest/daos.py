@@ -29,7 +29,7 @@ def allocation(a: AllocationSnapshot) -> dict:
             "requestTime": a.request_time, "allocationTime": a.allocation_time,
             "allocationDelay": max(a.allocation_time - a.request_time, 0), "resource": resource(a.resource),
             "priority": str(a.priority), "nodeId": a.node_id, "applicationId": a.application_id,
-            "placeholder": a.placeholder, "placeholderUsed": False, "taskGroupName": a.task_group_name,
+            "placeholder": a.placeholder, "placeholderUsed": a.placeholder_used, "taskGroupName": a.task_group_name,
             "preempted": False, "originator": a.originator}
 
 
@@ -49,16 +49,9 @@ def ask(a: AskSnapshot) -> dict:
 
 
 def placeholder_data(app: ApplicationSnapshot) -> list[dict]:
-    """Per task group, the placeholders the application holds or asks for. ``replaced`` and
-    ``timedout`` stay 0: the core neither swaps a real pod for a placeholder nor times placeholders out."""
-    groups: dict[str, dict] = {}
-    for item in (*app.requests, *app.allocations):
-        if item.placeholder:
-            group = groups.setdefault(item.task_group_name, {
-                "taskGroupName": item.task_group_name, "count": 0, "minResource": resource(item.resource),
-                "replaced": 0, "timedout": 0})
-            group["count"] += 1
-    return list(groups.values())
+    """Per task group: placeholders asked for or found, replaced by real pods, ended otherwise."""
+    return [{"taskGroupName": d.task_group_name, "count": d.count, "minResource": resource(d.min_resource),
+             "replaced": d.replaced, "timedout": d.timed_out} for d in app.placeholder_data]
 
 
 def start_time(app: ApplicationSnapshot) -> int:

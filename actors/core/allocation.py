@@ -15,7 +15,7 @@ class Allocation:
     __slots__ = ("key", "application_id", "partition", "resource", "priority", "tags", "node_id", "request_time",
                  "allocation_time", "placeholder", "task_group", "originator", "foreign", "preemptable",
                  "required_node", "constrained", "shape", "last_failure", "attempted", "failure_log",
-                 "scale_up_triggered")
+                 "scale_up_triggered", "placeholder_released", "replacement", "placeholder_used")
 
     def __init__(self, message: si_pb2.Allocation, partition: str, constrained: bool = False) -> None:
         self.key = message.allocationKey
@@ -41,6 +41,11 @@ class Allocation:
         self.attempted = False
         self.failure_log: dict[str, list[int]] | None = None  # reason -> [last time it was given, times]
         self.scale_up_triggered = False  # the resource manager heard that no node fits it
+        # A placeholder the core gave up (its termination type; 0: not given up): it stays booked on its
+        # node until the resource manager confirms its pod is gone, then ``replacement`` takes its place.
+        self.placeholder_released = 0
+        self.replacement: Allocation | None = None
+        self.placeholder_used = False  # a real allocation that took over a placeholder
 
     def note_failure(self, reason: str, now: int) -> None:
         """``reason`` is now why this ask waits (called when the reason changes)."""

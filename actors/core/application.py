@@ -1,4 +1,5 @@
-"""Applications: the state machine, pending asks in order, allocations, usage and the state log."""
+"""Applications: the state machine, pending asks in order, allocations, usage, the state log, and a
+gang's placeholders (counted per task group, with the timer that ends the reservation)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from si.resources import Resource, component_max
 NEW, ACCEPTED, STARTING, RUNNING = "New", "Accepted", "Starting", "Running"
 COMPLETING, COMPLETED, FAILING, FAILED = "Completing", "Completed", "Failing", "Failed"
 REJECTED, RESUMING, EXPIRED = "Rejected", "Resuming", "Expired"
+SOFT, HARD = "Soft", "Hard"  # gang scheduling styles: what a reservation that times out leads to
+DEFAULT_PLACEHOLDER_TIMEOUT = 15 * 60.0
+RESERVATION_TIMEOUT = "ResourceReservationTimeout"  # why a Hard gang that timed out fails
 ACTIVE = (NEW, ACCEPTED, STARTING, RUNNING, COMPLETING, FAILING, RESUMING)
 TERMINATED = (COMPLETED, FAILED, REJECTED)
 
@@ -46,10 +50,27 @@ class InvalidTransition(RuntimeError):
     pass
 
 
+class PlaceholderData:
+    """One task group's placeholders: asked or found (``count``), taken over by a real pod
+    (``replaced``), and ended otherwise (``timed_out``: the timer, an oversized real pod, a deleted pod)."""
+
+    __slots__ = ("task_group", "count", "replaced", "timed_out", "min_resource")
+
+    def __init__(self, task_group: str, min_resource: Resource) -> None:
+        self.task_group = task_group
+        self.min_resource = min_resource
+        self.count = self.replaced = self.timed_out = 0
+
+    @property
+    def replaceable(self) -> bool:
+        return self.count > self.replaced + self.timed_out
+
+
 class Application:
     __slots__ = ("application_id", "partition", "queue_path", "user", "groups", "tags", "state", "state_since",
                  "state_log", "submission_time", "finished_time", "asks", "ask_index", "allocations", "used", "max_used",
-                 "pending", "rejected_message", "state_aware", "placeholder_ask", "version")
+                 "pending", "rejected_message", "state_aware", "placeholder_ask", "placeholder_timeout", "gang_style",
+                 "placeholders", "allocated_placeholder", "placeholder_deadline", "replacing", "version")
 
     def __init__(self, request: si_pb2.AddApplicationRequest, partition: str, queue_path: str) -> None:
         now = time.time_ns()
@@ -74,6 +95,13 @@ class Application:
         disable = (self.tags.get(APP_TAG_DISABLE_STATE_AWARE, "") or self.tags.get("disableStateAware", ""))
         self.state_aware = disable.lower() != "true"
         self.placeholder_ask = Resource.from_proto(request.placeholderAsk)
+        timeout_ms = request.executionTimeoutMilliSeconds
+        self.placeholder_timeout = timeout_ms / 1000 if timeout_ms > 0 else DEFAULT_PLACEHOLDER_TIMEOUT
+        self.gang_style = HARD if request.gangSchedulingStyle == HARD else SOFT
+        self.placeholders: dict[str, PlaceholderData] = {}  # task group -> its placeholders
+        self.allocated_placeholder = Resource()
+        self.placeholder_deadline = 0  # ns since the epoch when the reservation times out; 0: no timer
+        self.replacing: dict[str, Allocation] = {}  # real ask key -> the placeholder it takes over
         self.version = 0  # bumped on every change, so snapshots rebuild only what changed
 
     def transition(self, state: str, now: int | None = None) -> bool:
@@ -142,4 +170,38 @@ class Application:
 
     @property
     def is_empty(self) -> bool:
-        return not self.asks and not self.allocations
+        return not self.asks and not self.allocations and not self.replacing
+
+    # Gang placeholders.
+    def count_placeholder(self, placeholder: Allocation, now: int) -> None:
+        """A placeholder asked for or found running; the first one starts the reservation's timer."""
+        data = self.placeholders.get(placeholder.task_group)
+        if data is None:
+            data = self.placeholders[placeholder.task_group] = PlaceholderData(placeholder.task_group,
+                                                                                 placeholder.resource)
+        data.count += 1
+        if not self.placeholder_deadline:
+            self.placeholder_deadline = now + int(self.placeholder_timeout * 1e9)
+        self.version += 1
+
+    def placeholder_ended(self, placeholder: Allocation, replaced: bool) -> None:
+        data = self.placeholders.get(placeholder.task_group)
+        if data is not None:
+            if replaced:
+                data.replaced += 1
+            else:
+                data.timed_out += 1
+        if not any(d.replaceable for d in self.placeholders.values()):
+            self.placeholder_deadline = 0
+        self.version += 1
+
+    def waits_for_placeholder(self, ask: Allocation) -> bool:
+        """Whether a real pod's ask is to take over a placeholder of its task group rather than be
+        placed on its own (placeholders of its group remain)."""
+        if ask.placeholder or not ask.task_group:
+            return False
+        data = self.placeholders.get(ask.task_group)
+        return data is not None and data.replaceable
+
+    def all_placeholders_allocated(self) -> bool:
+        return not self.placeholder_ask.is_zero() and self.placeholder_ask.fits_in(self.allocated_placeholder)

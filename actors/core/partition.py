@@ -232,6 +232,10 @@ class Partition:
                 self._event(E.QUEUE, queue.path, E.QUEUE_DYNAMIC, E.ADD, "created by placement rule")
             if not queue.managed and queue.path != RECOVERY_QUEUE:
                 self._apply_tag_limits(queue, tags)
+            too_large = _gang_too_large(queue, Resource.from_proto(request.placeholderAsk))
+            if too_large:
+                self._reject_app(request, too_large)
+                continue
             app = Application(request, self.name, queue.path)
             app.groups = groups
             self.apps[app.application_id] = app
@@ -337,6 +341,8 @@ class Partition:
         queue.count_priority(ask.priority, 1)
         if replaced is not None:
             queue.count_priority(replaced.priority, -1)
+        if ask.placeholder and replaced is None:
+            app.count_placeholder(ask, time.time_ns())
         if app.state == states.NEW:
             self._set_state(app, states.ACCEPTED)
         elif app.state == states.COMPLETING:
@@ -387,6 +393,8 @@ class Partition:
         pending = app.find_ask(allocation.key)
         if pending is not None:
             self._remove_ask(app, pending)
+        elif allocation.placeholder:
+            app.count_placeholder(allocation, time.time_ns())
         self._place(app, queue, allocation, node, decided=False)
 
     def _remove_ask(self, app: Application, ask: Allocation) -> None:
@@ -411,6 +419,7 @@ class Partition:
         if not key:
             for ask in list(app.asks):
                 self._remove_ask(app, ask)
+            app.replacing.clear()
             for allocation in list(app.allocations.values()):
                 self._release(allocation, release.terminationType, release.message, notify=False)
             self._maybe_completing(app)
@@ -418,6 +427,10 @@ class Partition:
         allocation = app.allocations.get(key)
         if allocation is not None:
             self._release(allocation, release.terminationType, release.message, notify=False)
+            if allocation.replacement is not None:
+                self._take_over(app, allocation)
+        elif key in app.replacing:  # a real pod gone before its placeholder was: the placeholder just ends
+            app.replacing.pop(key).replacement = None
         else:
             ask = app.find_ask(key)
             if ask is not None:
@@ -436,6 +449,11 @@ class Partition:
         app = self.apps.get(allocation.application_id)
         if app is None or app.remove_allocation(allocation.key) is None:
             return
+        if allocation.placeholder:
+            app.allocated_placeholder = app.allocated_placeholder - allocation.resource
+            app.placeholder_ended(allocation, replaced=allocation.placeholder_released == si_pb2.PLACEHOLDER_REPLACED)
+        if app.state in (states.RESUMING, states.FAILING):
+            self._gang_settled(app)
         node = self.nodes.get(allocation.node_id)
         if node is not None:
             node.remove(allocation.key)
@@ -464,6 +482,8 @@ class Partition:
         if not self.usage.tracks(app.application_id):
             self._start_running(app, queue)
         app.add_allocation(allocation)
+        if allocation.placeholder:
+            app.allocated_placeholder = app.allocated_placeholder + allocation.resource
         self._book(node, allocation)
         self.index.update(node)
         queue.add_allocated(allocation.resource)
@@ -472,8 +492,8 @@ class Partition:
         if app.state in (states.NEW, states.ACCEPTED):
             if app.state == states.NEW:
                 self._set_state(app, states.ACCEPTED)
-            stateaware = queue.sort_policy == "stateaware" and app.state_aware and decided
-            self._set_state(app, states.STARTING if stateaware else states.RUNNING)
+            if not allocation.placeholder or app.all_placeholders_allocated():  # a gang runs once it has all its room
+                self._set_running(app, queue, decided)
         elif app.state == states.STARTING and len(app.allocations) > 1:
             self._set_state(app, states.RUNNING)
         elif app.state == states.COMPLETING:
@@ -483,6 +503,115 @@ class Partition:
             self._event(E.REQUEST, allocation.key, E.REQUEST_ALLOC, E.NONE, f"allocated on {node.node_id}",
                         app.application_id, allocation.resource)
         self._event(E.NODE, node.node_id, E.NODE_ALLOC, E.ADD, "", allocation.key, allocation.resource)
+
+    def _set_running(self, app: Application, queue: Queue, decided: bool) -> None:
+        stateaware = queue.sort_policy == "stateaware" and app.state_aware and decided
+        self._set_state(app, states.STARTING if stateaware else states.RUNNING)
+
+    # Gang placeholders.
+    def _try_replace(self, app: Application) -> bool:
+        """The placeholder pass: a real pod of a task group takes over an allocated placeholder of its
+        group, on the placeholder's node. The placeholder is released (``PLACEHOLDER_REPLACED``) and
+        stays booked until its pod is gone; then the real pod gets its allocation (``_take_over``).
+        A real pod larger than its group's placeholders ends one of them instead (``TIMEOUT``), and
+        one whose constraints no placeholder's node meets is placed on another node while one
+        placeholder of its group is given up."""
+        held = [a for a in app.allocations.values() if a.placeholder and not a.placeholder_released]
+        for ask in app.asks:
+            if not app.waits_for_placeholder(ask):
+                continue
+            fallback = None
+            for placeholder in held:
+                if placeholder.placeholder_released or placeholder.task_group != ask.task_group:
+                    continue
+                if not ask.resource.fits_in(placeholder.resource):
+                    self._give_up_placeholder(app, placeholder, si_pb2.TIMEOUT,
+                                              f"cancel placeholder: {ask.key} asks more than it holds")
+                    continue
+                node = self.nodes.get(placeholder.node_id)
+                if node is None or not self._meets_constraints(ask, node):
+                    fallback = fallback or placeholder
+                    continue
+                self._remove_ask(app, ask)
+                placeholder.replacement = ask
+                app.replacing[ask.key] = placeholder
+                self._give_up_placeholder(app, placeholder, si_pb2.PLACEHOLDER_REPLACED, f"replaced by {ask.key}")
+                return True
+            if fallback is not None:
+                node, _ = self._find_node(ask, _Cycle())
+                if node is not None:
+                    self._give_up_placeholder(app, fallback, si_pb2.PLACEHOLDER_REPLACED,
+                                              f"replaced by {ask.key} on {node.node_id}")
+                    self._remove_ask(app, ask)
+                    ask.placeholder_used = True
+                    self._place(app, self.queues.get(app.queue_path), ask, node, decided=True)
+                    return True
+        return False
+
+    def _meets_constraints(self, ask: Allocation, node: Node) -> bool:
+        if not (ask.constrained or node.restricted or node.guards):
+            return True
+        return self.predicates.check(ask.tags, node.node_id, node.attributes,
+                                     (a.tags for a in node.all_allocations())) is None
+
+    def _give_up_placeholder(self, app: Application, placeholder: Allocation, termination: int, message: str) -> None:
+        """Tell the resource manager to remove a placeholder's pod; its room stays booked until it
+        confirms, so the node is never promised twice."""
+        placeholder.placeholder_released = termination
+        self.outbox.released.append(si_pb2.AllocationRelease(
+            partitionName=self.name, applicationID=app.application_id, allocationKey=placeholder.key,
+            terminationType=termination, message=message))
+        detail = E.ALLOC_REPLACED if termination == si_pb2.PLACEHOLDER_REPLACED else E.ALLOC_TIMEOUT
+        self._event(E.APP, app.application_id, detail, E.REMOVE, message, placeholder.key, placeholder.resource)
+
+    def _take_over(self, app: Application, placeholder: Allocation) -> None:
+        """The placeholder's pod is gone: the real pod waiting for it gets its room on its node."""
+        real = placeholder.replacement
+        placeholder.replacement = None
+        app.replacing.pop(real.key, None)
+        node = self.nodes.get(placeholder.node_id)
+        queue = self.queues.get(app.queue_path)
+        if node is not None and queue is not None and node.schedulable and real.resource.fits_in(node.available):
+            real.placeholder_used = True
+            self._place(app, queue, real, node, decided=True)
+        else:  # the node went meanwhile: the real pod is asked for again, as any other
+            real.last_failure = ""
+            app.add_ask(real)
+            if queue is not None:
+                queue.add_pending(real.resource)
+                queue.count_priority(real.priority, 1)
+
+    def _placeholders_timed_out(self, app: Application) -> None:
+        """The reservation's timer ran out. A gang that got all its room gives back the placeholders no
+        real pod took; otherwise a Soft gang resumes as ordinary pods and a Hard one fails."""
+        app.placeholder_deadline = 0
+        if app.state not in (states.STARTING, states.RUNNING, states.COMPLETING):
+            hard = app.gang_style == states.HARD
+            if hard:  # the application's pods are failed by the resource manager: nothing more to place
+                for ask in [a for a in app.asks if not a.placeholder]:
+                    self._remove_ask(app, ask)
+            self._set_state(app, states.FAILING if hard else states.RESUMING, states.RESERVATION_TIMEOUT)
+        for ask in [a for a in app.asks if a.placeholder]:
+            self._remove_ask(app, ask)
+            app.placeholder_ended(ask, replaced=False)
+            self.outbox.released.append(si_pb2.AllocationRelease(
+                partitionName=self.name, applicationID=app.application_id, allocationKey=ask.key,
+                terminationType=si_pb2.TIMEOUT, message="placeholder timed out"))
+        for placeholder in list(app.allocations.values()):
+            if placeholder.placeholder and not placeholder.placeholder_released:
+                self._give_up_placeholder(app, placeholder, si_pb2.TIMEOUT, "placeholder timed out")
+        self._gang_settled(app)
+        self.dirty = True
+
+    def _gang_settled(self, app: Application) -> None:
+        """After a timeout, once no placeholder is left: a resuming gang is an ordinary application, a
+        failing one has failed."""
+        if any(a.placeholder for a in app.allocations.values()):
+            return
+        if app.state == states.RESUMING:
+            self._set_state(app, states.ACCEPTED, "placeholders released")
+        elif app.state == states.FAILING and not app.allocations:
+            self._set_state(app, states.FAILED, states.RESERVATION_TIMEOUT)
 
     # The scheduling cycle.
     def schedule(self, max_allocations: int = 1000, max_seconds: float = 0.05) -> int:
@@ -585,9 +714,13 @@ class Partition:
             self._note_failure(app, ask, reason)
 
     def _allocate_for_app(self, app: Application, queue: Queue, cycle: _Cycle) -> bool:
+        if app.placeholders and not app.allocated_placeholder.is_zero() and self._try_replace(app):
+            return True
         headroom = queue.headroom()
         user_headroom = self.usage.headroom(app.user, app.groups, queue.path)
         for ask in app.asks:
+            if app.placeholders and app.waits_for_placeholder(ask):
+                continue
             shape_failure = cycle.failed_shapes.get(ask.shape) if ask.shape is not None else None
             if shape_failure is not None:
                 # Every pod waiting for this reason is told so, not only the first one of its shape.
@@ -679,6 +812,8 @@ class Partition:
             elif app.state == states.STARTING and age >= self.timing.starting:
                 self._set_state(app, states.RUNNING, "starting timed out")
                 self.dirty = True
+            if app.placeholder_deadline and now >= app.placeholder_deadline:
+                self._placeholders_timed_out(app)
         for app_id, app in list(self.terminated.items()):
             if (now - app.state_since) / 1e9 >= self.timing.retention:
                 app.transition(states.EXPIRED)
@@ -686,3 +821,15 @@ class Partition:
                 del self.terminated[app_id]
         for path in self.queues.prune():
             self._event(E.QUEUE, path, E.QUEUE_CONFIG, E.REMOVE, "queue removed")
+
+
+def _gang_too_large(queue: Queue, placeholder_ask: Resource) -> str:
+    """Why a gang can never be placed in ``queue`` (its placeholders together exceed a max on the
+    queue's path), or ``""``."""
+    if placeholder_ask.is_zero():
+        return ""
+    for q in queue.chain():
+        if q.max is not None and not placeholder_ask.fits_in_max(q.max):
+            return (f"placeholder ask {dict(placeholder_ask)} exceeds the max of queue {q.path} {dict(q.max)}: "
+                    "the gang can never be placed")
+    return ""

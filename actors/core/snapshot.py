@@ -40,6 +40,7 @@ class AllocationSnapshot:
     foreign: bool
     preemptable: bool
     originator: bool
+    placeholder_used: bool = False  # a real pod's allocation that took over a placeholder
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,15 @@ class AskSnapshot:
     failure_log: tuple[tuple[str, int, int], ...]  # (reason, last time it became the reason, times)
 
 
+@dataclass(frozen=True, slots=True)
+class PlaceholderSnapshot:
+    task_group_name: str
+    count: int
+    min_resource: Resource
+    replaced: int
+    timed_out: int
+
+
 @dataclass(frozen=True, slots=True, weakref_slot=True)  # readers cache by identity
 class ApplicationSnapshot:
     application_id: str
@@ -78,6 +88,7 @@ class ApplicationSnapshot:
     rejected_message: str
     state_log: tuple[tuple[int, str], ...]
     tags: Mapping[str, str]
+    placeholder_data: tuple[PlaceholderSnapshot, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from actors.core.snapshot import (
     AskSnapshot,
     NodeSnapshot,
     PartitionSnapshot,
+    PlaceholderSnapshot,
     QueueSnapshot,
     abs_used_capacity,
     percent,
@@ -36,7 +37,7 @@ def allocation_snapshot(a: Allocation) -> AllocationSnapshot:
     # The tags dict is never changed after the allocation is created: a read-only view suffices.
     return AllocationSnapshot(a.key, MappingProxyType(a.tags), a.request_time, a.allocation_time, a.resource,
                               a.priority, a.node_id, a.application_id, a.placeholder, a.task_group, a.foreign,
-                              a.preemptable, a.originator)
+                              a.preemptable, a.originator, a.placeholder_used)
 
 
 def ask_snapshot(a: Allocation) -> AskSnapshot:
@@ -51,7 +52,9 @@ def application_snapshot(app: Application, shared: dict[str, AllocationSnapshot]
         app.application_id, app.partition, app.queue_path, app.user, app.groups, app.state, app.submission_time,
         app.finished_time, app.used, app.max_used, app.pending, tuple(ask_snapshot(a) for a in app.asks),
         tuple(_shared(a, shared) for a in app.allocations.values()), app.rejected_message,
-        tuple(app.state_log), MappingProxyType(dict(app.tags)))
+        tuple(app.state_log), MappingProxyType(dict(app.tags)),
+        tuple(PlaceholderSnapshot(d.task_group, d.count, d.min_resource, d.replaced, d.timed_out)
+              for d in app.placeholders.values()))
 
 
 def _shared(allocation: Allocation, shared: dict[str, AllocationSnapshot]) -> AllocationSnapshot:

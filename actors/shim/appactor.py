@@ -12,6 +12,15 @@ node's actor, which also releases it; the application only releases what it aske
 core placed (``Task.placed_by_core``). A pending pod bound where the core did not place it is handed
 to its node (through the context) only after the application has withdrawn its ask.
 
+A gang (``actors.shim.gang``) is declared by the application's first pod. Once the core accepts the
+application, it is Reserving: the binder creates the placeholder pods, and only they are asked for,
+all in one go once every one is seen.
+The core says Running when every placeholder holds its room; then the real pods are asked for, and
+each real pod of a task group takes over a placeholder's room (the core releases the placeholder with
+``PLACEHOLDER_REPLACED``, the placeholder's pod is deleted, and the real pod is allocated on its node).
+When the reservation times out the core says Resuming (Soft: once the placeholders are gone the real
+pods are scheduled as ordinary pods) or Failing (Hard: the pods fail with ``ResourceReservationTimeout``).
+
 In plugin mode the binder is the handoff: binds are recorded decisions, ``RetractTask`` returns a
 placement kube-scheduler did not carry out, and the handoff is told when a placed pod is settled.
 """
@@ -27,6 +36,7 @@ import pykka
 from actors.base import PooledActor
 from actors.shim import translate
 from actors.shim.eventbuffer import NORMAL, WARNING
+from actors.shim.gang import Gang, read_gang
 from actors.shim.lifecycle import (
     APP_TERMINAL,
     APP_TRANSITIONS,
@@ -41,12 +51,14 @@ from actors.shim.messages import (
     BindRequest,
     Binds,
     CoreEvents,
+    CreatePlaceholders,
     DeletePod,
     FailPod,
     Feedback,
     KubeEvent,
     PlacedElsewhere,
     PlacedPod,
+    PlaceholdersCreated,
     PodCondition,
     RetractTask,
     Settle,
@@ -56,6 +68,7 @@ from actors.shim.messages import (
     ToCore,
     WaitingReason,
 )
+from actors.shim.placeholders import PlaceholderSettings
 from actors.shim.pods import FAILED, PodRecord
 from actors.shim.state import AppView, PodView, StateBoard
 from si import constants, si_pb2
@@ -66,7 +79,10 @@ PARTITION = constants.DEFAULT_PARTITION
 _CORE_APP_EVENTS = {"Accepted": ("accept",), "Starting": ("run",), "Running": ("run",),
                     "Completed": ("complete",), "Failing": ("fail",), "Failed": ("fail", "failed")}
 _UNPLACED = frozenset({TaskState.NEW, TaskState.PENDING, TaskState.SCHEDULING, TaskState.REJECTED})
-_ASKING = frozenset({AppState.ACCEPTED, AppState.RESERVING, AppState.RESUMING, AppState.RUNNING})
+_ASKING = frozenset({AppState.ACCEPTED, AppState.RUNNING})  # and, while Reserving, the placeholders
+_GAVE_UP = frozenset({AppState.RESUMING, AppState.FAILING, AppState.FAILED})  # placeholders left to delete
+RESERVATION_TIMEOUT = "ResourceReservationTimeout"
+_GANG_ENDS = {si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT}
 
 
 class Task:
@@ -112,13 +128,14 @@ class Task:
 
 class ApplicationActor(PooledActor):
     """See the module docstring. ``first`` is the pod that made the application known; ``tags`` are
-    its namespace's application tags; ``force``: the application already runs pods (recovery)."""
+    its namespace's application tags; ``force``: the application already runs pods (recovery);
+    ``placeholders``: how the gang's placeholders are made, or that gangs are off."""
 
     kind = "application"
 
     def __init__(self, first: PodRecord, tags: Mapping[str, str] | None, force: bool, *, outlet: pykka.ActorRef,
                  context: pykka.ActorRef, binder: pykka.ActorRef, recorder: pykka.ActorRef | None, board: StateBoard, plugin_mode: bool,
-                 supervisor=None) -> None:
+                 placeholders: PlaceholderSettings | None = None, supervisor=None) -> None:
         super().__init__(supervisor)
         self.app_id = first.app_id
         self._queue = first.queue
@@ -137,6 +154,16 @@ class ApplicationActor(PooledActor):
         self._placed_elsewhere: list[PlacedPod] = []
         self._shown: tuple[str, int] | None = None
         self._machine = StateMachine(APP_TRANSITIONS, AppState.NEW, f"application {self.app_id}")
+        self._placeholder_settings = placeholders = placeholders or PlaceholderSettings()
+        self._originator = first
+        self._gang: Gang | None = None
+        self._timeout_told = False
+        if not placeholders.disabled:
+            self._gang, problems = read_gang(first.task_groups, first.policy_parameters)
+            if problems:
+                self._pod_event(first, WARNING, "TaskGroupsError",
+                                "GangScheduling: " + "; ".join(problems)
+                                + ("" if self._gang else ": the application is scheduled without a gang"))
         # Sent from the creating thread, before the context routes the application's first pod.
         self._submit_application(first, force)
         self._flush()
@@ -195,7 +222,7 @@ class ApplicationActor(PooledActor):
             self._task_placed_elsewhere(task)
         elif state == TaskState.BOUND and task.placed_by_core and pod.resource != previous.resource:
             self._to_core.append(translate.allocation(pod, task.priority, PARTITION, task.node))
-        elif state == TaskState.PENDING and previous.gated and not pod.gated and self._accepted:
+        elif state == TaskState.PENDING and previous.gated and not pod.gated and self._may_ask(task):
             self._submit(task)
 
     def _new_task(self, pod: PodRecord, priority: int) -> None:
@@ -211,7 +238,11 @@ class ApplicationActor(PooledActor):
             task.fire("recover", node=pod.node_name)
             return
         task.fire("init")
-        if not pod.gated and self._accepted:
+        if pod.placeholder and self.state in _GAVE_UP:  # made just before the gang was given up
+            self._delete(task, "the gang's reservation ended")
+        elif pod.placeholder and self.state == AppState.RESERVING:
+            self._submit_pending()
+        elif not pod.gated and self._may_ask(task):
             self._submit(task)
 
     def _task_gone(self, pod: PodRecord) -> None:
@@ -224,12 +255,43 @@ class ApplicationActor(PooledActor):
         if task.can("kill"):
             task.fire("kill")
         self._board.pods.hide(pod.uid)
+        if pod.placeholder and self.state == AppState.RESUMING and not self._placeholders():
+            self._machine.fire("run")  # the gang is over: its pods are scheduled as ordinary ones
+            self._submit_pending()
 
     def _submit(self, task: Task) -> None:
         pod = task.pod
         task.fire("submit")
         self._to_core.append(translate.allocation(pod, task.priority, PARTITION))
         self._pod_event(pod, NORMAL, "Scheduling", f"{pod.full_name} is queued and waiting for allocation")
+        if pod.task_group and not pod.placeholder and self._gang is not None:
+            if self._gang.group(pod.task_group) is not None:
+                self._pod_event(pod, NORMAL, "TaskGroupMatch",
+                                f"Pod {pod.full_name} belongs to task group {pod.task_group}: it takes over one "
+                                "of the group's placeholders")
+            else:
+                self._pod_event(pod, WARNING, "TaskGroupsError",
+                                f"GangScheduling: task group {pod.task_group} is not declared by application "
+                                f"{self.app_id}: the pod is scheduled on its own")
+
+    def _may_ask(self, task: Task) -> bool:
+        """Asks go to the core only once it has accepted the application (as upstream's shim does: an
+        application it rejects never had asks to refuse); while the gang reserves, only placeholders."""
+        if self.state == AppState.RESERVING:  # all together, so that two gangs do not split a queue between them
+            return task.pod.placeholder and len(self._placeholders()) >= self._gang.size
+        return self.state in _ASKING and not task.pod.placeholder
+
+    def _submit_pending(self) -> None:
+        for task in sorted(self._tasks.values(), key=lambda t: (t.pod.created, t.pod.uid)):
+            if task.state == TaskState.PENDING and not task.pod.gated and self._may_ask(task):
+                self._submit(task)
+
+    def _placeholders(self) -> list[Task]:
+        return [t for t in self._tasks.values() if t.pod.placeholder and t.state not in TASK_TERMINAL]
+
+    def _delete(self, task: Task, reason: str) -> None:
+        pod = task.pod
+        self._binder.tell(DeletePod(pod.uid, pod.namespace, pod.name, reason))
 
     def _task_placed_elsewhere(self, task: Task) -> None:
         """A pod got a node the core did not choose for it (bound by another party, or a bind we gave
@@ -263,7 +325,7 @@ class ApplicationActor(PooledActor):
 
     def _submit_application(self, pod: PodRecord, force: bool) -> None:
         tags = translate.application_tags(pod, self._tags, force)
-        self._to_core.append(translate.add_application(pod, tags, PARTITION))
+        self._to_core.append(translate.add_application(pod, tags, PARTITION, self._gang))
         self._machine.fire("submit")
 
     def _resubmit(self, pod: PodRecord) -> None:
@@ -280,27 +342,79 @@ class ApplicationActor(PooledActor):
             if updated.state == "Rejected":
                 self._rejected(updated.message)
                 continue
+            if updated.message == RESERVATION_TIMEOUT:
+                self._reservation_timed_out(updated.state)
+                continue
             for event in _CORE_APP_EVENTS.get(updated.state, ()):
                 self._app_event(event)
             if updated.state == "Failed":
                 self._fail_unplaced("ApplicationFailed", f"application {self.app_id} failed: {updated.message}")
         self._publish()
 
-    @property
-    def _accepted(self) -> bool:
-        """Asks go to the core only once it has accepted the application (as upstream's shim does): an
-        application it rejects never had asks to refuse."""
-        return self.state in _ASKING
+    # ---- the gang ------------------------------------------------------------------------------
+
+    def _reserve(self) -> None:
+        """Accepted with a gang that has not started: make the placeholders that are not there yet (a
+        restart finds some or all of them) and ask only for them."""
+        self._machine.fire("reserve")
+        present: dict[str, int] = {}
+        for task in self._placeholders():
+            present[task.pod.task_group] = present.get(task.pod.task_group, 0) + 1
+        missing = tuple((g, g.min_member - present.get(g.name, 0)) for g in self._gang.groups
+                        if g.min_member > present.get(g.name, 0))
+        if missing:
+            self._binder.tell(CreatePlaceholders(self._originator, self._queue, missing, self._placeholder_settings,
+                                                 self.actor_ref))
+
+    def on_PlaceholdersCreated(self, message: PlaceholdersCreated) -> None:
+        if not message.error:
+            return
+        # Never half a gang: what was made goes, and the application fails, as upstream's.
+        for uid, namespace, name in message.created:
+            self._binder.tell(DeletePod(uid, namespace, name, "the gang's placeholders could not all be made"))
+        for task in self._placeholders():
+            self._delete(task, "the gang's placeholders could not all be made")
+        if self._machine.can("fail"):
+            self._machine.fire("fail")
+            self._machine.fire("failed")
+        self._fail_unplaced("PlaceholderCreationFailed",
+                            f"application {self.app_id}: creating its placeholder pods failed: {message.error}")
+        self._publish()
+
+    def _reservation_timed_out(self, core_state: str) -> None:
+        """The core gave up the gang's reservation: Soft resumes as ordinary pods once the placeholders
+        are gone, Hard fails the pods."""
+        self._placeholder_timeout_event()
+        if core_state == "Resuming" and self._machine.can("resume"):
+            self._machine.fire("resume")
+            for task in self._placeholders():
+                if not task.pod.assigned:
+                    self._delete(task, "the gang's reservation timed out")
+            if not self._placeholders():
+                self._machine.fire("run")
+                self._submit_pending()
+        elif core_state == "Failing" and self._machine.can("fail"):
+            self._machine.fire("fail")
+            self._fail_unplaced(RESERVATION_TIMEOUT,
+                                f"application {self.app_id}: the gang's resources were not all reserved in time")
+        elif core_state == "Failed" and self._machine.can("failed"):
+            self._machine.fire("failed")
+
+    def _placeholder_timeout_event(self) -> None:
+        if not self._timeout_told:
+            self._timeout_told = True
+            self._pod_event(self._originator, WARNING, "PlaceholderTimeOut",
+                            f"Application {self.app_id}: placeholders timed out")
 
     def _app_event(self, event: str) -> None:
         if not self._machine.can(event):
             return
         state = self._machine.fire(event)
         log.debug("application %s: %s", self.app_id, state)
-        if state == AppState.ACCEPTED:
-            for task in sorted(self._tasks.values(), key=lambda t: (t.pod.created, t.pod.uid)):
-                if task.state == TaskState.PENDING and not task.pod.gated:
-                    self._submit(task)
+        if state == AppState.ACCEPTED and self._gang is not None and not self._real_pod_bound():
+            self._reserve()
+        if state in (AppState.ACCEPTED, AppState.RUNNING):
+            self._submit_pending()
         if state == AppState.COMPLETED:
             self._to_core.append(si_pb2.RemoveApplicationRequest(applicationID=self.app_id, partitionName=PARTITION))
 
@@ -311,9 +425,15 @@ class ApplicationActor(PooledActor):
         log.info("application %s rejected: %s", self.app_id, reason)
         self._fail_unplaced("ApplicationRejected", f"application {self.app_id} rejected: {reason}")
 
+    def _real_pod_bound(self) -> bool:
+        """Whether a real pod of the application already runs (a restart during or after the gang)."""
+        return any(t.state == TaskState.BOUND and not t.pod.placeholder for t in self._tasks.values())
+
     def _fail_unplaced(self, reason: str, message: str) -> None:
         for task in self._tasks.values():
-            if task.state in _UNPLACED:
+            if task.pod.placeholder and task.state not in TASK_TERMINAL:
+                self._delete(task, message)
+            elif task.state in _UNPLACED:
                 self._fail_task(task, reason, message)
 
     def _fail_task(self, task: Task, reason: str, message: str) -> None:
@@ -356,15 +476,20 @@ class ApplicationActor(PooledActor):
                 self._to_core.append(translate.stray_release(allocation))
             return
         task.fire("allocate", node=node)
-        if self._machine.can("run"):
+        if not task.pod.placeholder and self._machine.can("run"):  # a gang runs when the core says so
             self._machine.fire("run")
         pod = task.pod
         self._binds.append(BindRequest(pod.uid, pod.namespace, pod.name, node, self.actor_ref))
 
     def _released_by_core(self, release: si_pb2.AllocationRelease) -> None:
+        task = self._tasks.get(release.allocationKey)
+        if task is not None and task.pod.placeholder and release.terminationType in _GANG_ENDS:
+            if release.terminationType == si_pb2.TIMEOUT:
+                self._placeholder_timeout_event()
+            self._delete(task, release.message)  # its deletion confirms the release to the core
+            return
         if release.terminationType != si_pb2.PREEMPTED_BY_SCHEDULER:
             return  # our own releases confirmed, or node removal: the pod itself tells the rest
-        task = self._tasks.get(release.allocationKey)
         if task is None:
             return
         pod = task.pod

@@ -5,7 +5,8 @@ sharing the client's connection pool. Each bind is retried by the client (5xx, 4
 and ends in one ``BindOutcome`` told to the listener: bound (including "already bound to that node"),
 gone (the pod was deleted), or failed. The binder keeps the set of pods being bound and drops a second
 request for a pod already in flight, so a pod is never bound twice. It also deletes pods the core
-preempted and fails pods whose application was rejected. A ``BindRequest`` may name the actor its
+preempted, fails pods whose application was rejected, and creates a gang's placeholder pods
+(``CreatePlaceholders``, answered with ``PlaceholdersCreated``). A ``BindRequest`` may name the actor its
 outcome goes to (``reply_to``, the pod's application actor); else it goes to the listener. ``Drain`` (an ask) waits until every accepted bind has finished; later requests are
 answered as failed. ``BinderStatsRequest`` (an ask) answers counts and the time of the last bind.
 """
@@ -27,10 +28,13 @@ from actors.shim.messages import (
     BindOutcome,
     BindRequest,
     Binds,
+    CreatePlaceholders,
     DeletePod,
     Drain,
     FailPod,
+    PlaceholdersCreated,
 )
+from actors.shim.placeholders import placeholder_pod
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +116,12 @@ class Binder(Actor):
         if not self._draining:
             self._work.put((self._fail, message))
 
+    def on_CreatePlaceholders(self, message: CreatePlaceholders) -> None:
+        if self._draining:
+            tell_if_alive(message.reply_to, PlaceholdersCreated((), "scheduler is shutting down"))
+        else:
+            self._work.put((self._create_placeholders, message))
+
     def on_Drain(self, message: Drain) -> None:
         self._draining = True
         self._stop_workers()
@@ -171,6 +181,20 @@ class Binder(Actor):
                 log.info("pod %s/%s failed: %s", request.namespace, request.name, request.message)
         except Exception:  # logged; the pod stays pending with its event
             log.exception("failing pod %s/%s failed", request.namespace, request.name)
+
+    def _create_placeholders(self, request: CreatePlaceholders) -> None:
+        created, error = [], ""
+        namespace = request.originator.namespace
+        try:
+            for group, count in request.groups:
+                for _ in range(count):
+                    manifest = placeholder_pod(request.originator, request.queue, group, request.settings)
+                    metadata = self._client.create_pod(namespace, manifest).get("metadata") or {}
+                    created.append((metadata.get("uid", ""), namespace, metadata.get("name", "")))
+        except Exception as failure:  # the application hears of it whatever went wrong
+            error = str(failure) or type(failure).__name__
+            log.warning("creating placeholders for %s failed: %s", request.originator.app_id, error)
+        tell_if_alive(request.reply_to, PlaceholdersCreated(tuple(created), error))
 
     def _serve(self) -> None:
         while (item := self._work.get()) is not None:

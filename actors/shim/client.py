@@ -285,6 +285,17 @@ class KubeClient:
             raise
         return True
 
+    def create_pod(self, namespace: str, manifest: Mapping) -> dict:
+        """Create a pod (retrying transient failures); the created pod. A retry that finds the pod
+        made by its lost first attempt takes that one."""
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        try:
+            return self.request_retrying("POST", path, body=manifest)
+        except ApiError as error:
+            if error.status != 409:
+                raise
+            return self.request_retrying("GET", f"{path}/{manifest['metadata']['name']}")
+
     def delete_pod(self, namespace: str, name: str, uid: str) -> bool:
         """Delete the pod if it is still the one with ``uid`` (checked before, and sent as a
         precondition); ``False`` when it is gone or was replaced by another pod of that name."""

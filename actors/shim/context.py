@@ -285,12 +285,20 @@ class ShimContext(Actor):
         """The applications of the pods on nodes first, then one actor per node, each recovering
         itself; ``Running`` (and the pending pods handed over) once every node has recovered."""
         on_node: dict[str, list[PlacedPod]] = defaultdict(list)
-        for pod in sorted(self._pods.values(), key=_age):
-            if pod.assigned and not pod.terminated:
-                foreign = not self._managed(pod)
-                if not foreign:
-                    self._to_app(pod)
-                on_node[pod.node_name].append(PlacedPod(pod, self._priority(pod), True, foreign))
+        pods = sorted(self._pods.values(), key=_age)
+        originators: dict[str, PodRecord] = {}  # an application's oldest pod declares it (and its gang)
+        for pod in pods:
+            if not pod.placeholder and not pod.terminated and self._managed(pod):
+                originators.setdefault(pod.app_id, pod)
+        for pod in pods:
+            if pod.terminated:
+                continue
+            managed = self._managed(pod)
+            # A gang's placeholders are all known to its application before it hears from the core.
+            if managed and (pod.assigned or pod.placeholder):
+                self._to_app(pod, first=originators.get(pod.app_id))
+            if pod.assigned:
+                on_node[pod.node_name].append(PlacedPod(pod, self._priority(pod), True, not managed))
         self._flush()
         for name, node in self._nodes.items():
             if node.invalid:
@@ -338,9 +346,9 @@ class ShimContext(Actor):
         if pod is None or pod.terminated:
             self._core_placed.pop(current.uid, None)
 
-    def _to_app(self, pod: PodRecord, deleted: bool = False) -> None:
-        """Route a pod to its application's actor, starting it for a new application; the actor is
-        stopped once its last pod is gone."""
+    def _to_app(self, pod: PodRecord, deleted: bool = False, first: PodRecord | None = None) -> None:
+        """Route a pod to its application's actor, starting it for a new application (declared by
+        ``first``, else by ``pod``); the actor is stopped once its last pod is gone."""
         routed = self._app_pods.get(pod.app_id)
         if routed is None:
             if deleted or pod.terminated:
@@ -349,9 +357,10 @@ class ShimContext(Actor):
             namespace = self._namespaces.get(pod.namespace)
             peers = self._peers
             self._apps[pod.app_id] = ApplicationActor.start(
-                pod, namespace.app_tags if namespace else None, pod.assigned, outlet=peers.outlet,
+                first or pod, namespace.app_tags if namespace else None, pod.assigned, outlet=peers.outlet,
                 context=self.actor_ref, binder=peers.binder, recorder=peers.recorder, board=self._board,
-                plugin_mode=self._settings.plugin_mode, supervisor=self._supervisor)
+                plugin_mode=self._settings.plugin_mode,
+                placeholders=self._config.settings.placeholders if self._config else None, supervisor=self._supervisor)
             routed = self._app_pods[pod.app_id] = set()
         self._mail.to_app(self._apps[pod.app_id], TaskUpdate(pod, self._priority(pod), deleted))
         if not deleted:

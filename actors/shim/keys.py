@@ -1,11 +1,18 @@
 """Kubernetes keys only the shim reads or writes, and the tag and attribute keys it adds on top of the
 SI's own (``si.constants``); those it shares with the admission controller are in ``si.kubernetes``."""
 
-from si.constants import DOMAIN_YUNIKORN
+from si.constants import DOMAIN_YUNIKORN, DOMAIN_YUNIKORN_INTERNAL
 
 # Plugin mode: written on a pod once the core placed it, so kube-scheduler sees an update and retries it.
 ANNOTATION_QUOTA_APPROVED = DOMAIN_YUNIKORN + "quota-approved"
 DEFAULT_USER = "nobody"
+
+# Gang scheduling: a pod's task groups (JSON), its own group, the policy parameters, and the mark of
+# the placeholder pods the shim makes.
+ANNOTATION_TASK_GROUPS = DOMAIN_YUNIKORN + "task-groups"
+ANNOTATION_TASK_GROUP_NAME = DOMAIN_YUNIKORN + "task-group-name"
+ANNOTATION_SCHEDULING_POLICY = DOMAIN_YUNIKORN + "schedulingPolicyParameters"
+ANNOTATION_PLACEHOLDER = DOMAIN_YUNIKORN_INTERNAL + "placeholder"
 
 # Namespace annotations that become application tags.
 ANNOTATION_PARENT_QUEUE = DOMAIN_YUNIKORN + "parentqueue"

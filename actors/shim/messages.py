@@ -12,7 +12,9 @@ from typing import Any
 import pykka
 
 from actors.base import message
+from actors.shim.gang import TaskGroup
 from actors.shim.nodes import NodeRecord
+from actors.shim.placeholders import PlaceholderSettings
 from actors.shim.pods import PodRecord
 from actors.shim.ticker import Alarms
 from si import si_pb2
@@ -62,6 +64,27 @@ class DeletePod:
     namespace: str
     name: str
     reason: str
+
+
+@message
+class CreatePlaceholders:
+    """Create ``count`` placeholder pods of each task group for ``originator``'s gang; one
+    ``PlaceholdersCreated`` goes back to ``reply_to``."""
+
+    originator: PodRecord
+    queue: str
+    groups: tuple[tuple[TaskGroup, int], ...]
+    settings: PlaceholderSettings
+    reply_to: pykka.ActorRef
+
+
+@message
+class PlaceholdersCreated:
+    """``error``: why creating stopped ("" when every placeholder was created); ``created`` are the
+    (uid, namespace, name) of those made, for the application to delete after a failure."""
+
+    created: tuple[tuple[str, str, str], ...]
+    error: str = ""
 
 
 @message

@@ -63,6 +63,10 @@ class PodRecord:
     required_node: str
     gated: bool
     invalid: str = ""
+    task_group: str = ""  # the gang's task group the pod belongs to
+    task_groups: str = ""  # the gang's declaration (JSON), read by the application (see ``gang``)
+    policy_parameters: str = ""
+    placeholder: bool = False  # a placeholder pod the shim made for a gang
 
     @property
     def key(self) -> str:
@@ -137,6 +141,10 @@ def parse_pod(raw: Mapping) -> PodRecord:
         required_node=constraints.required_node(spec),
         gated=bool(spec.get("schedulingGates")),
         invalid="; ".join(problems),
+        task_group=annotations.get(keys.ANNOTATION_TASK_GROUP_NAME) or "",
+        task_groups=annotations.get(keys.ANNOTATION_TASK_GROUPS) or "",
+        policy_parameters=annotations.get(keys.ANNOTATION_SCHEDULING_POLICY) or "",
+        placeholder=annotations.get(keys.ANNOTATION_PLACEHOLDER) == "true",
     )
 
 

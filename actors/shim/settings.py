@@ -7,6 +7,9 @@ live each time it is (re)loaded.
   both are accepted, the documented name winning): the node label whose value becomes a node's SI
   instance type attribute (default ``node.kubernetes.io/instance-type``).
 - ``log.level``, ``log.<subsystem>.level``: see ``actors.loglevels``.
+- ``service.disableGangScheduling``, ``service.placeholderImage``, ``service.placeholderRunAsUser``,
+  ``service.placeholderRunAsGroup``, ``service.placeholderFsGroup``: gang scheduling (see
+  ``actors.shim.placeholders``), for the applications submitted after the configuration is taken.
 
 A bad value is a ``SchedulerConfigError``: the configuration in force stays.
 """
@@ -23,6 +26,7 @@ import pykka
 from actors import loglevels
 from actors.shim.client import DEFAULT_BURST, DEFAULT_QPS, KubeClient
 from actors.shim.messages import InstanceTypeLabel
+from actors.shim.placeholders import DEFAULT_IMAGE, PlaceholderSettings
 from si.bounded import shown
 
 log = logging.getLogger(__name__)
@@ -30,6 +34,11 @@ log = logging.getLogger(__name__)
 QPS, BURST = "kubernetes.qps", "kubernetes.burst"
 INSTANCE_TYPE_KEYS = ("service.instanceTypeNodeLabelKey", "service.nodeInstanceTypeNodeLabelKey")
 DEFAULT_INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+DISABLE_GANG, PLACEHOLDER_IMAGE = "service.disableGangScheduling", "service.placeholderImage"
+PLACEHOLDER_IDS = {"service.placeholderRunAsUser": "run_as_user", "service.placeholderRunAsGroup": "run_as_group",
+                   "service.placeholderFsGroup": "fs_group"}
+GO_BOOLEANS = {**dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),  # strconv.ParseBool, as upstream
+               **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +47,7 @@ class ShimSettings:
     burst: int = DEFAULT_BURST
     instance_type_label: str = DEFAULT_INSTANCE_TYPE_LABEL
     log_levels: tuple[tuple[str, int], ...] = ()  # (logger, level), see actors.loglevels
+    placeholders: PlaceholderSettings = PlaceholderSettings()
 
 
 def parse(extra: Mapping[str, str]) -> ShimSettings:
@@ -47,7 +57,24 @@ def parse(extra: Mapping[str, str]) -> ShimSettings:
     label = next((extra[key].strip() for key in INSTANCE_TYPE_KEYS if key in extra), DEFAULT_INSTANCE_TYPE_LABEL)
     if not label:
         raise ValueError(f"{INSTANCE_TYPE_KEYS[0]}: a node label key is needed")
-    return ShimSettings(qps, burst, label, tuple(sorted(loglevels.parse(extra).items())))
+    return ShimSettings(qps, burst, label, tuple(sorted(loglevels.parse(extra).items())), _placeholders(extra))
+
+
+def _placeholders(extra: Mapping[str, str]) -> PlaceholderSettings:
+    image = extra.get(PLACEHOLDER_IMAGE, DEFAULT_IMAGE).strip()
+    if not image:
+        raise ValueError(f"{PLACEHOLDER_IMAGE}: an image is needed")
+    ids = {}
+    for key, field in PLACEHOLDER_IDS.items():
+        text = extra.get(key, "").strip()
+        if text:
+            if not text.isdigit():
+                raise ValueError(f"{key}: {shown(text)} is not a user or group id (a whole number of at least 0)")
+            ids[field] = int(text)
+    disabled = extra.get(DISABLE_GANG, "false").strip()
+    if disabled not in GO_BOOLEANS:
+        raise ValueError(f"{DISABLE_GANG}: {shown(disabled)} is not true or false")
+    return PlaceholderSettings(image=image, disabled=GO_BOOLEANS[disabled], **ids)
 
 
 def _number(extra: Mapping[str, str], key: str, default, kind):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from actors.shim import keys
+from actors.shim.gang import Gang
 from actors.shim.nodes import NodeRecord
 from actors.shim.pods import PodRecord
 from si import constants, si_pb2
@@ -42,7 +43,7 @@ def allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT
     """A task's pod as an ask (no ``node_id``) or as an allocation already on ``node_id``."""
     return si_pb2.Allocation(allocationKey=pod.uid, applicationID=pod.app_id, allocationTags=allocation_tags(pod),
                              resourcePerAlloc=pod.resource.to_proto(), priority=priority, nodeID=node_id,
-                             partitionName=partition)
+                             partitionName=partition, taskGroupName=pod.task_group, placeholder=pod.placeholder)
 
 
 def foreign_allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT_PARTITION) -> si_pb2.Allocation:
@@ -74,26 +75,37 @@ def stray_release(allocation: si_pb2.Allocation) -> si_pb2.AllocationRelease:
 
 def application_tags(pod: PodRecord, namespace_tags: Mapping[str, str] | None, force: bool) -> dict[str, str]:
     """The tags of a pod's application: the namespace's (name, parent queue, quota...), the
-    stateaware opt-out, and ``application.create.force`` for a recovered application."""
+    stateaware opt-out, ``application.create.force`` for a recovered application, and the gang's
+    declaration."""
     tags = dict(namespace_tags) if namespace_tags else {constants.APP_TAG_NAMESPACE: pod.namespace}
     if pod.disable_state_aware:
         tags[constants.APP_TAG_DISABLE_STATE_AWARE] = "true"
         tags[LABEL_DISABLE_STATE_AWARE] = "true"
     if force:
         tags[constants.APP_TAG_CREATE_FORCE] = "true"
+    if pod.task_groups:  # as upstream's shim tags the application with its gang's declaration
+        tags[keys.ANNOTATION_TASK_GROUPS] = pod.task_groups
+        if pod.policy_parameters:
+            tags[keys.ANNOTATION_SCHEDULING_POLICY] = pod.policy_parameters
     return tags
 
 
-def add_application(pod: PodRecord, tags: Mapping[str, str],
-                    partition: str = constants.DEFAULT_PARTITION) -> si_pb2.AddApplicationRequest:
-    """The application of ``pod`` (its first pod decides queue and user)."""
-    return si_pb2.AddApplicationRequest(
+def add_application(pod: PodRecord, tags: Mapping[str, str], partition: str = constants.DEFAULT_PARTITION,
+                    gang: Gang | None = None) -> si_pb2.AddApplicationRequest:
+    """The application of ``pod`` (its first pod decides queue and user), with its gang's placeholder
+    ask, timeout and style when it has one."""
+    request = si_pb2.AddApplicationRequest(
         applicationID=pod.app_id,
         queueName=pod.queue,
         partitionName=partition,
         ugi=si_pb2.UserGroupInformation(user=pod.user, groups=pod.groups),
         tags=tags,
     )
+    if gang is not None:
+        request.placeholderAsk.CopyFrom(gang.placeholder_ask.to_proto())
+        request.executionTimeoutMilliSeconds = int(gang.timeout * 1000)
+        request.gangSchedulingStyle = gang.style
+    return request
 
 
 def node_info(node: NodeRecord, action: int) -> si_pb2.NodeInfo:

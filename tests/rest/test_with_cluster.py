@@ -259,3 +259,31 @@ def test_a_deleted_pod_leaves_its_node_and_queue(running):
     assert after["allocated"]["vcore"] == before["allocated"]["vcore"] - 300
     big = http.ok("/ws/v1/partition/default/queue/root.big")
     assert big["allocatedResource"]["vcore"] == 300 * (len(BIG) - 1)
+
+
+def test_a_gang_shows_its_placeholders_and_their_replacement(tmp_path):
+    def two_nodes(cluster: Cluster) -> None:
+        for name in ("node-a", "node-b"):
+            cluster.node(name, cpu="2", memory="8Gi")
+
+    groups = [{"name": "workers", "minMember": 2, "minResource": {"cpu": "500m", "memory": "256Mi"}}]
+    with served(tmp_path, two_nodes) as (cluster, http):
+        cluster.core_api.create_namespaced_pod("default", {
+            "metadata": {"name": "worker-0", "labels": {"applicationId": "gang"},
+                         "annotations": {"yunikorn.apache.org/task-groups": json.dumps(groups),
+                                         "yunikorn.apache.org/task-group-name": "workers"}},
+            "spec": {"schedulerName": "yunikorn", "containers": [{"name": "main", "image": "x", "resources": {
+                "requests": {"cpu": "500m", "memory": "256Mi"}}}]}})
+        cluster.wait_bound("worker-0")
+
+        def gang():
+            status, body = http.get("/ws/v1/partition/default/application/gang")
+            return body if status == 200 else None
+
+        app = wait_for(lambda: (a := gang()) and len(a["allocations"]) == 2 and a)
+        assert app["placeholderData"] == [{"taskGroupName": "workers", "count": 2, "replaced": 1, "timedout": 0,
+                                           "minResource": {"memory": 256 * 2**20, "pods": 1, "vcore": 500}}]
+        flags = sorted((a["placeholder"], a["placeholderUsed"], a["taskGroupName"]) for a in app["allocations"])
+        assert flags == [(False, True, "workers"), (True, False, "workers")]
+        queue = http.ok("/ws/v1/partition/default/queue/root.default")
+        assert queue["allocatedResource"]["vcore"] == 1000  # the placeholder left counts in the queue

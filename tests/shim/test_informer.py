@@ -118,7 +118,7 @@ def test_dropped_watches_relist_and_deliver_the_difference_exactly_once(kubesim,
     wait_for(lambda: inbox_messages(inbox, Listed))
     # while the informer cannot list, the cluster moves on
     kubesim.faults.fail(verb="list", resource="pods", status=500, count=3)
-    kubesim.faults.drop_watches()
+    wait_for(lambda: kubesim.faults.drop_watches() > 0, message="the informer's watch to be open, then cut")
     for i in range(3):
         core.delete_namespaced_pod(f"doomed-{i}", "default")
     core.patch_namespaced_pod("kept", "default", {"metadata": {"labels": {"moved": "on"}}})
