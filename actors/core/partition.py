@@ -513,7 +513,7 @@ class Partition:
         """The placeholder pass: a real pod of a task group takes over an allocated placeholder of its
         group, on the placeholder's node. The placeholder is released (``PLACEHOLDER_REPLACED``) and
         stays booked until its pod is gone; then the real pod gets its allocation (``_take_over``).
-        A real pod larger than its group's placeholders ends one of them instead (``TIMEOUT``), and
+        A real pod larger than its group's placeholders ends them instead (``TIMEOUT``), and
         one whose constraints no placeholder's node meets is placed on another node while one
         placeholder of its group is given up."""
         held = [a for a in app.allocations.values() if a.placeholder and not a.placeholder_released]
