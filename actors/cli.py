@@ -110,12 +110,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def _election_settings(args: argparse.Namespace) -> ElectionSettings:
-    """The identity is the pod's name (``$POD_NAME``, set by the chart), else the host's name with a
-    unique suffix, as kube-scheduler names itself."""
-    identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}_{uuid.uuid4()}"
+    """The identity is the pod's name (``$POD_NAME``, set by the chart; the pod, in ``--namespace``, is
+    then labelled as leader or not), else the host's name with a unique suffix, as kube-scheduler names
+    itself."""
+    pod_name = os.environ.get("POD_NAME", "")
+    identity = pod_name or f"{socket.gethostname()}_{uuid.uuid4()}"
     return ElectionSettings(identity, args.leader_elect_resource_namespace or args.namespace,
                             args.leader_elect_resource_name, args.leader_elect_lease_duration,
-                            args.leader_elect_renew_deadline, args.leader_elect_retry_period)
+                            args.leader_elect_renew_deadline, args.leader_elect_retry_period,
+                            (args.namespace, pod_name) if pod_name else None)
 
 
 class LogfmtFormatter(logging.Formatter):

@@ -191,7 +191,11 @@ class Cluster:
         state = _shim_state_name(self.view)
         failed = liveness.failed_actors(self.view.actor_failures)
         election = leadership.readiness(self.view.leadership)
-        ready = state in (None, "Running") and not failed and not election.get("standby")
+        if election.get("standby"):
+            # a standby serves no scheduling, but is ready to take over: asked by the kubelet's probe
+            ready = req.get_param("standby") == "ready" and not failed
+        else:
+            ready = state in (None, "Running") and not failed
         resp.status = falcon.HTTP_200 if ready else falcon.HTTP_503
         resp.media = {"ready": ready, "shimState": state, **election, **failed}
 

@@ -14,6 +14,12 @@ seconds, or the Lease names another holder, leadership is lost: the fence closes
 (the scheduler then exits, and starts again as a candidate). ``release`` (on SIGTERM) closes the fence,
 waits for the writes under way, and writes the Lease with no holder, so a standby takes over at its
 next look instead of after expiry.
+
+In a pod (``pod`` set), the elector also labels its own pod ``yunikorn.apache.org/leader``: ``"false"``
+as it starts (a restarted deposed leader included) and when it releases, ``"true"`` once it leads. The
+chart's Service selects the label, so REST clients and the admission controller reach the leader while
+both pods are Ready (a warm standby is, to the kubelet; see ``rest.leadership``). The Lease and this one
+label are the only writes outside the fence: the elector writes them with its own client.
 """
 
 from __future__ import annotations
@@ -25,10 +31,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from actors.shim.client import CONNECTION_ERRORS, ApiError, KubeClient
+from actors.shim.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, KubeClient
 from actors.shim.fence import LeaderFence
 
 log = logging.getLogger(__name__)
+LEADER_LABEL = "yunikorn.apache.org/leader"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +48,7 @@ class ElectionSettings:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    pod: tuple[str, str] | None = None  # (namespace, name) of this candidate's pod, to label
 
     def problems(self) -> list[str]:
         """What client-go would refuse in these settings (empty when they are sound)."""
@@ -112,12 +120,27 @@ class LeaderElector:
         with self._lock:
             self._leading = False
         if release:
+            self._label(False)
             self._release()
+
+    def _label(self, leading: bool) -> None:
+        """Label this candidate's pod (when it runs in one) as the leader or not; a failure is logged:
+        the label only routes REST clients."""
+        if self._settings.pod is None:
+            return
+        namespace, name = self._settings.pod
+        try:
+            self._client.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}",
+                                 body={"metadata": {"labels": {LEADER_LABEL: "true" if leading else "false"}}},
+                                 content_type=MERGE_PATCH)
+        except (ApiError, *CONNECTION_ERRORS) as error:
+            log.warning("leader election: cannot label pod %s/%s: %s", namespace, name, error)
 
     # ---- the loop ------------------------------------------------------------------------------
 
     def _run(self) -> None:
         s = self._settings
+        self._label(False)
         while not self._stopping.is_set():
             began = self._clock()
             if self._try_acquire_or_renew(began):
@@ -125,6 +148,7 @@ class LeaderElector:
                 with self._lock:
                     self._leading = True
                 log.warning("leader election: %s now leads", s.identity)
+                self._label(True)
                 self._on_lead()
                 self._renew_until_lost()
                 return

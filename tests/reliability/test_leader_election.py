@@ -11,7 +11,9 @@ import urllib.request
 
 import pytest
 
-from tests.reliability.invariants import HEALTH_ON_READ, assert_invariants
+from actors.shim.election import LEADER_LABEL
+from kubesim.resources import POD
+from tests.reliability.invariants import HEALTH_ON_READ, assert_invariants, get_json
 from tests.reliability.process import SchedulerProcess
 from tests.reliability.workload import burst
 from tests.waiting import wait_for
@@ -45,8 +47,17 @@ def _holder(cluster) -> str:
     return (_find_lease(cluster).get("spec") or {}).get("holderIdentity") or ""
 
 
+def _leader_label(cluster, pod: str) -> str | None:
+    found = [p for p in cluster.sim.objects("pods") if p["metadata"]["name"] == pod]
+    return (found[0]["metadata"].get("labels") or {}).get(LEADER_LABEL)
+
+
 def _pair(cluster, tmp_path, *extra: str) -> tuple[SchedulerProcess, SchedulerProcess]:
-    """Start ``a``, wait until it leads, then start ``b`` and wait until it stands by with warm caches."""
+    """Start ``a``, wait until it leads, then start ``b`` and wait until it stands by with warm caches.
+    Each runs as if in its pod (``POD_NAME``, the pod in kubesim), which it labels leader or not."""
+    for name in ("yunikorn-a", "yunikorn-b"):
+        cluster.sim.store.create(POD, "default", {"metadata": {"name": name},
+                                                  "spec": {"containers": [{"name": "main", "image": "busybox"}]}})
     a = SchedulerProcess(cluster.kubeconfig, tmp_path / "a.log", *FAST, *extra, env={"POD_NAME": "yunikorn-a"})
     a.wait_ready()
     b = SchedulerProcess(cluster.kubeconfig, tmp_path / "b.log", *FAST, *extra, env={"POD_NAME": "yunikorn-b"})
@@ -92,6 +103,8 @@ def test_one_scheduler_leads_and_the_other_stands_by_warm(cluster, tmp_path):
         assert ready["ready"] is False and ready["standby"] is True and ready["shimState"] == "New"
         assert ready["leader"] == "yunikorn-a" and ready["identity"] == "yunikorn-b"
         assert "standby" in ready["reason"]
+        assert get_json(f"{b.url}/ws/v1/health/ready?standby=ready")["ready"] is True  # the kubelet's probe
+        assert (_leader_label(cluster, "yunikorn-a"), _leader_label(cluster, "yunikorn-b")) == ("true", "false")
         assert a.readiness() | {"ready": True} == a.readiness() and a.readiness()["leader"] == "yunikorn-a"
         with urllib.request.urlopen(f"{b.url}/ws/v1/health/live", timeout=5) as response:
             assert response.status == 200
@@ -123,6 +136,7 @@ def test_sigterm_hands_the_lease_over_without_waiting_for_expiry(cluster, tmp_pa
         assert time.monotonic() - terminated < 30
         spec = _find_lease(cluster)["spec"]
         assert spec["holderIdentity"] == "yunikorn-b" and spec["leaseTransitions"] == 1
+        assert (_leader_label(cluster, "yunikorn-a"), _leader_label(cluster, "yunikorn-b")) == ("false", "true")
         found = assert_invariants(cluster.sim, b.url, timeout=60)
         assert (found.bound, found.pending) == EXPECTED
         assert _pod_lists(cluster) == lists, "the standby listed pods again instead of using its caches"

@@ -182,7 +182,8 @@ def test_leader_election_flags_take_go_durations_and_the_pod_name(monkeypatch):
     args = parse_args(["--leader-elect", "--leader-elect-lease-duration", "1m30s", "--leader-elect-renew-deadline",
                        "500ms", "--leader-elect-retry-period", "0.2", "--namespace", "yk",
                        "--leader-elect-resource-name", "ha"])
-    assert args.election == ElectionSettings("yunikorn-scheduler-7d9f-abcde", "yk", "ha", 90.0, 0.5, 0.2)
+    assert args.election == ElectionSettings("yunikorn-scheduler-7d9f-abcde", "yk", "ha", 90.0, 0.5, 0.2,
+                                             ("yk", "yunikorn-scheduler-7d9f-abcde"))
     assert parse_args([]).election is None
     monkeypatch.delenv("POD_NAME")
     first, second = parse_args(["--leader-elect"]).election, parse_args(["--leader-elect"]).election
