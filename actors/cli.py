@@ -17,6 +17,7 @@ the Lease to expire.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import re
@@ -30,12 +31,14 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+import pykka
+
 from actors import embedded
 from actors.base import Supervision
 from actors.core.scheduler import Scheduler
 from actors.heap import tune_collector
 from actors.shim.client import KubeClient
-from actors.shim.election import ElectionSettings, LeaderElector
+from actors.shim.election import ElectionSettings, LeaderElector, Leadership
 from actors.shim.fence import OPEN, LeaderFence
 from actors.shim.informer import WatchSettings
 from actors.shim.lifecycle import SchedulerState, TaskState
@@ -245,10 +248,21 @@ def _start_rest(core, service: SchedulerService, host: str, port: int, elector: 
 
     view = SchedulerView(core, shim_state=service.latest_state, extender=service.extender,
                          actor_failures=service.supervision.failures, reader_share=READER_SHARE,
-                         leadership=elector.status if elector is not None else None)
+                         leadership=_leadership(elector, service) if elector is not None else None)
     rest = server.start(view, host=host, port=port)
     log.info("REST API at %s", rest.url)
     return rest
+
+
+def _leadership(elector: LeaderElector, service: SchedulerService):
+    """The elector's status, warm once every informer has listed."""
+    def read() -> Leadership:
+        try:
+            warm = all(status.synced for status in service.informer_status())
+        except pykka.ActorDeadError:  # shutting down
+            warm = False
+        return dataclasses.replace(elector.status(), warm=warm)
+    return read
 
 
 def _show_progress(service: SchedulerService, total: int, stop: threading.Event) -> bool:

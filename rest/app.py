@@ -193,7 +193,7 @@ class Cluster:
         election = leadership.readiness(self.view.leadership)
         if election.get("standby"):
             # a standby serves no scheduling, but is ready to take over: asked by the kubelet's probe
-            ready = req.get_param("standby") == "ready" and not failed
+            ready = req.get_param("standby") == "ready" and election["warm"] and not failed
         else:
             ready = state in (None, "Running") and not failed
         resp.status = falcon.HTTP_200 if ready else falcon.HTTP_503

@@ -1,8 +1,10 @@
 """Leader election as the REST API shows it: readiness and the ``yunikorn_leader`` gauge.
 
 With leader election both schedulers of a pair serve the API. A standby is alive but not ready
-(``/ws/v1/health/ready`` answers 503 with ``"standby": true`` and the leader's identity), so the Service
-sends every request, the admission controller's validations included, to the leader. The process entry
+(``/ws/v1/health/ready`` answers 503 with ``"standby": true``, whether its caches are ``warm``, and the
+leader's identity), so anything routed by readiness reaches the leader. Asked ``?standby=ready`` (the
+chart's kubelet probe), a warm standby answers 200: the pair is then two Ready pods, which rolling
+updates and a PodDisruptionBudget need, and the chart's Service routes by the leader's pod label. The process entry
 point gives :class:`~rest.app.SchedulerView` a callable returning the elector's ``Leadership``.
 """
 
@@ -26,6 +28,9 @@ class Leadership(Protocol):
     @property
     def leader(self) -> str: ...
 
+    @property
+    def warm(self) -> bool: ...
+
 
 LeadershipSource = Callable[[], Leadership]
 
@@ -39,6 +44,7 @@ def readiness(source: LeadershipSource | None) -> dict:
     found = {"identity": status.identity, "leader": status.leader}
     if not status.leading:
         found["standby"] = True
+        found["warm"] = status.warm
         found["reason"] = (f"standby: {status.leader} leads" if status.leader
                            else "standby: waiting for the lease")
     return found

@@ -66,12 +66,13 @@ class ElectionSettings:
 
 @dataclass(frozen=True, slots=True)
 class Leadership:
-    """What a reader (REST) shows: who this candidate is, whether it leads, and who leads (``""``:
-    nobody known)."""
+    """What a reader (REST) shows: who this candidate is, whether it leads, who leads (``""``: nobody
+    known), and whether its caches are warm (every informer has listed; the process fills it in)."""
 
     identity: str
     leading: bool
     leader: str
+    warm: bool = False
 
 
 def micro_time(at: datetime | None = None) -> str:

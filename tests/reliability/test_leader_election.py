@@ -61,7 +61,7 @@ def _pair(cluster, tmp_path, *extra: str) -> tuple[SchedulerProcess, SchedulerPr
     a = SchedulerProcess(cluster.kubeconfig, tmp_path / "a.log", *FAST, *extra, env={"POD_NAME": "yunikorn-a"})
     a.wait_ready()
     b = SchedulerProcess(cluster.kubeconfig, tmp_path / "b.log", *FAST, *extra, env={"POD_NAME": "yunikorn-b"})
-    wait_for(lambda: b.readiness().get("standby"), timeout=60, interval=0.1, message="b standing by")
+    wait_for(lambda: b.readiness().get("warm"), timeout=60, interval=0.1, message="b standing by, warm")
     return a, b
 
 
@@ -101,6 +101,7 @@ def test_one_scheduler_leads_and_the_other_stands_by_warm(cluster, tmp_path):
                  message="the leader renewing its lease")
         ready = b.readiness()
         assert ready["ready"] is False and ready["standby"] is True and ready["shimState"] == "New"
+        assert ready["warm"] is True
         assert ready["leader"] == "yunikorn-a" and ready["identity"] == "yunikorn-b"
         assert "standby" in ready["reason"]
         assert get_json(f"{b.url}/ws/v1/health/ready?standby=ready")["ready"] is True  # the kubelet's probe
