@@ -78,7 +78,7 @@ class Candidate:
         self._log = open(logs / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop
         self.process = subprocess.Popen(
             [sys.executable, "-m", "actors.cli", "--kubeconfig", kubeconfig, "--rest-host", "127.0.0.1",
-             "--rest-port", str(self.port), "--log-level", "WARNING", "--leader-elect",
+             "--rest-port", str(self.port), "--log-level", os.environ.get("FAILOVER_LOG_LEVEL", "WARNING"), "--leader-elect",
              f"--leader-elect-lease-duration={args.lease_duration}s",
              f"--leader-elect-renew-deadline={args.renew_deadline}s",
              f"--leader-elect-retry-period={args.retry_period}s", f"--leader-elect-resource-name={lease}"],
@@ -236,7 +236,7 @@ def main() -> None:
             client.request("POST", "/api/v1/namespaces/default/configmaps", body={
                 "metadata": {"name": "yunikorn-configs"}, "data": {"queues.yaml": queues_yaml(10)}})
             for case in cases:
-                results.append(run_case(case, kubeconfig, client, args, Path(scratch)))
+                results.append(run_case(case, kubeconfig, client, args, Path(os.environ.get("FAILOVER_LOGS", scratch))))
             client.close()
         finally:
             sim.terminate()

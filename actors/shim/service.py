@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import pykka
 
-from actors.base import Supervision
+from actors.base import Supervision, tell_if_alive
 from actors.shim.binder import Binder
 from actors.shim.client import KubeClient
 from actors.shim.context import ContextSettings, ShimContext
@@ -108,7 +108,7 @@ class SchedulerService:
 
     def lead(self) -> None:
         """This scheduler now leads: register with the core, recover from the warm caches, run."""
-        self.context.tell(Lead())
+        tell_if_alive(self.context, Lead())  # a context stopped meanwhile (shutdown) has nothing to lead
 
     def latest_state(self) -> ShimStateSnapshot | None:
         """The last published state; never waits on the shim."""

@@ -58,11 +58,16 @@ def _pair(cluster, tmp_path, *extra: str) -> tuple[SchedulerProcess, SchedulerPr
     for name in ("yunikorn-a", "yunikorn-b"):
         cluster.sim.store.create(POD, "default", {"metadata": {"name": name},
                                                   "spec": {"containers": [{"name": "main", "image": "busybox"}]}})
-    a = SchedulerProcess(cluster.kubeconfig, tmp_path / "a.log", *FAST, *extra, env={"POD_NAME": "yunikorn-a"})
-    a.wait_ready()
-    b = SchedulerProcess(cluster.kubeconfig, tmp_path / "b.log", *FAST, *extra, env={"POD_NAME": "yunikorn-b"})
-    wait_for(lambda: b.readiness().get("warm"), timeout=60, interval=0.1, message="b standing by, warm")
-    return a, b
+    started = [SchedulerProcess(cluster.kubeconfig, tmp_path / "a.log", *FAST, *extra, env={"POD_NAME": "yunikorn-a"})]
+    try:
+        started[0].wait_ready()
+        started.append(SchedulerProcess(cluster.kubeconfig, tmp_path / "b.log", *FAST, *extra,
+                                        env={"POD_NAME": "yunikorn-b"}))
+        wait_for(lambda: started[1].readiness().get("warm"), timeout=60, interval=0.1, message="b standing by, warm")
+    except BaseException:
+        _stop_all(*started)
+        raise
+    return started[0], started[1]
 
 
 def _pod_lists(cluster) -> int:
