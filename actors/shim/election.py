@@ -8,7 +8,8 @@ carries the resourceVersion read, so of two candidates only one can win (the oth
 The Lease records ``holderIdentity``, ``acquireTime``, ``renewTime``, ``leaseDurationSeconds`` and
 ``leaseTransitions`` (counted up at each change of holder).
 
-The leader renews every ``retry_period`` seconds. Each success opens the write fence (``fence``) until
+A standby waits between tries on a watch of the Lease, so a change (a release) wakes it at once. The
+leader renews every ``retry_period`` seconds. Each success opens the write fence (``fence``) until
 ``renew_deadline`` seconds after the renewal began; when no renewal has succeeded for ``renew_deadline``
 seconds, or the Lease names another holder, leadership is lost: the fence closes and ``on_lost`` runs
 (the scheduler then exits, and starts again as a candidate). ``release`` (on SIGTERM) closes the fence,
@@ -25,13 +26,14 @@ label are the only writes outside the fence: the elector writes them with its ow
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from actors.shim.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, KubeClient
+from actors.shim.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, KubeClient, WatchExpired, WatchStream
 from actors.shim.fence import LeaderFence
 
 log = logging.getLogger(__name__)
@@ -91,7 +93,9 @@ class LeaderElector:
         self._on_lead = on_lead
         self._on_lost = on_lost
         self._clock = clock
-        self._path = (f"/apis/coordination.k8s.io/v1/namespaces/{settings.namespace}/leases/{settings.name}")
+        self._collection = f"/apis/coordination.k8s.io/v1/namespaces/{settings.namespace}/leases"
+        self._path = f"{self._collection}/{settings.name}"
+        self._stream: WatchStream | None = None  # the watch a standby waits on
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._observed: dict = {}  # the Lease's spec as last read or written
@@ -114,6 +118,9 @@ class LeaderElector:
         """End the election; a leader closes its fence, waits up to ``wait_for_writes`` seconds for the
         writes under way, and (``release``) gives the Lease up."""
         self._stopping.set()
+        with self._lock:
+            if self._stream is not None:
+                self._stream.close()
         self._thread.join(timeout=self._settings.renew_deadline + 5)
         if not self._leading:
             return
@@ -153,7 +160,41 @@ class LeaderElector:
                 self._on_lead()
                 self._renew_until_lost()
                 return
-            self._stopping.wait(s.retry_period)
+            self._await_change(s.retry_period)
+
+    def _await_change(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds, less if the Lease changes meanwhile (a watch from the version
+        last read), so a released Lease is taken at once rather than at the next try."""
+        with self._lock:
+            version = self._resource_version
+        stream = None
+        if version:
+            try:
+                stream = self._client.watch(self._collection, version, timeout_seconds=max(1, math.ceil(timeout)),
+                                            read_timeout=timeout + 5)
+            except (ApiError, WatchExpired, *CONNECTION_ERRORS) as error:
+                log.debug("leader election: cannot watch the lease: %s", error)
+        if stream is None:
+            self._stopping.wait(timeout)
+            return
+        with self._lock:
+            if self._stopping.is_set():  # ``stop`` came before there was a stream to close
+                stream.close()
+                return
+            self._stream = stream
+        closer = threading.Timer(timeout, stream.close)
+        closer.start()
+        try:
+            for kind, lease in stream:
+                if kind != "BOOKMARK" and (lease.get("metadata") or {}).get("name") == self._settings.name:
+                    break
+        except (ApiError, WatchExpired, *CONNECTION_ERRORS, ValueError) as error:
+            log.debug("leader election: watching the lease failed: %s", error)
+        finally:
+            closer.cancel()
+            stream.close()
+            with self._lock:
+                self._stream = None
 
     def _renew_until_lost(self) -> None:
         s = self._settings
@@ -216,6 +257,7 @@ class LeaderElector:
             self._resource_version = resource_version
 
     def _write(self, method: str, spec: dict, resource_version: str) -> bool:
+        """Create (POST) or replace (PUT) the Lease; on success remember what was written."""
         s = self._settings
         metadata = {"name": s.name, "namespace": s.namespace}
         if resource_version:

@@ -189,3 +189,21 @@ def test_leader_election_flags_take_go_durations_and_the_pod_name(monkeypatch):
     first, second = parse_args(["--leader-elect"]).election, parse_args(["--leader-elect"]).election
     assert first.identity != second.identity  # two processes on one host are two candidates
     assert (first.lease_duration, first.renew_deadline, first.retry_period) == (15.0, 10.0, 2.0)
+
+
+def test_a_standby_waits_on_a_watch_so_a_release_is_taken_before_its_next_try(kubesim, connect):
+    slow = dict(lease_duration=60.0, renew_deadline=30.0, retry_period=10.0)  # the next try is 10 s away
+    a = Candidate(connect, "a", **slow)
+    wait_for(a.led.is_set, timeout=10, message="a leading")
+    b = Candidate(connect, "b", **slow)
+    try:
+        wait_for(lambda: b.elector.status().leader == "a", timeout=5, message="b seeing a lead")
+        a.elector.stop(release=True)
+        wait_for(b.led.is_set, timeout=5, message="b woken by the release, well before its next try")
+        assert _lease(kubesim)["holderIdentity"] == "b"
+    finally:
+        b.elector.stop(release=False)
+    stopped = threading.Thread(target=Candidate(connect, "c", **slow).elector.stop)
+    stopped.start()  # a standby waiting on its watch stops at once too
+    stopped.join(5)
+    assert not stopped.is_alive()
