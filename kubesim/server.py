@@ -143,8 +143,8 @@ class Handler(BaseHTTPRequestHandler):
             raise errors.bad_request(f"the body of the request could not be decoded as JSON: {error}") from None
 
     def _raw_body(self) -> bytes:
-        """The request body, read once (by length or in chunks); whatever happens after, the next request
-        on the connection starts where this one ends."""
+        """The request body, read once (by length or in chunks) and kept for the request's later readers;
+        whatever happens after, the next request on the connection starts where this one ends."""
         if self._body_read:
             return self._kept_body
         self._body_read = True
