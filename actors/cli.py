@@ -5,26 +5,41 @@ Connects with ``--kubeconfig PATH``, else the in-cluster service account, else s
 ``--pods`` pods, shows a progress bar while they are scheduled and a summary table once they are all
 bound, then keeps serving until Ctrl-C (or exits with ``--exit-when-done``). SIGTERM and SIGINT shut
 down gracefully (informers stopped, binds drained, actors stopped) and exit 0.
+
+``--leader-elect`` runs this process as one candidate of an active/standby pair (kube-scheduler's flags
+and Lease, see ``actors.shim.election``): a standby lists and watches but neither registers with the core
+nor writes to the cluster; the leader schedules. A leader that loses its Lease exits at once with
+status 3 (its write fence is already closed; Kubernetes restarts it as a standby). SIGTERM releases the
+Lease once the leader's last write has been answered, so the standby takes over without waiting for
+the Lease to expire.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
+import re
 import signal
+import socket
 import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
+
+import pykka
 
 from actors import embedded
 from actors.base import Supervision
 from actors.core.scheduler import Scheduler
 from actors.heap import tune_collector
 from actors.shim.client import KubeClient
+from actors.shim.election import ElectionSettings, LeaderElector, Leadership
+from actors.shim.fence import OPEN, LeaderFence
 from actors.shim.informer import WatchSettings
 from actors.shim.lifecycle import SchedulerState, TaskState
 from actors.shim.predicates import KubernetesPredicates
@@ -33,6 +48,23 @@ from actors.shim.state import ShimStateSnapshot
 
 log = logging.getLogger("yunikorn.scheduler")
 READER_SHARE = 0.1  # REST readers may take at most this share of the scheduler's time (see SchedulerView)
+LOST_LEASE_EXIT = 3
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration(text: str) -> float:
+    """Seconds from a Go duration (``15s``, ``1m30s``, ``500ms``) or a plain number of seconds."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        parts = _DURATION.findall(text)
+        if not parts or "".join(number + unit for number, unit in parts) != text:
+            raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 15s, 500ms, 1m30s)") from None
+        seconds = sum(float(number) * _UNIT[unit] for number, unit in parts)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"a duration must be positive: {text!r}")
+    return seconds
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -52,12 +84,44 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="do not bind: a kube-scheduler with this process as its extender binds YuniKorn's "
                              "decisions (POST /scheduler/extender/filter and /bind on the REST port)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    election = parser.add_argument_group("leader election (kube-scheduler's flags)")
+    election.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=False,
+                          help="run as one of an active/standby pair, the leader holding a Lease (default off)")
+    election.add_argument("--leader-elect-lease-duration", type=duration, default=15.0, metavar="DURATION",
+                          help="how long a standby waits after the leader's last renewal before taking over "
+                               "(default 15s)")
+    election.add_argument("--leader-elect-renew-deadline", type=duration, default=10.0, metavar="DURATION",
+                          help="how long the leader keeps trying to renew before it stops writing and steps "
+                               "down (default 10s)")
+    election.add_argument("--leader-elect-retry-period", type=duration, default=2.0, metavar="DURATION",
+                          help="how often candidates try to acquire, and the leader to renew (default 2s)")
+    election.add_argument("--leader-elect-resource-name", default="yunikorn-scheduler", metavar="NAME",
+                          help="the Lease's name (default yunikorn-scheduler)")
+    election.add_argument("--leader-elect-resource-namespace", metavar="NAMESPACE",
+                          help="the Lease's namespace (default: --namespace)")
     args = parser.parse_args(argv)
     if args.nodes < 1 or args.pods < 0 or args.bind_workers < 1:
         parser.error("--nodes and --bind-workers must be at least 1, --pods at least 0")
     if args.plugin_mode and args.embedded:
         parser.error("--plugin-mode leaves binding to a kube-scheduler, which --embedded does not run")
+    if args.leader_elect and args.embedded:
+        parser.error("--leader-elect needs a shared cluster; --embedded runs a cluster of its own")
+    args.election = _election_settings(args) if args.leader_elect else None
+    if args.election is not None and args.election.problems():
+        parser.error("leader election: " + "; ".join(args.election.problems()))
     return args
+
+
+def _election_settings(args: argparse.Namespace) -> ElectionSettings:
+    """The identity is the pod's name (``$POD_NAME``, set by the chart; the pod, in ``--namespace``, is
+    then labelled as leader or not), else the host's name with a unique suffix, as kube-scheduler names
+    itself."""
+    pod_name = os.environ.get("POD_NAME", "")
+    identity = pod_name or f"{socket.gethostname()}_{uuid.uuid4()}"
+    return ElectionSettings(identity, args.leader_elect_resource_namespace or args.namespace,
+                            args.leader_elect_resource_name, args.leader_elect_lease_duration,
+                            args.leader_elect_renew_deadline, args.leader_elect_retry_period,
+                            (args.namespace, pod_name) if pod_name else None)
 
 
 class LogfmtFormatter(logging.Formatter):
@@ -92,7 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             sim = _start_embedded(args, Path(scratch) / "kubeconfig")
             args.kubeconfig = str(Path(scratch) / "kubeconfig")
         try:
-            client = KubeClient.connect(args.kubeconfig, pool_size=args.bind_workers + 16)
+            client = KubeClient.connect(args.kubeconfig, pool_size=args.bind_workers + 16,
+                                        fence=LeaderFence() if args.election else OPEN)
         except RuntimeError as error:
             print(f"yunikorn-scheduler: {error}", file=sys.stderr)
             return 2
@@ -126,12 +191,14 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
     supervision = Supervision()
     core = start_core(supervision)
     settings = ServiceSettings(namespace=args.namespace, bind_workers=args.bind_workers, watch=WatchSettings(),
-                               plugin_mode=args.plugin_mode)
+                               plugin_mode=args.plugin_mode, await_lead=args.election is not None)
     service = SchedulerService(client, core, settings, supervision).start()
-    rest = None
+    rest = elector = None
     try:
+        if args.election is not None:
+            elector = _start_election(client, args.election, service)
         try:
-            rest = _start_rest(core, service, args.rest_host, args.rest_port)
+            rest = _start_rest(core, service, args.rest_host, args.rest_port, elector)
         except OSError as error:
             log.error("cannot serve the REST API on port %d: %s", args.rest_port, error)
             return 1
@@ -150,23 +217,52 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
         return 0
     finally:
         log.info("shutting down")
+        if elector is not None:
+            elector.stop(release=True)
         if rest is not None:
             rest.stop()
         service.stop()
         core.stop()
 
 
-def _start_rest(core, service: SchedulerService, host: str, port: int):
-    """Serve the REST API (core snapshots, plus the shim's state in the dump and readiness, and the
-    actors' failures in health and both probes)."""
+def _start_election(client: KubeClient, settings: ElectionSettings, service: SchedulerService) -> LeaderElector:
+    """The elector writes the Lease with a client of its own (own connections and rate limit, so binds
+    never delay a renewal, and a request timeout within the renew deadline), outside the fence."""
+    lease_client = KubeClient(client.api_client, request_timeout=settings.renew_deadline / 2)
+    return LeaderElector(lease_client, settings, client.fence, on_lead=service.lead, on_lost=_step_down).start()
+
+
+def _step_down() -> None:
+    """Leadership lost: every write is already refused by the fence; exit at once, leaving nothing to
+    drain (the next leader recovers from the cluster)."""
+    log.error("leader election: lease lost; exiting so that this scheduler restarts as a standby")
+    logging.shutdown()
+    os._exit(LOST_LEASE_EXIT)
+
+
+def _start_rest(core, service: SchedulerService, host: str, port: int, elector: LeaderElector | None = None):
+    """Serve the REST API (core snapshots, plus the shim's state in the dump and readiness, the actors'
+    failures in health and both probes, and with leader election who leads)."""
     from rest import server
     from rest.app import SchedulerView
 
     view = SchedulerView(core, shim_state=service.latest_state, extender=service.extender,
-                         actor_failures=service.supervision.failures, reader_share=READER_SHARE)
+                         actor_failures=service.supervision.failures, reader_share=READER_SHARE,
+                         leadership=_leadership(elector, service) if elector is not None else None)
     rest = server.start(view, host=host, port=port)
     log.info("REST API at %s", rest.url)
     return rest
+
+
+def _leadership(elector: LeaderElector, service: SchedulerService):
+    """The elector's status, warm once every informer has listed."""
+    def read() -> Leadership:
+        try:
+            warm = all(status.synced for status in service.informer_status())
+        except pykka.ActorDeadError:  # shutting down
+            warm = False
+        return dataclasses.replace(elector.status(), warm=warm)
+    return read
 
 
 def _show_progress(service: SchedulerService, total: int, stop: threading.Event) -> bool:

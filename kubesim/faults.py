@@ -19,8 +19,10 @@ class _Rule:
     namespace: str | None
     remaining: int | None  # None: every matching request
 
-    def matches(self, verb: str, resource: str, namespace: str | None) -> bool:
+    def matches(self, verb: str, resource: str, namespace: str | None, renewal: bool = False) -> bool:
         verbs = {verb, "bind"} if resource == "pods/binding" else {verb}
+        if renewal:
+            verbs.add("renew")
         return ((self.verb == "*" or self.verb in verbs) and self.resource in ("*", resource)
                 and (self.namespace is None or self.namespace == namespace))
 
@@ -50,6 +52,8 @@ class Faults:
     def fail(self, verb: str = "*", resource: str = "*", status: int = 500, count: int | None = 1,
              namespace: str | None = None, retry_after: int = 1, apply_after: float | None = None) -> None:
         """Fail the next ``count`` requests matching verb and resource (count None: until cleared).
+        Besides the request verbs, ``bind`` matches creates of ``pods/binding`` and ``renew`` the updates
+        of a Lease by the holder it names (a leader renewing; a candidate taking it over is not one).
         ``apply_after``: each failed write is still carried out, that many seconds after its error
         answer (0: at once): a write the server applied after the client gave up on it."""
         with self._lock:
@@ -82,14 +86,18 @@ class Faults:
         with self._lock:
             return sum(r.seconds for r in self._latencies if r.matches(verb, resource, namespace))
 
-    def failure_for(self, verb: str, resource: str, namespace: str | None) -> tuple[ApiError, float | None] | None:
+    def has_renewal_rules(self) -> bool:
+        return any(rule.verb == "renew" for rule in list(self._failures))
+
+    def failure_for(self, verb: str, resource: str, namespace: str | None,
+                    renewal: bool = False) -> tuple[ApiError, float | None] | None:
         """The injected error for a request, and when the request is carried out all the same (None:
-        never)."""
+        never). ``renewal``: the request renews a Lease (see ``fail``)."""
         if not self._failures:
             return None
         with self._lock:
             for rule in self._failures:
-                if rule.matches(verb, resource, namespace):
+                if rule.matches(verb, resource, namespace, renewal):
                     if rule.remaining is not None:
                         rule.remaining -= 1
                         if rule.remaining <= 0:

@@ -143,19 +143,21 @@ class Handler(BaseHTTPRequestHandler):
             raise errors.bad_request(f"the body of the request could not be decoded as JSON: {error}") from None
 
     def _raw_body(self) -> bytes:
-        """The request body, read once (by length or in chunks); whatever happens after, the next request
-        on the connection starts where this one ends."""
+        """The request body, read once (by length or in chunks) and kept for the request's later readers;
+        whatever happens after, the next request on the connection starts where this one ends."""
         if self._body_read:
-            return b""
+            return self._kept_body
         self._body_read = True
         try:
             if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-                return self._read_chunks()
+                self._kept_body = self._read_chunks()
+                return self._kept_body
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             self.close_connection = True  # where the body ends is unknown: the connection cannot go on
             raise errors.bad_request("the body of the request is framed badly (Content-Length or chunks)") from None
-        return self.rfile.read(length) if length > 0 else b""
+        self._kept_body = self.rfile.read(length) if length > 0 else b""
+        return self._kept_body
 
     def _read_chunks(self) -> bytes:
         parts = []
@@ -171,6 +173,7 @@ class Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         sim = self.server.sim
         self._body_read = False  # per request: the handler lives as long as the keep-alive connection
+        self._kept_body = b""
         split = urlsplit(self.path)
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         verb = _VERBS.get(self.command, "unknown")
@@ -203,7 +206,9 @@ class Handler(BaseHTTPRequestHandler):
             delay = sim.faults.delay_for(verb, resource, target.namespace or None)
             if delay:
                 time.sleep(delay)
-            failure = sim.faults.failure_for(verb, resource, target.namespace or None)
+            renewal = verb == "update" and resource == "leases" and sim.faults.has_renewal_rules() \
+                and self._renews_lease(target)
+            failure = sim.faults.failure_for(verb, resource, target.namespace or None, renewal)
             if failure is not None:
                 error, apply_after = failure
                 if apply_after is not None and verb in ("create", "update", "patch", "delete"):
@@ -238,6 +243,16 @@ class Handler(BaseHTTPRequestHandler):
             self._raw_body()
         except (OSError, ValueError, errors.ApiError):
             self.close_connection = True
+
+    def _renews_lease(self, target: Route) -> bool:
+        """An update of a Lease by the holder it names (client-go's renewal): fault rules of verb ``renew``."""
+        try:
+            body = self._body()
+        except errors.ApiError:
+            return False
+        current = self.server.sim.store.find(target.kind, target.namespace, target.name)
+        holder = ((body or {}).get("spec") or {}).get("holderIdentity") if isinstance(body, dict) else None
+        return bool(holder) and current is not None and (current.get("spec") or {}).get("holderIdentity") == holder
 
     def _apply_later(self, verb: str, target: Route, query: dict, seconds: float) -> None:
         """Carry out a write whose answer is an injected error, ``seconds`` after it (its body read now)."""

@@ -24,7 +24,7 @@ from actors.core import yamlsafe
 from actors.core.config import parse
 from actors.core.scheduler import Scheduler
 from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
-from rest import actor_metrics, daos, liveness, metrics
+from rest import actor_metrics, daos, leadership, liveness, metrics
 from rest.fragments import Fragments
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,7 @@ class SchedulerView:
     shim_state: Callable[[], object | None] | None = None
     actor_failures: liveness.ActorFailures | None = None  # the stopped actors: health and both probes fail
     extender: object | None = None  # plugin mode: serves kube-scheduler's extender calls (rest.extender)
+    leadership: leadership.LeadershipSource | None = None  # leader election: who leads (a standby is not ready)
     max_age: float = 2.0
     reader_share: float = 0.0
     started: int = field(default_factory=time.time_ns)
@@ -189,15 +190,23 @@ class Cluster:
     def on_get_ready(self, req, resp):
         state = _shim_state_name(self.view)
         failed = liveness.failed_actors(self.view.actor_failures)
-        ready = state in (None, "Running") and not failed
+        election = leadership.readiness(self.view.leadership)
+        if election.get("standby"):
+            # a standby serves no scheduling, but is ready to take over: asked by the kubelet's probe
+            ready = req.get_param("standby") == "ready" and election["warm"] and not failed
+        else:
+            ready = state in (None, "Running") and not failed
         resp.status = falcon.HTTP_200 if ready else falcon.HTTP_503
-        resp.media = {"ready": ready, "shimState": state, **failed}
+        resp.media = {"ready": ready, "shimState": state, **election, **failed}
 
     def on_get_metrics(self, req, resp):
         ring = self.view.scheduler.events
         resp.content_type = "text/plain; version=0.0.4; charset=utf-8"
+        providers = [*metrics.PROVIDERS, actor_metrics.actor_families]
+        if self.view.leadership is not None:
+            providers.append(leadership.families(self.view.leadership))
         resp.data = metrics.render(metrics.MetricsInput(_snapshot(req), metrics.EventCounts(ring.created, ring.dropped, ring.not_channeled)),
-                                   [*metrics.PROVIDERS, actor_metrics.actor_families])
+                                   providers)
 
     def on_get_openapi(self, req, resp):
         resp.content_type = falcon.MEDIA_JSON

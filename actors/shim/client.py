@@ -9,7 +9,8 @@ transport (``transport``), and parses every response with ``orjson``. Writes tha
 server (binding) are retried with tenacity: 5xx, 429 (honouring ``Retry-After``) and connection errors,
 exponential backoff with jitter, bounded in attempts and time. Every request, retries included, first
 waits for a token of the client's rate limiter (``kubernetes.qps`` / ``kubernetes.burst``, see
-``ratelimit``), as client-go's clients do.
+``ratelimit``), as client-go's clients do. Every write (any method but GET), retries included, first
+passes the client's write fence (``fence``): with leader election only the leader writes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import orjson
 import tenacity
 import urllib3
 
+from actors.shim.fence import OPEN, Fence, Fenced
 from actors.shim.ratelimit import TokenBucket
 from actors.shim.transport import FastTransport, TransportError
 
@@ -123,8 +125,9 @@ class KubeClient:
     """Plain-JSON access to the API server through an official ``kubernetes.client.ApiClient``."""
 
     def __init__(self, api_client: Any, retry: RetryPolicy = RetryPolicy(),
-                 request_timeout: float = 30.0) -> None:
+                 request_timeout: float = 30.0, fence: Fence = OPEN) -> None:
         self.api_client = api_client
+        self.fence = fence
         self.retry = retry
         self.request_timeout = request_timeout
         self.rate = TokenBucket(DEFAULT_QPS, DEFAULT_BURST)
@@ -176,7 +179,15 @@ class KubeClient:
 
     def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
                 content_type: str = JSON) -> dict:
-        """One request; the decoded JSON answer, or ``ApiError`` for a non-2xx status."""
+        """One request; the decoded JSON answer, or ``ApiError`` for a non-2xx status. A write the
+        fence refuses raises ``Fenced`` (never retried)."""
+        if method == "GET":
+            return self._exchange(method, path, query, body, content_type)
+        with self.fence.admit(method, path):
+            return self._exchange(method, path, query, body, content_type)
+
+    def _exchange(self, method: str, path: str, query: list[tuple[str, str]] | None, body: Any,
+                  content_type: str) -> dict:
         self.rate.wait()
         if self._transport is not None:
             headers = {"Accept": JSON}
@@ -248,7 +259,7 @@ class KubeClient:
                 self._confirm_bound(namespace, name, node, uid, error)
                 return
             raise BindError(f"binding {namespace}/{name} to {node} failed: {error}") from None
-        except CONNECTION_ERRORS as error:
+        except (*CONNECTION_ERRORS, Fenced) as error:
             raise BindError(f"binding {namespace}/{name} to {node} failed: {error}") from None
 
     def _confirm_bound(self, namespace: str, name: str, node: str, uid: str, conflict: ApiError) -> None:

@@ -6,7 +6,9 @@ State machine (resilience design): ``New`` until every informer has listed; then
 core (``Registered``) and recovers (``Recovering``): the applications of the pods already on nodes are
 created first (each sends its ``AddApplicationRequest`` as it is created), then one actor per node,
 each registering its node draining and reporting the pods on it; once every node has recovered the
-context is ``Running`` and hands the pending pods to their applications. ``Shutdown`` moves it to
+context is ``Running`` and hands the pending pods to their applications. With leader election
+(``await_lead``) it stays ``New`` with warm caches, and touches neither the core nor the cluster, until
+it is told ``Lead``; it then starts up from what it holds, without listing again. ``Shutdown`` moves it to
 ``Draining``; cluster changes are then ignored. A start-up error leads to ``Failed``.
 
 Pods: ``spec.schedulerName == yunikorn`` pods are tasks of applications (``appactor``); other pods on
@@ -40,6 +42,7 @@ from actors.shim.messages import (
     Feedback,
     FlushToCore,
     KubeEvent,
+    Lead,
     Listed,
     NodeChanged,
     NodeDeleted,
@@ -91,6 +94,7 @@ class ContextSettings:
     plugin_mode: bool = False
     node_lost_after: float = 300.0
     apply_settings: Any = None  # called with the shim's settings of each configuration taken (shim.settings)
+    await_lead: bool = False  # leader election: start up only once told ``Lead``
 
 
 class ShimContext(Actor):
@@ -126,6 +130,7 @@ class ShimContext(Actor):
         self._nodes_total = 0
         self._pods_recovered = 0
         self._published: tuple | None = None
+        self._leading = not settings.await_lead
 
     # ---- dispatch ------------------------------------------------------------------------------
 
@@ -198,7 +203,15 @@ class ShimContext(Actor):
             self._remember(message.kind, record)
         self._listed.add(message.kind)
         log.info("listed %d %s", len(message.records), message.kind)
-        if self._machine.state == SchedulerState.NEW and self._listed >= self._settings.required_kinds:
+        self._start_up_when_ready()
+
+    def on_Lead(self, message: Lead) -> None:
+        self._leading = True
+        self._start_up_when_ready()
+
+    def _start_up_when_ready(self) -> None:
+        if (self._leading and self._machine.state == SchedulerState.NEW
+                and self._listed >= self._settings.required_kinds):
             self._start_up()
 
     def _remember(self, kind: str, record: Any, deleted: bool = False) -> None:

@@ -365,6 +365,11 @@ class Connect:
 
 
 @message
+class Lead:
+    """This scheduler has become the leader: register with the core and recover (leader election)."""
+
+
+@message
 class Shutdown:
     """Ask: stop taking cluster changes (``Draining``)."""
 

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from actors.base import Actor, Supervisor
 from actors.shim.client import CONNECTION_ERRORS, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
 from actors.shim.eventbuffer import EventBuffer
+from actors.shim.fence import Fenced
 from actors.shim.messages import Feedback, Flush, KubeEvent, PodCondition, RecorderStatsRequest
 from actors.shim.ticker import Ticker
 
@@ -92,7 +93,7 @@ class EventRecorder(Actor):
                     self._write_condition(item)
                 else:
                     self._write_event(*item)
-            except (ApiError, *CONNECTION_ERRORS, OSError) as error:
+            except (ApiError, *CONNECTION_ERRORS, OSError, Fenced) as error:
                 self._failed += 1
                 log.debug("event write failed: %s", error)
 

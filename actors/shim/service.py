@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import pykka
 
-from actors.base import Supervision
+from actors.base import Supervision, tell_if_alive
 from actors.shim.binder import Binder
 from actors.shim.client import KubeClient
 from actors.shim.context import ContextSettings, ShimContext
@@ -30,6 +30,7 @@ from actors.shim.messages import (
     Connect,
     Drain,
     InformerStatusRequest,
+    Lead,
     Publish,
     RecorderStatsRequest,
     ShimStateRequest,
@@ -51,7 +52,8 @@ class ServiceSettings:
     ``event_qps``/``event_burst``: the API write budget of events and pod conditions.
     ``publish_period``: how often a changed state is published for readers. ``node_lost_after``: seconds
     a node may stay NotReady before its pods are taken out of the scheduler (it is lost).
-    ``plugin_mode``: kube-scheduler binds YuniKorn's decisions (see ``actors.shim.handoff``)."""
+    ``plugin_mode``: kube-scheduler binds YuniKorn's decisions (see ``actors.shim.handoff``).
+    ``await_lead``: leader election; the shim lists and watches but starts up only at ``lead()``."""
 
     namespace: str = "default"
     bind_workers: int = 16
@@ -61,6 +63,7 @@ class ServiceSettings:
     node_lost_after: float = 300.0
     watch: WatchSettings = field(default_factory=WatchSettings)
     plugin_mode: bool = False
+    await_lead: bool = False
 
 
 class SchedulerService:
@@ -86,7 +89,8 @@ class SchedulerService:
         s, supervisor = self.settings, self.supervision
         applier = SettingsApplier(self.client)
         self.context = ShimContext.start(self.core, self.board, ContextSettings(
-            s.namespace, plugin_mode=s.plugin_mode, node_lost_after=s.node_lost_after, apply_settings=applier),
+            s.namespace, plugin_mode=s.plugin_mode, node_lost_after=s.node_lost_after, apply_settings=applier,
+            await_lead=s.await_lead),
             supervisor)
         if s.plugin_mode:
             self.binder = AllocationHandoff.start(self.client, self.context, s.bind_workers, supervisor)
@@ -101,6 +105,10 @@ class SchedulerService:
         self.informers = [Informer.start(self.client, kind, self.context, s.watch, supervisor)
                           for kind in watched_kinds(s.namespace)]
         return self
+
+    def lead(self) -> None:
+        """This scheduler now leads: register with the core, recover from the warm caches, run."""
+        tell_if_alive(self.context, Lead())  # a context stopped meanwhile (shutdown) has nothing to lead
 
     def latest_state(self) -> ShimStateSnapshot | None:
         """The last published state; never waits on the shim."""

@@ -51,10 +51,10 @@ def sim(tmp_path):
     cluster.stop()
 
 
-def start(module: str, args: list[str], tmp_path: Path) -> subprocess.Popen:
+def start(module: str, args: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
     with (tmp_path / f"{module}.log").open("w") as log:
-        return subprocess.Popen([sys.executable, "-m", module, *args], cwd=REPO, env=command_env(tmp_path),
-                                stdout=log, stderr=subprocess.STDOUT)
+        return subprocess.Popen([sys.executable, "-m", module, *args], cwd=REPO,
+                                env={**command_env(tmp_path), **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
 
 
 def stop(process: subprocess.Popen, tmp_path: Path, module: str) -> str:
@@ -97,10 +97,16 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
     # Created in the store, not over HTTP, so that the request log holds the scheduler's calls only.
     sim.store.create(POD, "default", pending_pod("fits", "500m"))
     sim.store.create(POD, "default", pending_pod("too-big", "64"))
+    # The chart's leader election (on by default): the process's own pod, which it labels.
+    sim.store.create(POD, RELEASE_NAMESPACE, {"metadata": {"name": "yunikorn-scheduler-0"},
+                                              "spec": {"containers": [{"name": "main", "image": "busybox"}]}})
     module = "actors.cli"
     port = free_port()
-    process = start(module, ["--kubeconfig", str(tmp_path / "kubeconfig"), "--rest-port", str(port)], tmp_path)
     container = objects.one("Deployment", "yunikorn-scheduler")["spec"]["template"]["spec"]["containers"][0]
+    election = [arg for arg in container["args"] if arg.startswith("--leader-elect")]
+    assert election, "leader election is on in the chart by default"
+    process = start(module, ["--kubeconfig", str(tmp_path / "kubeconfig"), "--rest-port", str(port), *election],
+                    tmp_path, env={"POD_NAME": "yunikorn-scheduler-0"})
     try:
         # The probes the chart gives the kubelet answer 200 on the real command.
         for probe in ("livenessProbe", "readinessProbe"):
@@ -119,7 +125,10 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
     made = made_by(sim)
     # The run did exercise the scheduler's main calls, so the check above was not vacuous.
     assert {("list", "pods", ""), ("watch", "pods", ""), ("list", "nodes", ""), ("create", "pods", "binding"),
-            ("list", "configmaps", ""), ("create", "events", ""), ("patch", "pods", "status")} <= made, made
+            ("list", "configmaps", ""), ("create", "events", ""), ("patch", "pods", "status"),
+            ("get", "leases", ""), ("create", "leases", ""), ("update", "leases", ""), ("patch", "pods", "")} <= made, made
+    own = next(p for p in sim.objects("pods", RELEASE_NAMESPACE) if p["metadata"]["name"] == "yunikorn-scheduler-0")
+    assert own["metadata"]["labels"]["yunikorn.apache.org/leader"] == "false"  # released at SIGTERM
 
 
 @pytest.mark.timeout(120)

@@ -63,21 +63,79 @@ def _container(objects, name):
 def test_scheduler_deployment(render):
     objects = render()
     deployment = objects.one("Deployment", "yunikorn-scheduler")
-    assert deployment["spec"]["replicas"] == 1
-    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     container = _container(objects, "yunikorn-scheduler")
     assert container["command"] == ["yunikorn-scheduler"]
     assert "--rest-port=9080" in container["args"]
     assert container["ports"] == [{"name": "http", "containerPort": 9080, "protocol": "TCP"}]
     assert {"name": "NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in container["env"]
     assert container["livenessProbe"]["httpGet"] == {"path": "/ws/v1/health/live", "port": "http"}
-    assert container["readinessProbe"]["httpGet"] == {"path": "/ws/v1/health/ready", "port": "http"}
     assert container["resources"]["limits"] and container["resources"]["requests"]
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert _pod_spec(objects, "yunikorn-scheduler")["securityContext"]["runAsNonRoot"] is True
     service = objects.one("Service", "yunikorn-service")
     assert service["spec"]["ports"][0]["port"] == 9080
-    assert service["spec"]["selector"] == deployment["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() >= deployment["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_scheduler_pair_with_leader_election_by_default(render):
+    objects = render()
+    deployment = objects.one("Deployment", "yunikorn-scheduler")
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["strategy"] == {"type": "RollingUpdate",
+                                              "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    container = _container(objects, "yunikorn-scheduler")
+    assert container["args"][-5:] == ["--leader-elect", "--leader-elect-lease-duration=15s",
+                                      "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s",
+                                      "--leader-elect-resource-name=yunikorn-scheduler"]
+    assert {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in container["env"]
+    # the kubelet counts a warm standby as ready (rollouts and the budget go on); the Service routes
+    # only to the pod the leader labelled
+    assert container["readinessProbe"]["httpGet"] == {"path": "/ws/v1/health/ready?standby=ready", "port": "http"}
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert objects.one("Service", "yunikorn-service")["spec"]["selector"] == {
+        **pod_labels, "yunikorn.apache.org/leader": "true"}
+    (term,) = _pod_spec(objects, "yunikorn-scheduler")["affinity"]["podAntiAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"].items() <= pod_labels.items()
+    budget = objects.one("PodDisruptionBudget", "yunikorn-scheduler")
+    assert budget["spec"]["minAvailable"] == 1
+    assert budget["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    role = objects.one("Role", "yunikorn-scheduler")
+    assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+            "verbs": ["get", "create", "update"]} in role["rules"]
+    assert {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]} in role["rules"]
+
+
+@pytest.mark.parametrize("values", [{"scheduler": {"leaderElection": {"enabled": False}}},
+                                    {"scheduler": {"leaderElection": {"enabled": False}, "replicaCount": 1}}])
+def test_one_scheduler_without_leader_election(render, values):
+    objects = render(values)
+    deployment = objects.one("Deployment", "yunikorn-scheduler")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    container = _container(objects, "yunikorn-scheduler")
+    assert not [arg for arg in container["args"] if arg.startswith("--leader-elect")]
+    assert "POD_NAME" not in {env["name"] for env in container["env"]}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/ws/v1/health/ready", "port": "http"}
+    assert objects.one("Service", "yunikorn-service")["spec"]["selector"] == \
+        deployment["spec"]["template"]["metadata"]["labels"]
+    assert "affinity" not in _pod_spec(objects, "yunikorn-scheduler")
+    assert "yunikorn-scheduler" not in objects.names("PodDisruptionBudget")
+    assert not [rule for rule in objects.one("Role", "yunikorn-scheduler")["rules"]
+                if "leases" in rule["resources"] or "pods" in rule["resources"]]
+
+
+def test_three_scheduler_replicas_and_custom_lease_timing(render):
+    election = {"enabled": True, "leaseDuration": "30s", "renewDeadline": "20s", "retryPeriod": "500ms",
+                "resourceName": "yk-lease"}
+    objects = render({"scheduler": {"replicaCount": 3, "leaderElection": election}})
+    assert objects.one("Deployment", "yunikorn-scheduler")["spec"]["replicas"] == 3
+    assert _container(objects, "yunikorn-scheduler")["args"][-4:] == [
+        "--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s",
+        "--leader-elect-retry-period=500ms", "--leader-elect-resource-name=yk-lease"]
+    for obj in objects:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
 
 
 def test_scheduler_placement_values_reach_the_pod(render):
@@ -89,11 +147,13 @@ def test_scheduler_placement_values_reach_the_pod(render):
                  "livenessPath": "/live", "readinessPath": "/ready"}
     objects = render({"scheduler": placement})
     spec = _pod_spec(objects, "yunikorn-scheduler")
-    for key in ("nodeSelector", "priorityClassName", "tolerations", "affinity"):
+    for key in ("nodeSelector", "priorityClassName", "tolerations"):
         assert spec[key] == placement[key]
+    assert spec["affinity"]["nodeAffinity"] == placement["affinity"]["nodeAffinity"]
+    assert spec["affinity"]["podAntiAffinity"]  # the pair's own, added
     container = _container(objects, "yunikorn-scheduler")
     assert container["livenessProbe"]["httpGet"]["path"] == "/live"
-    assert container["readinessProbe"]["httpGet"]["path"] == "/ready"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/ready?standby=ready"
 
 
 def test_admission_controller_deployment(render):
@@ -139,7 +199,7 @@ def test_affinity_and_tolerations_can_be_turned_off_or_extended(render):
 def test_pdb_only_with_more_than_one_replica(render, replicas):
     objects = render({"admissionController": {"replicaCount": replicas}})
     assert objects.one("Deployment", "yunikorn-admission-controller")["spec"]["replicas"] == replicas
-    budgets = objects.of_kind("PodDisruptionBudget")
+    budgets = [b for b in objects.of_kind("PodDisruptionBudget") if b["metadata"]["name"] != "yunikorn-scheduler"]
     if replicas == 1:
         assert budgets == []
     else:
@@ -153,7 +213,7 @@ def test_without_admission_controller_only_the_scheduler_is_deployed(render):
     objects = render({"embedAdmissionController": False})
     assert objects.names("Deployment") == {"yunikorn-scheduler"}
     assert objects.names("Service") == {"yunikorn-service"}
-    assert objects.of_kind("Secret") == [] and objects.of_kind("PodDisruptionBudget") == []
+    assert objects.of_kind("Secret") == [] and objects.names("PodDisruptionBudget") == {"yunikorn-scheduler"}
     assert not any("admission" in obj["metadata"]["name"] for obj in objects)
 
 
@@ -184,6 +244,9 @@ def test_rbac_has_no_wildcards(render):
     ({"pluginMode": {"httpTimeout": "five seconds"}}, "/pluginMode/httpTimeout"),
     ({"pluginMode": {"image": {"tag": 135}}}, "/pluginMode/image/tag"),
     ({"service": {"port": 70000}}, "/service/port"),
+    ({"scheduler": {"replicaCount": 0}}, "/scheduler/replicaCount"),
+    ({"scheduler": {"leaderElection": {"leaseDuration": "15"}}}, "/scheduler/leaderElection/leaseDuration"),
+    ({"scheduler": {"leaderElection": {"enabled": False}, "replicaCount": 2}}, "needs scheduler.leaderElection"),
 ], ids=lambda value: str(value)[:40])
 def test_bad_values_fail_at_template_time(helm, tmp_path, values, complaint):
     values_file = tmp_path / "values.yaml"

@@ -3,11 +3,13 @@ its REST API is read on loopback."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import urllib.error
 from pathlib import Path
 
 from tests.reliability.invariants import get_json
@@ -25,7 +27,7 @@ def free_port() -> int:
 class SchedulerProcess:
     """One run of the scheduler command; ``url`` is its REST API on loopback."""
 
-    def __init__(self, kubeconfig: str, log_file: Path, *extra: str) -> None:
+    def __init__(self, kubeconfig: str, log_file: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = open(log_file, "ab")  # noqa: SIM115 - closed when the process ends
@@ -33,7 +35,7 @@ class SchedulerProcess:
             [sys.executable, "-m", "actors.cli", "--kubeconfig", kubeconfig, "--rest-host", "127.0.0.1",
              "--rest-port", str(self.port),
              "--log-level", "WARNING", *extra], cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONPATH": str(REPO)})
+            env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
 
     def ready(self) -> bool:
         if self.process.poll() is not None:
@@ -42,6 +44,17 @@ class SchedulerProcess:
             return get_json(f"{self.url}/ws/v1/health/ready", timeout=2).get("ready") is True
         except OSError:
             return False
+
+    def readiness(self) -> dict:
+        """The readiness answer, whatever its status (a standby's is 503); ``{}`` while nothing listens."""
+        if self.process.poll() is not None:
+            raise AssertionError(f"the scheduler exited with {self.process.returncode}")
+        try:
+            return get_json(f"{self.url}/ws/v1/health/ready", timeout=2)
+        except urllib.error.HTTPError as error:
+            return json.loads(error.read())
+        except OSError:
+            return {}
 
     def wait_ready(self, timeout: float = 60.0) -> SchedulerProcess:
         wait_for(self.ready, timeout=timeout, interval=0.1, message=f"the scheduler's readiness on {self.url}")

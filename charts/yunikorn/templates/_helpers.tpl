@@ -32,3 +32,14 @@ release: {{ .root.Release.Name }}
     fieldRef:
       fieldPath: metadata.namespace
 {{- end }}
+
+{{/* The scheduler's replicas: scheduler.replicaCount, else 2 with leader election and 1 without; more
+than one without leader election fails (two schedulers would bind the same pods). */}}
+{{- define "yunikorn.schedulerReplicas" -}}
+{{- $sched := .Values.scheduler }}
+{{- $replicas := $sched.replicaCount | default (ternary 2 1 $sched.leaderElection.enabled) | int }}
+{{- if and (gt $replicas 1) (not $sched.leaderElection.enabled) }}
+{{- fail "scheduler.replicaCount above 1 needs scheduler.leaderElection.enabled: two schedulers without it would bind the same pods" }}
+{{- end }}
+{{- $replicas }}
+{{- end }}

@@ -1,0 +1,207 @@
+"""Two scheduler processes with leader election on one kubesim: one leads, the other stands by warm;
+the standby takes over on SIGTERM (released Lease), on kill -9 (expired Lease), and when the leader's
+renewals fail (it stops writing and exits before the standby starts). Throughout: every pod bound
+exactly once, none lost, no queue beyond its maximum, the core agreeing with the cluster."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from actors.shim.election import LEADER_LABEL
+from kubesim.resources import POD
+from tests.reliability.invariants import HEALTH_ON_READ, assert_invariants, get_json
+from tests.reliability.process import SchedulerProcess
+from tests.reliability.workload import burst
+from tests.waiting import wait_for
+
+# Short leases, so a takeover after expiry costs seconds.
+FAST = ("--leader-elect", "--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1500ms",
+        "--leader-elect-retry-period", "0.25s", "--bind-workers", "4")
+CAPPED_CONFIG = """
+partitions:
+  - name: default
+    placementrules:
+      - {name: provided, create: false}
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: open
+          - name: capped
+            resources:
+              max: {vcore: 3}
+"""
+EXPECTED = (53, 7)  # (bound, pending) of ``_workload``: 2 oversized and 5 beyond the capped queue's maximum
+
+
+def _find_lease(cluster) -> dict:
+    leases = [lease for lease in cluster.sim.objects("leases") if lease["metadata"]["name"] == "yunikorn-scheduler"]
+    return leases[0] if leases else {}
+
+
+def _holder(cluster) -> str:
+    return (_find_lease(cluster).get("spec") or {}).get("holderIdentity") or ""
+
+
+def _leader_label(cluster, pod: str) -> str | None:
+    found = [p for p in cluster.sim.objects("pods") if p["metadata"]["name"] == pod]
+    return (found[0]["metadata"].get("labels") or {}).get(LEADER_LABEL)
+
+
+def _pair(cluster, tmp_path, *extra: str) -> tuple[SchedulerProcess, SchedulerProcess]:
+    """Start ``a``, wait until it leads, then start ``b`` and wait until it stands by with warm caches.
+    Each runs as if in its pod (``POD_NAME``, the pod in kubesim), which it labels leader or not."""
+    for name in ("yunikorn-a", "yunikorn-b"):
+        cluster.sim.store.create(POD, "default", {"metadata": {"name": name},
+                                                  "spec": {"containers": [{"name": "main", "image": "busybox"}]}})
+    started = [SchedulerProcess(cluster.kubeconfig, tmp_path / "a.log", *FAST, *extra, env={"POD_NAME": "yunikorn-a"})]
+    try:
+        started[0].wait_ready()
+        started.append(SchedulerProcess(cluster.kubeconfig, tmp_path / "b.log", *FAST, *extra,
+                                        env={"POD_NAME": "yunikorn-b"}))
+        wait_for(lambda: started[1].readiness().get("warm"), timeout=60, interval=0.1, message="b standing by, warm")
+    except BaseException:
+        _stop_all(*started)
+        raise
+    return started[0], started[1]
+
+
+def _pod_lists(cluster) -> int:
+    return sum(1 for r in list(cluster.sim.request_log) if r.verb == "list" and r.resource == "pods")
+
+
+def _setup(cluster) -> None:
+    cluster.sim.seed_nodes(6, cpu="4")
+    cluster.configure(CAPPED_CONFIG, **HEALTH_ON_READ)
+    cluster.sim.faults.latency(verb="create", resource="pods/binding", seconds=0.02)  # binds in flight
+
+
+def _workload(cluster, prefix: str) -> list[str]:
+    """40 pods in an open queue (2 too big for any node) and 20 of 200m in a queue of at most 3 cores."""
+    return (burst(cluster, prefix, 40, queue="root.open", oversized_every=20)
+            + burst(cluster, f"{prefix}-capped", 20, queue="root.capped", cpu="200m"))
+
+
+def _stop_all(*processes: SchedulerProcess) -> None:
+    for process in processes:
+        process.stop()
+
+
+@pytest.mark.timeout(120)
+def test_one_scheduler_leads_and_the_other_stands_by_warm(cluster, tmp_path):
+    _setup(cluster)
+    a, b = _pair(cluster, tmp_path)
+    try:
+        names = burst(cluster, "e", 30, queue="root.open", cpu="200m")
+        cluster.wait_bound(*names, timeout=60)
+        assert _holder(cluster) == "yunikorn-a"
+        spec = _find_lease(cluster)["spec"]
+        assert spec["leaseDurationSeconds"] == 2 and spec["leaseTransitions"] == 0
+        assert spec["acquireTime"].endswith("Z") and spec["renewTime"] >= spec["acquireTime"]
+        wait_for(lambda: _find_lease(cluster)["spec"]["renewTime"] > spec["renewTime"], timeout=10,
+                 message="the leader renewing its lease")
+        ready = b.readiness()
+        assert ready["ready"] is False and ready["standby"] is True and ready["shimState"] == "New"
+        assert ready["warm"] is True
+        assert ready["leader"] == "yunikorn-a" and ready["identity"] == "yunikorn-b"
+        assert "standby" in ready["reason"]
+        assert get_json(f"{b.url}/ws/v1/health/ready?standby=ready")["ready"] is True  # the kubelet's probe
+        assert (_leader_label(cluster, "yunikorn-a"), _leader_label(cluster, "yunikorn-b")) == ("true", "false")
+        assert a.readiness() | {"ready": True} == a.readiness() and a.readiness()["leader"] == "yunikorn-a"
+        with urllib.request.urlopen(f"{b.url}/ws/v1/health/live", timeout=5) as response:
+            assert response.status == 200
+        assert 'yunikorn_leader{identity="yunikorn-a"} 1.0' in _metrics(a)
+        assert 'yunikorn_leader{identity="yunikorn-b"} 0.0' in _metrics(b)
+        found = assert_invariants(cluster.sim, a.url, timeout=30)
+        assert found.bound == 30
+    finally:
+        _stop_all(b, a)
+
+
+def _metrics(process: SchedulerProcess) -> str:
+    with urllib.request.urlopen(f"{process.url}/ws/v1/metrics", timeout=10) as response:
+        return response.read().decode()
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_hands_the_lease_over_without_waiting_for_expiry(cluster, tmp_path):
+    _setup(cluster)
+    slow = ("--leader-elect-lease-duration", "60s", "--leader-elect-renew-deadline", "30s")  # later flags win
+    a, b = _pair(cluster, tmp_path, *slow)
+    try:
+        lists = _pod_lists(cluster)
+        names = _workload(cluster, "t")
+        wait_for(lambda: sum(map(cluster.bound, names)) >= 15, timeout=60, message="binding under way")
+        terminated = time.monotonic()
+        assert a.stop() == 0, (tmp_path / "a.log").read_text()[-2000:]
+        b.wait_ready(timeout=20)  # far less than the 60 s lease: the lease was released, not expired
+        assert time.monotonic() - terminated < 30
+        spec = _find_lease(cluster)["spec"]
+        assert spec["holderIdentity"] == "yunikorn-b" and spec["leaseTransitions"] == 1
+        assert (_leader_label(cluster, "yunikorn-a"), _leader_label(cluster, "yunikorn-b")) == ("false", "true")
+        found = assert_invariants(cluster.sim, b.url, timeout=60)
+        assert (found.bound, found.pending) == EXPECTED
+        assert _pod_lists(cluster) == lists, "the standby listed pods again instead of using its caches"
+    finally:
+        _stop_all(b, a)
+
+
+@pytest.mark.timeout(120)
+def test_kill_9_of_the_leader_is_taken_over_after_the_lease_expires(cluster, tmp_path):
+    _setup(cluster)
+    a, b = _pair(cluster, tmp_path)
+    try:
+        lists = _pod_lists(cluster)
+        names = _workload(cluster, "k")
+        wait_for(lambda: sum(map(cluster.bound, names)) >= 15, timeout=60, message="binding under way")
+        a.kill()
+        assert _holder(cluster) == "yunikorn-a"  # nobody released it
+        b.wait_ready(timeout=30)
+        assert _holder(cluster) == "yunikorn-b"
+        found = assert_invariants(cluster.sim, b.url, timeout=60)
+        assert (found.bound, found.pending) == EXPECTED
+        assert _pod_lists(cluster) == lists, "the standby listed pods again instead of using its caches"
+    finally:
+        _stop_all(b, a)
+
+
+@pytest.mark.timeout(120)
+def test_a_leader_whose_renewals_fail_stops_binding_before_the_standby_starts(cluster, tmp_path):
+    _setup(cluster)
+    lease_duration = ("--leader-elect-lease-duration", "3s")  # the gap between the two is the margin
+    a, b = _pair(cluster, tmp_path, *lease_duration)
+    timeline: list[tuple[float, str, str]] = []  # (time, what, detail) as the cluster sees it
+    lock = threading.Lock()
+
+    def record(event) -> None:
+        new = event.new or {}
+        if event.kind.plural == "leases":
+            with lock:
+                timeline.append((time.monotonic(), "lease", (new.get("spec") or {}).get("holderIdentity") or ""))
+        elif event.kind.plural == "pods" and (new.get("spec") or {}).get("nodeName") and \
+                not ((event.old or {}).get("spec") or {}).get("nodeName"):
+            with lock:
+                timeline.append((time.monotonic(), "bind", new["metadata"]["name"]))
+
+    cluster.sim.store.listeners.append(record)
+    try:
+        names = _workload(cluster, "f")
+        wait_for(lambda: sum(map(cluster.bound, names)) >= 10, timeout=60, message="binding under way")
+        cluster.sim.faults.fail(verb="renew", resource="leases", count=None)
+        assert a.process.wait(timeout=30) == 3, (tmp_path / "a.log").read_text()[-2000:]
+        a_gone = time.monotonic()
+        b.wait_ready(timeout=30)
+        with lock:
+            taken = next(at for at, what, detail in timeline if what == "lease" and detail == "yunikorn-b")
+        assert a_gone < taken, "the standby took the lease while the deposed leader still ran"
+        found = assert_invariants(cluster.sim, b.url, timeout=60)
+        assert (found.bound, found.pending) == EXPECTED
+        assert sum(1 for _, what, _ in timeline if what == "bind") == found.bound  # each bound once
+    finally:
+        cluster.sim.store.listeners.remove(record)
+        cluster.sim.faults.clear()
+        _stop_all(b, a)
