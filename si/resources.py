@@ -22,6 +22,13 @@ class Resource(Mapping[str, int]):
         self._q: dict[str, int] = dict(quantities) if quantities else {}
 
     @classmethod
+    def _owning(cls, quantities: dict[str, int]) -> Resource:
+        """A vector over a dict nobody else holds (no copy: arithmetic builds many of them)."""
+        resource = object.__new__(cls)
+        resource._q = quantities
+        return resource
+
+    @classmethod
     def of(cls, **quantities: int) -> Resource:
         """Keyword shorthand: ``Resource.of(vcore=1000, memory=1024)``."""
         return cls(quantities)
@@ -30,7 +37,7 @@ class Resource(Mapping[str, int]):
     def from_proto(cls, message: si_pb2.Resource | None) -> Resource:
         if message is None:
             return ZERO
-        return cls({name: quantity.value for name, quantity in message.resources.items()})
+        return cls._owning({name: quantity.value for name, quantity in message.resources.items()})
 
     @classmethod
     def from_kubernetes(cls, resources: Mapping[str, str | int | float] | None) -> Resource:
@@ -91,22 +98,24 @@ class Resource(Mapping[str, int]):
 
     # Arithmetic.
     def __add__(self, other: Mapping[str, int]) -> Resource:
-        result = dict(self._q)
+        result = self._q.copy()
+        get = result.get
         for name, value in other.items():
-            result[name] = result.get(name, 0) + value
-        return Resource(result)
+            result[name] = get(name, 0) + value
+        return Resource._owning(result)
 
     def __sub__(self, other: Mapping[str, int]) -> Resource:
-        result = dict(self._q)
+        result = self._q.copy()
+        get = result.get
         for name, value in other.items():
-            result[name] = result.get(name, 0) - value
-        return Resource(result)
+            result[name] = get(name, 0) - value
+        return Resource._owning(result)
 
     def __neg__(self) -> Resource:
-        return Resource({k: -v for k, v in self._q.items()})
+        return Resource._owning({k: -v for k, v in self._q.items()})
 
     def multiply(self, factor: int) -> Resource:
-        return Resource({k: v * factor for k, v in self._q.items()})
+        return Resource._owning({k: v * factor for k, v in self._q.items()})
 
     def is_zero(self) -> bool:
         """True when no component is non-zero (an empty vector is zero)."""
@@ -119,7 +128,7 @@ class Resource(Mapping[str, int]):
         return {k: v for k, v in self._q.items() if v < 0}
 
     def without_zeros(self) -> Resource:
-        return Resource({k: v for k, v in self._q.items() if v})
+        return Resource._owning({k: v for k, v in self._q.items() if v})
 
     def fits_in(self, capacity: Mapping[str, int]) -> bool:
         """Every positive component fits; a type missing from ``capacity`` has none of it (a node)."""
@@ -166,7 +175,15 @@ def component_min(left: Mapping[str, int], right: Mapping[str, int]) -> Resource
 
 def component_max(left: Mapping[str, int], right: Mapping[str, int]) -> Resource:
     """Per type the larger value; a type present on one side only counts as zero on the other."""
-    return Resource({k: max(left.get(k, 0), right.get(k, 0)) for k in left.keys() | right.keys()})
+    result = dict(left)
+    get = result.get
+    for name, value in right.items():
+        if value > get(name, 0) or name not in result:
+            result[name] = max(value, 0) if name not in left else value
+    for name, value in left.items():
+        if value < 0 and name not in right:
+            result[name] = 0
+    return Resource._owning(result)
 
 
 def min_limit(left: Mapping[str, int] | None, right: Mapping[str, int] | None) -> Resource | None:
@@ -183,7 +200,7 @@ def min_limit(left: Mapping[str, int] | None, right: Mapping[str, int] | None) -
 
 def remaining(maximum: Mapping[str, int], used: Mapping[str, int]) -> Resource:
     """What is left of ``maximum``, for the types it limits only (the others stay unlimited)."""
-    return Resource({name: limit - used.get(name, 0) for name, limit in maximum.items()})
+    return Resource._owning({name: limit - used.get(name, 0) for name, limit in maximum.items()})
 
 
 def total(resources: Iterator[Mapping[str, int]] | list[Mapping[str, int]]) -> Resource:
@@ -192,4 +209,4 @@ def total(resources: Iterator[Mapping[str, int]] | list[Mapping[str, int]]) -> R
     for resource in resources:
         for name, value in resource.items():
             result[name] = result.get(name, 0) + value
-    return Resource(result)
+    return Resource._owning(result)
