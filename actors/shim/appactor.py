@@ -24,6 +24,7 @@ from typing import Any
 
 import pykka
 
+from actors import unenforced
 from actors.base import PooledActor
 from actors.shim import translate
 from actors.shim.eventbuffer import NORMAL, WARNING
@@ -211,6 +212,10 @@ class ApplicationActor(PooledActor):
             task.fire("recover", node=pod.node_name)
             return
         task.fire("init")
+        if pod.ignored:
+            unenforced.count(pod.ignored)
+            self._pod_event(pod, WARNING, "UnenforcedConstraints",
+                            f"{pod.full_name}: not enforced by this scheduler: {'; '.join(pod.ignored)}")
         if not pod.gated and self._accepted:
             self._submit(task)
 

@@ -63,6 +63,7 @@ class PodRecord:
     required_node: str
     gated: bool
     invalid: str = ""
+    ignored: tuple[str, ...] = ()  # constraints the shim does not enforce (see ``constraints.ignored``)
 
     @property
     def key(self) -> str:
@@ -102,7 +103,7 @@ def parse_pod(raw: Mapping) -> PodRecord:
         problems.append(f"invalid resources: {error}")
         resource = Resource({PODS: 1})
     try:
-        constraint_tag = constraints.encode(spec, namespace)
+        constraint_tag = constraints.encode(spec, namespace, labels)
     except constraints.ConstraintError as error:
         problems.append(f"invalid constraints: {error}")
         constraint_tag = ""
@@ -135,6 +136,7 @@ def parse_pod(raw: Mapping) -> PodRecord:
         created=_timestamp(metadata.get("creationTimestamp")),
         constraints=constraint_tag,
         required_node=constraints.required_node(spec),
+        ignored=constraints.ignored(spec),
         gated=bool(spec.get("schedulingGates")),
         invalid="; ".join(problems),
     )
