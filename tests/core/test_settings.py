@@ -20,7 +20,7 @@ class Gate(NoPredicates):
     def ask_constrained(self, tags) -> bool:
         return True
 
-    def check(self, ask_tags, node_id, node_attributes, node_allocation_tags):
+    def check(self, ask_tags, node_id, node_attributes, node_allocation_tags, view):
         self.entered.set()
         self.open.wait(10)
         return None
