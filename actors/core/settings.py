@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 SHIM_KEYS = frozenset({
     "service.clusterId", "service.policyGroup", "service.enableConfigHotRefresh", "service.instanceTypeNodeLabelKey",
-    "service.nodeInstanceTypeNodeLabelKey", "kubernetes.qps", "kubernetes.burst"})
+    "service.nodeInstanceTypeNodeLabelKey", "kubernetes.qps", "kubernetes.burst", "service.volumeBindTimeout"})
 ADMISSION_KEYS = frozenset(f"admissionController.{key}" for key in (  # webhook.conf reads them
     "webHook.amServiceName", "webHook.schedulerServiceAddress", "filtering.processNamespaces",
     "filtering.bypassNamespaces", "filtering.labelNamespaces", "filtering.noLabelNamespaces",
@@ -31,7 +31,7 @@ ADMISSION_KEYS = frozenset(f"admissionController.{key}" for key in (  # webhook.
     "accessControl.externalGroups"))
 NOT_YET = frozenset({
     "service.disableGangScheduling", "service.placeholderImage", "service.placeholderRunAsUser",
-    "service.placeholderRunAsGroup", "service.placeholderFsGroup", "service.volumeBindTimeout"})
+    "service.placeholderRunAsGroup", "service.placeholderFsGroup"})
 NOT_YET_PREFIXES = ("preemption.",)
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}  # Go's strconv.ParseBool, as upstream reads booleans
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}

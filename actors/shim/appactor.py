@@ -196,8 +196,12 @@ class ApplicationActor(PooledActor):
             self._task_placed_elsewhere(task)
         elif state == TaskState.BOUND and task.placed_by_core and pod.resource != previous.resource:
             self._to_core.append(translate.allocation(pod, task.priority, PARTITION, task.node))
-        elif state == TaskState.PENDING and previous.gated and not pod.gated and self._accepted:
+        elif state == TaskState.PENDING and previous.held and not pod.held and self._accepted:
             self._submit(task)
+        elif state == TaskState.SCHEDULING and pod.constraints != previous.constraints:
+            self._to_core.append(translate.allocation(pod, task.priority, PARTITION))  # its volumes changed
+        if pod.volume_wait and pod.volume_wait != previous.volume_wait and state in (TaskState.PENDING, TaskState.SCHEDULING):
+            self._task_unschedulable(task, "FailedScheduling", pod.volume_wait)
 
     def _new_task(self, pod: PodRecord, priority: int) -> None:
         task = Task(pod, priority, self._board)
@@ -216,7 +220,9 @@ class ApplicationActor(PooledActor):
             unenforced.count(pod.ignored)
             self._pod_event(pod, WARNING, "UnenforcedConstraints",
                             f"{pod.full_name}: not enforced by this scheduler: {'; '.join(pod.ignored)}")
-        if not pod.gated and self._accepted:
+        if pod.volume_wait:
+            self._task_unschedulable(task, "FailedScheduling", pod.volume_wait)
+        if not pod.held and self._accepted:
             self._submit(task)
 
     def _task_gone(self, pod: PodRecord) -> None:
@@ -304,7 +310,7 @@ class ApplicationActor(PooledActor):
         log.debug("application %s: %s", self.app_id, state)
         if state == AppState.ACCEPTED:
             for task in sorted(self._tasks.values(), key=lambda t: (t.pod.created, t.pod.uid)):
-                if task.state == TaskState.PENDING and not task.pod.gated:
+                if task.state == TaskState.PENDING and not task.pod.held:
                     self._submit(task)
         if state == AppState.COMPLETED:
             self._to_core.append(si_pb2.RemoveApplicationRequest(applicationID=self.app_id, partitionName=PARTITION))
@@ -364,7 +370,7 @@ class ApplicationActor(PooledActor):
         if self._machine.can("run"):
             self._machine.fire("run")
         pod = task.pod
-        self._binds.append(BindRequest(pod.uid, pod.namespace, pod.name, node, self.actor_ref))
+        self._binds.append(BindRequest(pod.uid, pod.namespace, pod.name, node, self.actor_ref, pod.late_claims))
 
     def _released_by_core(self, release: si_pb2.AllocationRelease) -> None:
         if release.terminationType != si_pb2.PREEMPTED_BY_SCHEDULER:
@@ -389,7 +395,7 @@ class ApplicationActor(PooledActor):
         log.warning("binding %s to %s failed, scheduling it again: %s", pod.full_name, outcome.node, outcome.reason)
         self._to_core.append(translate.release(pod, f"bind failed: {outcome.reason}", PARTITION))
         task.fire("unbind", node="")
-        self._pod_event(pod, WARNING, "PodBindFailure", outcome.reason)
+        self._pod_event(pod, WARNING, "PodVolumesBindFailure" if outcome.volumes else "PodBindFailure", outcome.reason)
         self._submit(task)
 
     def on_RetractTask(self, message: RetractTask) -> None:

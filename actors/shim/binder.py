@@ -30,7 +30,10 @@ from actors.shim.messages import (
     DeletePod,
     Drain,
     FailPod,
+    VolumeBindTimeout,
 )
+from actors.shim.predicates import volume_allows
+from actors.shim.volumes import DEFAULT_BIND_TIMEOUT, VolumeBindError, bind_claims
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +80,10 @@ class Binder(Actor):
         self._bound = 0
         self._failed = 0
         self._last_bound_at = 0.0
+        self._volume_bind_timeout = DEFAULT_BIND_TIMEOUT
+
+    def on_VolumeBindTimeout(self, message: VolumeBindTimeout) -> None:
+        self._volume_bind_timeout = message.seconds
 
     def on_start(self) -> None:
         # Long-lived workers on a SimpleQueue: a Future per bind (ThreadPoolExecutor) cost as much
@@ -142,6 +149,16 @@ class Binder(Actor):
         self._work.put((self._bind, request))
 
     def _bind(self, request: BindRequest) -> None:
+        if request.claims:
+            try:
+                bind_claims(self._client, request.namespace, request.claims, request.node,
+                            self._volume_bind_timeout, volume_allows)
+            except Exception as error:  # API errors too: the pod goes back to the core either way
+                log.warning("binding the volumes of %s/%s for %s failed: %s", request.namespace, request.name,
+                            request.node, error)
+                reason = str(error) if isinstance(error, VolumeBindError) else f"binding volumes: {error}"
+                self._report(BindOutcome(request.uid, request.node, False, reason=reason, volumes=True))
+                return
         try:
             self._client.bind(request.namespace, request.name, request.node, request.uid)
             outcome = BindOutcome(request.uid, request.node, True)

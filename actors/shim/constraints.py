@@ -121,13 +121,16 @@ class Constraints:
     preferred_affinity: tuple[WeightedTerm, ...] = ()
     preferred_anti_affinity: tuple[WeightedTerm, ...] = ()
     spread: tuple[SpreadConstraint, ...] = ()
+    volume_affinity: tuple[tuple[NodeSelectorTerm, ...], ...] = ()  # bound volumes' node affinity: each holds
+    volume_choices: tuple[tuple[tuple[NodeSelectorTerm, ...], ...], ...] = ()  # per claim, a volume to bind
 
     @property
     def restricts_nodes(self) -> bool:
         """True when some node may be refused whatever its taints (tolerations alone only matter on
         tainted nodes, which the core checks anyway)."""
         return bool(self.node_name or self.node_selector or self.node_affinity or self.host_ports
-                    or self.pod_affinity or self.anti_affinity or any(s.hard for s in self.spread))
+                    or self.pod_affinity or self.anti_affinity or any(s.hard for s in self.spread)
+                    or self.volume_affinity or self.volume_choices)
 
     @property
     def prefers_nodes(self) -> bool:
@@ -209,10 +212,8 @@ def ignored(spec: Mapping) -> tuple[str, ...]:
         found.append("topologySpreadConstraints ScheduleAnyway (node scoring)")
     if spec.get("resourceClaims"):
         found.append("resourceClaims")
-    for volume in spec.get("volumes") or ():
-        if volume.get("persistentVolumeClaim") or volume.get("ephemeral"):
-            found.append("persistent volume claims (volume node affinity and binding)")
-            break
+    if any(volume.get("ephemeral") for volume in spec.get("volumes") or ()):
+        found.append("ephemeral volumes (their claims are not read)")
     return tuple(found)
 
 
@@ -317,6 +318,9 @@ def decode(text: str) -> Constraints:
             preferred_affinity=tuple(_weighted(t) for t in document.get("preferredPodAffinity", ())),
             preferred_anti_affinity=tuple(_weighted(t) for t in document.get("preferredAntiAffinity", ())),
             spread=tuple(_spread(t) for t in document.get("spread", ())),
+            volume_affinity=tuple(tuple(_term(t) for t in terms) for terms in document.get("volumeAffinity", ())),
+            volume_choices=tuple(tuple(tuple(_term(t) for t in terms) for terms in claim)
+                                 for claim in document.get("volumeChoices", ())),
         )
     except (TypeError, AttributeError, KeyError, ValueError) as error:
         if isinstance(error, ConstraintError):
@@ -348,6 +352,11 @@ def _is_int(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def node_selector_term(raw: Mapping) -> NodeSelectorTerm:
+    """Compile one ``NodeSelectorTerm`` (a pod's node affinity, a volume's)."""
+    return _term(raw)
 
 
 def _term(raw: Mapping) -> NodeSelectorTerm:

@@ -71,13 +71,15 @@ from actors.shim.routing import (
 )
 from actors.shim.schedconfig import SchedulerConfigError, ShimConfig, merge
 from actors.shim.state import RecoveryProgress, ShimStateSnapshot, StateBoard
+from actors.shim.volumes import VolumeCatalog
 from si import si_pb2
 from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 
 log = logging.getLogger(__name__)
 
 FLUSH_AT = 2000  # routed messages collected before they are sent even though messages still wait
-ALL_KINDS = frozenset({kinds.PODS, kinds.NODES, kinds.CONFIGMAPS, kinds.NAMESPACES, kinds.PRIORITY_CLASSES})
+ALL_KINDS = frozenset({kinds.PODS, kinds.NODES, kinds.CONFIGMAPS, kinds.NAMESPACES, kinds.PRIORITY_CLASSES,
+                       *kinds.VOLUME_KINDS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +113,7 @@ class ShimContext(Actor):
         self._pods: dict[str, PodRecord] = {}
         self._nodes: dict[str, NodeRecord] = {}
         self._namespaces: dict[str, Any] = {}
+        self._volumes = VolumeCatalog()
         self._priority_classes: dict[str, int] = {}
         self._configmaps: dict[str, Any] = {}
         self._config: ShimConfig | None = None
@@ -206,6 +209,9 @@ class ShimContext(Actor):
         cache = {kinds.PODS: self._pods, kinds.NODES: self._nodes, kinds.NAMESPACES: self._namespaces,
                  kinds.CONFIGMAPS: self._configmaps}.get(kind)
         value = record
+        if kind in kinds.VOLUME_KINDS:
+            self._volumes.remember(record, deleted)
+            return
         if kind == kinds.PRIORITY_CLASSES:
             cache, value = self._priority_classes, record.value
         if cache is None:
@@ -221,6 +227,7 @@ class ShimContext(Actor):
             return
         live = state in (SchedulerState.RECOVERING, SchedulerState.RUNNING)
         kind = message.kind
+        volumes_changed = False
         for change in message.changes:
             deleted = isinstance(change, Deleted)
             record = change.new if isinstance(change, Updated) else change.record
@@ -237,6 +244,10 @@ class ShimContext(Actor):
                 self._node_seen(old, record)
             elif kind == kinds.CONFIGMAPS:
                 self._config_changed()
+            elif kind in kinds.VOLUME_KINDS:
+                volumes_changed = True
+        if live and kind in kinds.VOLUME_KINDS and volumes_changed:
+            self._claims_changed()
 
     # ---- start-up and recovery -----------------------------------------------------------------
 
@@ -338,9 +349,17 @@ class ShimContext(Actor):
         if pod is None or pod.terminated:
             self._core_placed.pop(current.uid, None)
 
+    def _claims_changed(self) -> None:
+        """Claims, volumes or classes changed: the pending pods with claims learn what theirs resolve to."""
+        for pod in self._pods.values():
+            if pod.claims and not pod.assigned and pod.uid in self._pod_app:
+                self._to_app(pod)
+
     def _to_app(self, pod: PodRecord, deleted: bool = False) -> None:
         """Route a pod to its application's actor, starting it for a new application; the actor is
-        stopped once its last pod is gone."""
+        stopped once its last pod is gone. A pending pod's claims are resolved on the way (``volumes``)."""
+        if pod.claims and not deleted:
+            pod = self._volumes.resolve(pod)
         routed = self._app_pods.get(pod.app_id)
         if routed is None:
             if deleted or pod.terminated:

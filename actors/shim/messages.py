@@ -37,6 +37,7 @@ class BindRequest:
     name: str
     node: str
     reply_to: pykka.ActorRef | None = None
+    claims: tuple[str, ...] = ()  # WaitForFirstConsumer claims to bind for the node first (see ``volumes``)
 
 
 @message
@@ -161,6 +162,13 @@ class ToCore:
     items: tuple[CoreItem, ...]
     confirm_to: pykka.ActorRef | None = None
     token: int = 0
+
+
+@message
+class VolumeBindTimeout:
+    """How long the binder waits for a pod's claims to be bound (``service.volumeBindTimeout``)."""
+
+    seconds: float
 
 
 @message
@@ -314,6 +322,7 @@ class BindOutcome:
     bound: bool
     gone: bool = False
     reason: str = ""
+    volumes: bool = False  # the pod's volumes could not be bound for the node
 
 
 @message

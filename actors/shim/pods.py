@@ -64,6 +64,14 @@ class PodRecord:
     gated: bool
     invalid: str = ""
     ignored: tuple[str, ...] = ()  # constraints the shim does not enforce (see ``constraints.ignored``)
+    claims: tuple[str, ...] = ()  # its persistent volume claims, by name
+    volume_wait: str = ""  # why its claims keep it from being scheduled (see ``volumes``)
+    late_claims: tuple[str, ...] = ()  # WaitForFirstConsumer claims to bind once it has a node
+
+    @property
+    def held(self) -> bool:
+        """Not to be scheduled yet: scheduling gates, or claims it waits for."""
+        return self.gated or bool(self.volume_wait)
 
     @property
     def key(self) -> str:
@@ -137,6 +145,8 @@ def parse_pod(raw: Mapping) -> PodRecord:
         constraints=constraint_tag,
         required_node=constraints.required_node(spec),
         ignored=constraints.ignored(spec),
+        claims=tuple(v["persistentVolumeClaim"]["claimName"] for v in spec.get("volumes") or ()
+                     if (v.get("persistentVolumeClaim") or {}).get("claimName")),
         gated=bool(spec.get("schedulingGates")),
         invalid="; ".join(problems),
     )

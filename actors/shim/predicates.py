@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 
 from actors.shim import constraints as c
 from actors.shim.keys import ATTR_TAINTS, ATTR_UNSCHEDULABLE, TAG_CONSTRAINTS
+from actors.shim.nodes import parse_node
 from actors.shim.topology import (  # noqa: F401 (the reasons are part of this module's interface)
     AFFINITY,
     ANTI_AFFINITY,
@@ -28,6 +29,8 @@ from si.constants import TAG_LABEL_PREFIX
 UNSCHEDULABLE = "node(s) were unschedulable"
 NODE_NAME = "node(s) didn't match the requested node name"
 NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+VOLUME_AFFINITY = "node(s) had volume node affinity conflict"
+NO_VOLUME = "node(s) didn't find available persistent volumes to bind"
 HOST_PORTS = "node(s) didn't have free ports for the requested pod ports"
 _ANY_IP = ("", "0.0.0.0", "::")
 
@@ -64,12 +67,25 @@ class KubernetesPredicates:
             return NODE_NAME
         if not node_affinity_matches(wanted, node_id, node_attributes):
             return NODE_AFFINITY
+        for terms in wanted.volume_affinity:
+            if not any(_term_matches(t, node_id, node_attributes) for t in terms):
+                return VOLUME_AFFINITY
+        for choices in wanted.volume_choices:
+            if not any(any(_term_matches(t, node_id, node_attributes) for t in terms) for terms in choices):
+                return NO_VOLUME
         taint = untolerated_taint(wanted.tolerations, c.parse_taints(node_attributes.get(ATTR_TAINTS, "")))
         if taint is not None:
             return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
         if wanted.host_ports and _ports_conflict(wanted.host_ports, node_allocation_tags):
             return HOST_PORTS
         return view.filter(ask_tags, wanted, node_id)
+
+
+def volume_allows(raw_terms, node: Mapping) -> bool:
+    """Whether a volume's ``nodeSelectorTerms`` (JSON) allow ``node`` (a node's JSON)."""
+    record = parse_node(node)
+    attributes = record.attributes()
+    return any(_term_matches(c.node_selector_term(t), record.name, attributes) for t in raw_terms)
 
 
 def node_admits(wanted: c.Constraints, node_id: str, attributes: Mapping[str, str], affinity: bool,

@@ -407,11 +407,13 @@ def test_podtopologyspread_invalid_constraints_make_the_pod_invalid(constraint, 
 def test_unenforced_constraints_are_named():
     pod = parse_pod(pod_json(spec={
         "resourceClaims": [{"name": "gpu"}],
-        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}],
         "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
             {"weight": 1, "preference": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}}]},
             "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                 term(labels_in("a", "b"), namespaceSelector={"matchLabels": {"team": "x"}})]}}}))
     assert pod.ignored == ("preferred node affinity", "podAntiAffinity namespaceSelector", "resourceClaims",
-                           "persistent volume claims (volume node affinity and binding)")
+                           "ephemeral volumes (their claims are not read)")
+    assert pod.claims == ("data",)
     assert parse_pod(pod_json(spec={"topologySpreadConstraints": [spread()]})).ignored == ()
