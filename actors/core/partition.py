@@ -34,6 +34,7 @@ Action = si_pb2.NodeInfo
 
 
 NO_NODES = "no nodes available to schedule pods"
+SCORED_NODES = 100  # feasible nodes an ask with preferences compares (kube-scheduler's minimum to score)
 UNSCHEDULABLE = "node(s) were unschedulable"
 NODE_NAME = "node(s) didn't match the requested node name"
 
@@ -649,6 +650,8 @@ class Partition:
             candidates = self.index
         rejected: dict[str, int] = {}  # predicate reason -> nodes it rejected
         guarded = self.view.guarded
+        prefers = ask.constrained and self.predicates.ask_prefers(ask.tags)
+        best, best_score, scored = None, 0.0, 0
         for node_id in candidates:
             node = nodes[node_id]
             if not node.schedulable:
@@ -664,7 +667,17 @@ class Partition:
                 if why is not None:
                     rejected[why] = rejected.get(why, 0) + 1
                     continue
-            return node, False
+            if not prefers:
+                return node, False
+            # The ask ranks nodes: the best of the first SCORED_NODES that take it, in policy order on ties.
+            score = self.predicates.score(ask.tags, node_id, node.attributes, self.view)
+            if best is None or score > best_score:
+                best, best_score = node, score
+            scored += 1
+            if scored >= SCORED_NODES:
+                break
+        if best is not None:
+            return best, False
         if not is_node_failure(ask.last_failure):
             self._note_failure(None, ask, self._explain(ask, candidates, rejected))
         return None, not rejected

@@ -43,6 +43,15 @@ class NodePredicates(Protocol):
     def check(self, ask_tags: Mapping[str, str], node_id: str, node_attributes: Mapping[str, str],
               node_allocation_tags: Iterable[Mapping[str, str]], view: PlacementView) -> str | None: ...
 
+    def ask_prefers(self, tags: Mapping[str, str]) -> bool:
+        """Whether a constrained ask ranks the nodes that take it (then :meth:`score` orders them)."""
+        ...
+
+    def score(self, ask_tags: Mapping[str, str], node_id: str, node_attributes: Mapping[str, str],
+              view: PlacementView) -> float:
+        """How much the ask prefers a node that takes it; higher is better."""
+        ...
+
 
 class NoView:
     """The view of a resource manager without placement constraints: it keeps nothing."""
@@ -77,6 +86,12 @@ class NoPredicates:
 
     def check(self, ask_tags, node_id, node_attributes, node_allocation_tags, view) -> str | None:
         return None
+
+    def ask_prefers(self, tags: Mapping[str, str]) -> bool:
+        return False
+
+    def score(self, ask_tags, node_id, node_attributes, view) -> float:
+        return 0.0
 
 
 class ResourceManagerCallback(Protocol):

@@ -121,6 +121,7 @@ class Constraints:
     preferred_affinity: tuple[WeightedTerm, ...] = ()
     preferred_anti_affinity: tuple[WeightedTerm, ...] = ()
     spread: tuple[SpreadConstraint, ...] = ()
+    preferred_node_affinity: tuple[tuple[int, NodeSelectorTerm], ...] = ()  # (weight, preference)
     volume_affinity: tuple[tuple[NodeSelectorTerm, ...], ...] = ()  # bound volumes' node affinity: each holds
     volume_choices: tuple[tuple[tuple[NodeSelectorTerm, ...], ...], ...] = ()  # per claim, a volume to bind
 
@@ -135,7 +136,7 @@ class Constraints:
     @property
     def prefers_nodes(self) -> bool:
         """True when the pod ranks nodes: preferred pod (anti-)affinity, ScheduleAnyway spread."""
-        return bool(self.preferred_affinity or self.preferred_anti_affinity
+        return bool(self.preferred_affinity or self.preferred_anti_affinity or self.preferred_node_affinity
                     or any(not s.hard for s in self.spread))
 
 
@@ -182,6 +183,11 @@ def encode(spec: Mapping, namespace: str, labels: Mapping[str, str] | None = Non
                 preferred.append({**term, "weight": int(weighted.get("weight") or 0)})
         if preferred:
             document["preferred" + name[0].upper() + name[1:]] = preferred
+    preferred_nodes = [{"weight": int(p.get("weight") or 0), "preference": {
+        k: (p.get("preference") or {})[k] for k in ("matchExpressions", "matchFields") if (p.get("preference") or {}).get(k)}}
+        for p in (affinity.get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution") or ()]
+    if preferred_nodes:
+        document["preferredNodeAffinity"] = preferred_nodes
     spread = [_spread_json(c, labels) for c in spec.get("topologySpreadConstraints") or ()]
     if spread:
         document["spread"] = spread
@@ -195,9 +201,6 @@ def encode(spec: Mapping, namespace: str, labels: Mapping[str, str] | None = Non
 def ignored(spec: Mapping) -> tuple[str, ...]:
     """What ``spec`` asks of the scheduler that the shim does not enforce, by name (empty: nothing)."""
     found = []
-    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
-    if node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"):
-        found.append("preferred node affinity")
     for kind in ("podAffinity", "podAntiAffinity"):
         section = (spec.get("affinity") or {}).get(kind) or {}
         weighted = [w.get("podAffinityTerm") or {} for w in
@@ -206,10 +209,6 @@ def ignored(spec: Mapping) -> tuple[str, ...]:
             if term.get("namespaceSelector"):
                 found.append(f"{kind} namespaceSelector")
                 break
-        if section.get("preferredDuringSchedulingIgnoredDuringExecution"):
-            found.append(f"preferred {kind} (node scoring)")
-    if any((c.get("whenUnsatisfiable") or "") == "ScheduleAnyway" for c in spec.get("topologySpreadConstraints") or ()):
-        found.append("topologySpreadConstraints ScheduleAnyway (node scoring)")
     if spec.get("resourceClaims"):
         found.append("resourceClaims")
     if any(volume.get("ephemeral") for volume in spec.get("volumes") or ()):
@@ -318,6 +317,8 @@ def decode(text: str) -> Constraints:
             preferred_affinity=tuple(_weighted(t) for t in document.get("preferredPodAffinity", ())),
             preferred_anti_affinity=tuple(_weighted(t) for t in document.get("preferredAntiAffinity", ())),
             spread=tuple(_spread(t) for t in document.get("spread", ())),
+            preferred_node_affinity=tuple((_weight(p), _term(p["preference"]))
+                                          for p in document.get("preferredNodeAffinity", ())),
             volume_affinity=tuple(tuple(_term(t) for t in terms) for terms in document.get("volumeAffinity", ())),
             volume_choices=tuple(tuple(tuple(_term(t) for t in terms) for terms in claim)
                                  for claim in document.get("volumeChoices", ())),
@@ -399,11 +400,15 @@ def _pod_term(raw: Mapping) -> PodAffinityTerm:
                            key)
 
 
-def _weighted(raw: Mapping) -> WeightedTerm:
+def _weight(raw: Mapping) -> int:
     weight = raw.get("weight")
     if not isinstance(weight, int) or not 1 <= weight <= 100:
-        raise ConstraintError(f"a preferred pod affinity term needs a weight in 1-100, not {weight!r}")
-    return WeightedTerm(weight, _pod_term(raw))
+        raise ConstraintError(f"a preferred affinity term needs a weight in 1-100, not {weight!r}")
+    return weight
+
+
+def _weighted(raw: Mapping) -> WeightedTerm:
+    return WeightedTerm(_weight(raw), _pod_term(raw))
 
 
 def _spread(raw: Mapping) -> SpreadConstraint:

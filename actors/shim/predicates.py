@@ -44,9 +44,24 @@ class KubernetesPredicates:
         if not text:
             return False
         try:
-            return c.decode(text).restricts_nodes
+            wanted = c.decode(text)
         except c.ConstraintError:
             return True  # let check() report it
+        return wanted.restricts_nodes or wanted.prefers_nodes
+
+    def ask_prefers(self, tags: Mapping[str, str]) -> bool:
+        try:
+            return c.decode(tags.get(TAG_CONSTRAINTS, "")).prefers_nodes
+        except c.ConstraintError:
+            return False
+
+    def score(self, ask_tags: Mapping[str, str], node_id: str, node_attributes: Mapping[str, str],
+              view: TopologyIndex) -> float:
+        """Preferred node affinity weights that match, plus the topology preferences (``view.score``)."""
+        wanted = c.decode(ask_tags.get(TAG_CONSTRAINTS, ""))
+        score = float(sum(weight for weight, term in wanted.preferred_node_affinity
+                          if _term_matches(term, node_id, node_attributes)))
+        return score + view.score(ask_tags, wanted, node_id)
 
     def node_restricted(self, attributes: Mapping[str, str]) -> bool:
         return bool(attributes.get(ATTR_TAINTS)) or attributes.get(ATTR_UNSCHEDULABLE) == "true"

@@ -107,6 +107,8 @@ class Prefiltered:
     anti: tuple[tuple[str, frozenset[str]], ...]  # (topology key, domains holding a repelled pod)
     existing_anti: dict[str, set[str]]  # topology key -> domains whose pods repel the ask
     spread: tuple[_Spread, ...]
+    preferred: tuple[tuple[int, str, Counter], ...] = ()  # (+/- weight, topology key, matching pods per domain)
+    soft_spread: tuple[tuple[str, Counter], ...] = ()  # ScheduleAnyway: (topology key, matching pods per domain)
 
 
 class TopologyIndex:
@@ -241,6 +243,13 @@ class TopologyIndex:
             tuple((t.topology_key, frozenset(self._domain_counts(t))) for t in wanted.anti_affinity),
             self._existing_anti(namespace, labels),
             tuple(self._spread(s, wanted, namespace, labels) for s in wanted.spread if s.hard))
+        if wanted.prefers_nodes:
+            state.preferred = tuple(
+                [(w.weight, w.term.topology_key, self._domain_counts(w.term)) for w in wanted.preferred_affinity]
+                + [(-w.weight, w.term.topology_key, self._domain_counts(w.term))
+                   for w in wanted.preferred_anti_affinity])
+            state.soft_spread = tuple((s.topology_key, self._spread_counts(s, namespace))
+                                      for s in wanted.spread if not s.hard)
         if wanted.pod_affinity:
             state.affinity_counts = self._affinity_counts(wanted.pod_affinity)
             state.affinity_self = not state.affinity_counts and all(
@@ -325,6 +334,15 @@ class TopologyIndex:
             minimum = min(counts[d] for d in domains)
         return _Spread(constraint, counts, minimum, int(selector_matches(constraint.selector, labels)))
 
+    def _spread_counts(self, constraint: c.SpreadConstraint, namespace: str) -> Counter:
+        counts: Counter = Counter()
+        for pod in self._candidates(constraint.selector):
+            if pod.namespace == namespace and selector_matches(constraint.selector, pod.labels):
+                value = self._domain_of(pod, constraint.topology_key)
+                if value is not None:
+                    counts[value] += 1
+        return counts
+
     def _eligible_nodes(self, constraint: c.SpreadConstraint, wanted: c.Constraints) -> tuple[set[str], set[str]]:
         """The nodes whose pods count for the spread, and their domains: nodes with every hard
         constraint's key, passing the ask's node affinity (nodeAffinityPolicy Honor) and taints
@@ -349,6 +367,24 @@ class TopologyIndex:
                 domains.add(labels[constraint.topology_key])
             found = self._eligible[cache_key] = (eligible, domains)
         return found
+
+    # ---- Score -----------------------------------------------------------------------------------
+
+    def score(self, ask_tags: Mapping[str, str], wanted: c.Constraints, node_id: str) -> float:
+        """kube-scheduler's InterPodAffinity and PodTopologySpread scores, unnormalised: each preferred
+        term's weight per matching pod in the node's domain (negative for anti-affinity), less the
+        matching pods in the node's domain of each ScheduleAnyway constraint (fewer is better)."""
+        state = self.prefilter(ask_tags, wanted)
+        labels = self.node_labels.get(node_id) or {}
+        score = 0.0
+        for weight, key, counts in state.preferred:
+            value = labels.get(key)
+            if value is not None:
+                score += weight * counts[value]
+        for key, counts in state.soft_spread:
+            value = labels.get(key)
+            score -= counts[value] if value is not None else len(self.pods) + 1  # no domain: last
+        return score
 
     # ---- Filter ----------------------------------------------------------------------------------
 

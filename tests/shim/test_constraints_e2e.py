@@ -112,15 +112,39 @@ def test_unenforced_constraints_get_one_warning_event_naming_them(cluster):
     cluster.node("a")
     cluster.start_scheduler()
     cluster.pod("claims", resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-claim"}],
-                affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-                    {"weight": 10, "preference": {"matchExpressions": [{"key": "disk", "operator": "Exists"}]}}]}})
+                affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": ZONE,
+                     "namespaceSelector": {"matchLabels": {"team": "x"}}}]}})
     cluster.pod("plain")
     cluster.wait_bound("claims", "plain")
     wait_for(lambda: cluster.events("UnenforcedConstraints", "claims"))
     (event,) = cluster.events("UnenforcedConstraints", "claims")
     assert event.type == "Warning"
-    assert "preferred node affinity" in event.message and "resourceClaims" in event.message
+    assert "podAntiAffinity namespaceSelector" in event.message and "resourceClaims" in event.message
     assert not cluster.events("UnenforcedConstraints", "plain")
     from rest.actor_metrics import actor_families
     (family,) = [f for f in actor_families(None) if f.name == "yunikorn_scheduler_unenforced_constraints_total"]
     assert dict((values[0], value) for _, values, value in family.samples)["resourceClaims"] >= 1
+
+
+def test_preferences_order_nodes_schedule_anyway_spreads_and_preferred_anti_affinity_avoids(cluster):
+    zonal_nodes(cluster, per_zone=1, cpu="8")
+    cluster.start_scheduler()
+    soft = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway",
+             "labelSelector": {"matchLabels": {"app": "soft"}}}]
+    names = [f"soft-{i}" for i in range(6)]
+    for name in names:  # one at a time: each sees where the previous ones went
+        cluster.pod(name, labels={"app": "soft"}, topologySpreadConstraints=soft)
+        cluster.wait_bound(name)
+    assert Counter(zone_of(cluster, n) for n in names) == {"z1": 2, "z2": 2, "z3": 2}
+    avoid = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "soft"}},
+                                            "topologyKey": ZONE}}]}}
+    cluster.pod("extra-soft", labels={"app": "soft"}, cpu="2")
+    cluster.wait_bound("extra-soft")
+    crowded = zone_of(cluster, "extra-soft")
+    cluster.pod("shy", affinity=avoid)
+    cluster.wait_bound("shy")
+    assert zone_of(cluster, "shy") != crowded
+    assert not cluster.events("UnenforcedConstraints")
+    cluster.assert_consistent()

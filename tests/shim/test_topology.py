@@ -413,7 +413,53 @@ def test_unenforced_constraints_are_named():
             {"weight": 1, "preference": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}}]},
             "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                 term(labels_in("a", "b"), namespaceSelector={"matchLabels": {"team": "x"}})]}}}))
-    assert pod.ignored == ("preferred node affinity", "podAntiAffinity namespaceSelector", "resourceClaims",
+    assert pod.ignored == ("podAntiAffinity namespaceSelector", "resourceClaims",
                            "ephemeral volumes (their claims are not read)")
     assert pod.claims == ("data",)
     assert parse_pod(pod_json(spec={"topologySpreadConstraints": [spread()]})).ignored == ()
+
+
+# ---- Scores: InterPodAffinity and PodTopologySpread (TestPreferredAffinity, ScheduleAnyway) ------
+
+def scores(world: World, labels: dict | None = None, **spec) -> dict[str, float]:
+    tags = pod_tags(labels, "default", **spec)
+    assert predicates.ask_prefers(tags) and predicates.ask_constrained(tags)
+    return {name: predicates.score(tags, name, attributes, world.view) for name, attributes in world.nodes.items()}
+
+
+def preferred(kind: str, selector: dict, weight: int, key: str = ZONE) -> dict:
+    return {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": weight, "podAffinityTerm": {"labelSelector": selector, "topologyKey": key}}]}}
+
+
+def test_interpodaffinity_score_preferred_affinity_favours_the_domain_of_matching_pods():
+    world = three_zonal_nodes()
+    world.place("nodeA", {"security": "S1"})
+    world.place("nodeC", {"security": "S2"})
+    result = scores(world, affinity=preferred("podAffinity", labels_in("security", "S1"), 5))
+    assert result["nodeA"] == result["nodeB"] == 5 and result["nodeC"] == 0
+
+
+def test_interpodaffinity_score_preferred_anti_affinity_avoids_the_domain_of_matching_pods():
+    world = three_zonal_nodes()
+    world.place("nodeA", {"security": "S1"})
+    world.place("nodeB", {"security": "S1"})
+    result = scores(world, affinity=preferred("podAntiAffinity", labels_in("security", "S1"), 3))
+    assert result == {"nodeA": -6, "nodeB": -6, "nodeC": 0}
+
+
+def test_podtopologyspread_score_schedule_anyway_prefers_the_emptiest_domain():
+    world = four_nodes()
+    place_2_1_0_3(world)
+    soft = [{**spread(key="node"), "whenUnsatisfiable": "ScheduleAnyway"}]
+    result = scores(world, {"foo": ""}, topologySpreadConstraints=soft)
+    assert max(result, key=result.get) == "node-x"
+    assert world.fits({"foo": ""}, topologySpreadConstraints=soft) == {"node-a", "node-b", "node-x", "node-y"}
+
+
+def test_nodeaffinity_score_preferred_node_affinity_adds_matching_weights():
+    world = World({"n1": {"disk": "ssd"}, "n2": {"disk": "hdd", "gpu": "yes"}})
+    spec = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}},
+        {"weight": 30, "preference": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}}]}}
+    assert scores(world, affinity=spec) == {"n1": 10, "n2": 30}
