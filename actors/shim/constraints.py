@@ -201,14 +201,6 @@ def encode(spec: Mapping, namespace: str, labels: Mapping[str, str] | None = Non
 def ignored(spec: Mapping) -> tuple[str, ...]:
     """What ``spec`` asks of the scheduler that the shim does not enforce, by name (empty: nothing)."""
     found = []
-    for kind in ("podAffinity", "podAntiAffinity"):
-        section = (spec.get("affinity") or {}).get(kind) or {}
-        weighted = [w.get("podAffinityTerm") or {} for w in
-                    section.get("preferredDuringSchedulingIgnoredDuringExecution") or ()]
-        for term in [*(section.get("requiredDuringSchedulingIgnoredDuringExecution") or ()), *weighted]:
-            if term.get("namespaceSelector"):
-                found.append(f"{kind} namespaceSelector")
-                break
     if spec.get("resourceClaims"):
         found.append("resourceClaims")
     if any(volume.get("ephemeral") for volume in spec.get("volumes") or ()):
@@ -260,18 +252,20 @@ def _merged_selector(raw: Mapping | None, labels: Mapping[str, str], match: Iter
 
 
 def _pod_term_json(term: Mapping, namespace: str, labels: Mapping[str, str]) -> dict | None:
-    """A pod (anti-)affinity term; ``None`` for a term that can never match (a null label selector,
-    or a namespaceSelector with content, which the shim does not enforce: see ``ignored``)."""
+    """A pod (anti-)affinity term; ``None`` for a term that can never match (a null label selector).
+    A ``namespaceSelector`` with content stays in the tag (``nsSelector``) until the shim resolves it
+    to the namespaces it selects (``topology.resolve_namespaces``)."""
     if not term.get("topologyKey"):
         raise ConstraintError("a pod affinity term needs a topologyKey")
     ns_selector = term.get("namespaceSelector")
-    if ns_selector:
-        return None
     selector = _merged_selector(term.get("labelSelector"), labels, term.get("matchLabelKeys") or (),
                                 term.get("mismatchLabelKeys") or ())
     if selector is None:
         return None
     namespaces: list | str = list(term.get("namespaces") or ())
+    if ns_selector:
+        return {"selector": selector, "namespaces": namespaces, "key": term["topologyKey"],
+                "nsSelector": ns_selector}
     if ns_selector is not None:  # the empty namespaceSelector selects every namespace
         namespaces = ALL_NAMESPACES
     return {"selector": selector, "namespaces": namespaces or [namespace], "key": term["topologyKey"]}
@@ -395,6 +389,8 @@ def _pod_term(raw: Mapping) -> PodAffinityTerm:
     key = str(raw.get("key") or "")
     if not key:
         raise ConstraintError("a pod affinity term needs a topologyKey")
+    if raw.get("nsSelector") is not None:
+        label_selector(raw["nsSelector"])  # refused now if malformed; the shim resolves it before use
     return PodAffinityTerm(label_selector(raw["selector"]),
                            frozenset([ALL_NAMESPACES]) if namespaces == ALL_NAMESPACES else frozenset(namespaces),
                            key)

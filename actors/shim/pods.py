@@ -69,6 +69,11 @@ class PodRecord:
     late_claims: tuple[str, ...] = ()  # WaitForFirstConsumer claims to bind once it has a node
 
     @property
+    def namespace_selectors(self) -> bool:
+        """Its pod affinity terms name namespaces by label (resolved by the shim, ``topology``)."""
+        return '"nsSelector"' in self.constraints
+
+    @property
     def held(self) -> bool:
         """Not to be scheduled yet: scheduling gates, or claims it waits for."""
         return self.gated or bool(self.volume_wait)

@@ -18,6 +18,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+import orjson
+
 from actors.shim import constraints as c
 from actors.shim.keys import TAG_CONSTRAINTS
 from si.constants import TAG_LABEL_PREFIX, TAG_NAMESPACE
@@ -73,6 +75,21 @@ def term_selects(term: c.PodAffinityTerm, namespace: str, labels: Mapping[str, s
     """Whether ``term`` selects a pod of ``namespace`` with ``labels``."""
     return ((c.ALL_NAMESPACES in term.namespaces or namespace in term.namespaces)
             and selector_matches(term.selector, labels))
+
+
+def resolve_namespaces(text: str, namespace_labels: Mapping[str, Mapping[str, str]]) -> str:
+    """A constraints tag whose pod affinity terms' ``namespaceSelector`` is replaced by the namespaces
+    it selects now (with the term's own ``namespaces``), as kube-scheduler resolves it in PreFilter."""
+    document = orjson.loads(text)
+    for kind in ("podAffinity", "antiAffinity", "preferredPodAffinity", "preferredAntiAffinity"):
+        for term in document.get(kind, ()):
+            raw = term.pop("nsSelector", None)
+            if raw is None:
+                continue
+            selector = c.label_selector(raw)
+            term["namespaces"] = sorted(set(term["namespaces"]) | {
+                name for name, labels in namespace_labels.items() if selector_matches(selector, labels)})
+    return orjson.dumps(document, option=orjson.OPT_SORT_KEYS).decode()
 
 
 class _Pod:

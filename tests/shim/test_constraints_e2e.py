@@ -112,15 +112,13 @@ def test_unenforced_constraints_get_one_warning_event_naming_them(cluster):
     cluster.node("a")
     cluster.start_scheduler()
     cluster.pod("claims", resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu-claim"}],
-                affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": ZONE,
-                     "namespaceSelector": {"matchLabels": {"team": "x"}}}]}})
+                volumes=[{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}])
     cluster.pod("plain")
     cluster.wait_bound("claims", "plain")
     wait_for(lambda: cluster.events("UnenforcedConstraints", "claims"))
     (event,) = cluster.events("UnenforcedConstraints", "claims")
     assert event.type == "Warning"
-    assert "podAntiAffinity namespaceSelector" in event.message and "resourceClaims" in event.message
+    assert "ephemeral volumes" in event.message and "resourceClaims" in event.message
     assert not cluster.events("UnenforcedConstraints", "plain")
     from rest.actor_metrics import actor_families
     (family,) = [f for f in actor_families(None) if f.name == "yunikorn_scheduler_unenforced_constraints_total"]
@@ -148,3 +146,19 @@ def test_preferences_order_nodes_schedule_anyway_spreads_and_preferred_anti_affi
     assert zone_of(cluster, "shy") != crowded
     assert not cluster.events("UnenforcedConstraints")
     cluster.assert_consistent()
+
+
+def test_interpodaffinity_namespace_selector_matches_pods_of_labelled_namespaces(cluster):
+    zonal_nodes(cluster, zones=("z1", "z2"), per_zone=1)
+    for name, team in (("team-x", "x"), ("team-y", "y")):
+        cluster.core_api.create_namespace({"metadata": {"name": name, "labels": {"team": team}}})
+    cluster.pod("x-db", namespace="team-x", scheduler="default-scheduler", node="z1-n0", labels={"app": "db"})
+    cluster.pod("y-db", namespace="team-y", scheduler="default-scheduler", node="z2-n0", labels={"app": "db"})
+    cluster.start_scheduler()
+    repel_x = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": ZONE,
+         "namespaceSelector": {"matchLabels": {"team": "x"}}}]}}
+    cluster.pod("avoids-x", affinity=repel_x)
+    cluster.wait_bound("avoids-x")
+    assert zone_of(cluster, "avoids-x") == "z2"
+    assert not cluster.events("UnenforcedConstraints")

@@ -4,7 +4,13 @@ through the predicates and a topology index fed as the core feeds it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+
+from actors.shim import constraints
+from actors.shim.keys import TAG_CONSTRAINTS
+from actors.shim.topology import resolve_namespaces
 
 from actors.shim.nodes import parse_node
 from actors.shim.pods import parse_pod
@@ -171,6 +177,23 @@ def test_interpodaffinity_match_label_keys_and_mismatch_label_keys_are_merged_in
     other_tenant = affinity(anti=[term(labels_in("service", "securityscan"), mismatchLabelKeys=["tenant"])])
     assert world.verdicts({"tenant": "b"}, affinity=other_tenant) == {"machine1": ANTI_AFFINITY}
     assert world.fits({"tenant": "a"}, affinity=other_tenant) == {"machine1"}
+
+
+def test_interpodaffinity_namespace_selector_is_resolved_to_the_namespaces_it_selects():
+    world = one_node()
+    world.place("machine1", {"service": "securityscan"}, namespace="team-x")
+    spec = affinity(anti=[term(labels_in("service", "securityscan"), namespaces=["listed"],
+                               namespaceSelector={"matchLabels": {"team": "x"}})])
+    pod = parse_pod(pod_json(spec={"affinity": spec}))
+    assert pod.namespace_selectors
+    labels = {"team-x": {"team": "x"}, "team-y": {"team": "y"}, "listed": {}}
+    resolved = allocation_tags(dataclasses.replace(pod, constraints=resolve_namespaces(pod.constraints, labels)))
+    (anti,) = constraints.decode(resolved[TAG_CONSTRAINTS]).anti_affinity
+    assert anti.namespaces == {"team-x", "listed"}
+    assert predicates.check(resolved, "machine1", world.nodes["machine1"], (), world.view) == ANTI_AFFINITY
+    nobody = resolve_namespaces(pod.constraints, {"team-y": {"team": "y"}})
+    assert predicates.check({**resolved, TAG_CONSTRAINTS: nobody}, "machine1", world.nodes["machine1"], (),
+                            world.view) is None
 
 
 def test_interpodaffinity_empty_namespace_selector_selects_every_namespace():
@@ -413,7 +436,7 @@ def test_unenforced_constraints_are_named():
             {"weight": 1, "preference": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}}]},
             "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                 term(labels_in("a", "b"), namespaceSelector={"matchLabels": {"team": "x"}})]}}}))
-    assert pod.ignored == ("podAntiAffinity namespaceSelector", "resourceClaims",
+    assert pod.ignored == ("resourceClaims",
                            "ephemeral volumes (their claims are not read)")
     assert pod.claims == ("data",)
     assert parse_pod(pod_json(spec={"topologySpreadConstraints": [spread()]})).ignored == ()
