@@ -10,8 +10,6 @@ import pytest
 
 from actors.shim import constraints
 from actors.shim.keys import TAG_CONSTRAINTS
-from actors.shim.topology import resolve_namespaces
-
 from actors.shim.nodes import parse_node
 from actors.shim.pods import parse_pod
 from actors.shim.predicates import (
@@ -22,6 +20,7 @@ from actors.shim.predicates import (
     SPREAD_LABEL,
     KubernetesPredicates,
 )
+from actors.shim.topology import resolve_namespaces
 from actors.shim.translate import allocation_tags
 from tests.shim.factories import node_json, pod_json
 
