@@ -22,6 +22,8 @@ import orjson
 NODE_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
 LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 FILTERING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+# Volume kinds whose conflicts and per-node limits kube-scheduler checks (VolumeRestrictions, NodeVolumeLimits).
+IN_TREE_DISKS = ("gcePersistentDisk", "awsElasticBlockStore", "azureDisk", "rbd", "iscsi", "csi")
 ALL_NAMESPACES = "*"
 
 
@@ -203,8 +205,11 @@ def ignored(spec: Mapping) -> tuple[str, ...]:
     found = []
     if spec.get("resourceClaims"):
         found.append("resourceClaims")
-    if any(volume.get("ephemeral") for volume in spec.get("volumes") or ()):
+    volumes = spec.get("volumes") or ()
+    if any(volume.get("ephemeral") for volume in volumes):
         found.append("ephemeral volumes (their claims are not read)")
+    if any(volume.get(kind) for volume in volumes for kind in IN_TREE_DISKS):
+        found.append("in-tree disk volumes (volume restrictions and node volume limits)")
     return tuple(found)
 
 
@@ -231,10 +236,12 @@ def _toleration_json(toleration: Mapping) -> dict:
 
 def _host_ports_json(spec: Mapping) -> list:
     ports = []
+    host_network = bool(spec.get("hostNetwork"))  # the API server defaults hostPort to containerPort then
     for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
         for port in container.get("ports") or ():
-            if port.get("hostPort"):
-                ports.append([int(port["hostPort"]), port.get("protocol") or "TCP", port.get("hostIP") or ""])
+            number = port.get("hostPort") or (port.get("containerPort") if host_network else None)
+            if number:
+                ports.append([int(number), port.get("protocol") or "TCP", port.get("hostIP") or ""])
     return ports
 
 

@@ -221,3 +221,11 @@ def test_identical_constraints_compile_once():
     for _ in range(50):
         check(ask_tags(nodeSelector={"disk": "ssd"}), node(labels={"disk": "ssd"}))
     assert constraints.decode.cache_info().misses == 1
+
+
+def test_host_network_container_ports_are_host_ports():
+    mine = ask_tags(hostNetwork=True, containers=[{"name": "c", "ports": [{"containerPort": 53, "protocol": "UDP"}]}])
+    theirs = ask_tags(**ports(53))
+    assert check(mine, node(), [theirs]) is None  # TCP beside UDP
+    same = ask_tags(hostNetwork=True, containers=[{"name": "c", "ports": [{"containerPort": 53}]}])
+    assert check(same, node(), [theirs]) == HOST_PORTS

@@ -430,13 +430,15 @@ def test_unenforced_constraints_are_named():
     pod = parse_pod(pod_json(spec={
         "resourceClaims": [{"name": "gpu"}],
         "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
-                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}],
+                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}},
+                    {"name": "disk", "gcePersistentDisk": {"pdName": "d"}}],
         "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
             {"weight": 1, "preference": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}}]},
             "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                 term(labels_in("a", "b"), namespaceSelector={"matchLabels": {"team": "x"}})]}}}))
     assert pod.ignored == ("resourceClaims",
-                           "ephemeral volumes (their claims are not read)")
+                           "ephemeral volumes (their claims are not read)",
+                           "in-tree disk volumes (volume restrictions and node volume limits)")
     assert pod.claims == ("data",)
     assert parse_pod(pod_json(spec={"topologySpreadConstraints": [spread()]})).ignored == ()
 
