@@ -97,6 +97,19 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
     # Created in the store, not over HTTP, so that the request log holds the scheduler's calls only.
     sim.store.create(POD, "default", pending_pod("fits", "500m"))
     sim.store.create(POD, "default", pending_pod("too-big", "64"))
+    # A WaitForFirstConsumer claim: the binder binds it to the volume before the pod.
+    sim.store.create(BY_PATH[("storage.k8s.io", "v1", "storageclasses")], "", {
+        "metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer"})
+    sim.store.create(BY_PATH[("", "v1", "persistentvolumes")], "", {"metadata": {"name": "pv-1"}, "spec": {
+        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local"},
+        "status": {"phase": "Available"}})
+    sim.store.create(BY_PATH[("", "v1", "persistentvolumeclaims")], "default", {"metadata": {"name": "data"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "storageClassName": "local", "resources": {"requests": {"storage": "1Gi"}}},
+        "status": {"phase": "Pending"}})
+    with_volume = pending_pod("with-volume", "100m")
+    with_volume["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    sim.store.create(POD, "default", with_volume)
     module = "actors.cli"
     port = free_port()
     process = start(module, ["--kubeconfig", str(tmp_path / "kubeconfig"), "--rest-port", str(port)], tmp_path)
@@ -108,8 +121,10 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
             wait_for(lambda url=url: process.poll() is not None or http_ok(url), timeout=60, interval=0.1,
                      message=f"{url} to answer 200")
             assert process.poll() is None, (tmp_path / f"{module}.log").read_text()
-        wait_for(lambda: any(pod["spec"].get("nodeName") for pod in sim.objects("pods", "default")
-                             if pod["metadata"]["name"] == "fits"), timeout=60, message="the pod to be bound")
+        for name in ("fits", "with-volume"):
+            wait_for(lambda name=name: any(pod["spec"].get("nodeName") for pod in sim.objects("pods", "default")
+                                           if pod["metadata"]["name"] == name), timeout=60,
+                     message=f"the pod {name} to be bound")
         for wanted in (("create", "events", ""), ("patch", "pods", "status")):
             wait_for(lambda wanted=wanted: wanted in made_by(sim), timeout=30, message=f"the call {wanted}")
     finally:
@@ -119,7 +134,9 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
     made = made_by(sim)
     # The run did exercise the scheduler's main calls, so the check above was not vacuous.
     assert {("list", "pods", ""), ("watch", "pods", ""), ("list", "nodes", ""), ("create", "pods", "binding"),
-            ("list", "configmaps", ""), ("create", "events", ""), ("patch", "pods", "status")} <= made, made
+            ("list", "configmaps", ""), ("create", "events", ""), ("patch", "pods", "status"),
+            ("watch", "persistentvolumeclaims", ""), ("list", "storageclasses", ""), ("patch", "persistentvolumes", ""),
+            ("patch", "persistentvolumeclaims", "status")} <= made, made
 
 
 @pytest.mark.timeout(120)
