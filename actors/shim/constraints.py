@@ -1,14 +1,17 @@
 """A pod's node constraints: read from its spec, carried as one compact JSON ask tag, compiled back.
 
-Only the filters the shim supports are kept: ``nodeName``, ``nodeSelector``, required node affinity
-(``matchExpressions`` and ``matchFields`` on ``metadata.name``), tolerations of ``NoSchedule`` and
-``NoExecute`` taints, host ports, required pod affinity and anti-affinity with any topology key, and
-topology spread constraints. A pod with none of them gets no tag at all, so the core never asks about
-it. Decoding is cached by the tag text: the pods of one workload share one text and are compiled once.
+Only what the shim enforces is kept: ``nodeName``, ``nodeSelector``, required and preferred node
+affinity (``matchExpressions`` and ``matchFields`` on ``metadata.name``), tolerations of ``NoSchedule``
+and ``NoExecute`` taints, host ports, required and preferred pod affinity and anti-affinity with any
+topology key, and topology spread constraints; the shim adds its volumes' node affinity (``volumes``).
+A pod with none of them gets no tag at all, so the core never asks about it. Decoding is cached by the
+tag text: the pods of one workload share one text and are compiled once.
 
 ``matchLabelKeys`` and ``mismatchLabelKeys`` are merged into the label selector here, as the API server
-does. Whatever a pod asks for that the shim does not enforce is named by :func:`ignored`, so the shim
-can say so on the pod (a Warning event) instead of dropping it silently.
+does; a ``namespaceSelector`` with content stays in the tag until the shim resolves it against the
+namespaces' labels (``topology.resolve_namespaces``). Whatever a pod asks for that the shim does not
+enforce is named by :func:`ignored`, so the shim can say so on the pod (a Warning event) instead of
+dropping it silently.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ cordon flag in its attributes (``nodes``); the core calls ``check`` only for a c
 restricted node, or a node inside a domain an existing pod's anti-affinity protects, so an
 unconstrained pod on a plain node costs nothing per node. Host ports read the tags of the pods already
 on the node (YuniKorn's and foreign); inter-pod affinity, anti-affinity and topology spread read the
-partition's :class:`~actors.shim.topology.TopologyIndex` (its ``view``).
+partition's :class:`~actors.shim.topology.TopologyIndex` (its ``view``). ``score`` ranks the nodes that
+take an ask with preferences (preferred affinities, ScheduleAnyway spread).
 """
 
 from __future__ import annotations
