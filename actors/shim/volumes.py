@@ -9,7 +9,8 @@ context) and reads a pod's claims before its ask goes to the core (:meth:`Volume
   claim is bound once the core picked a node, before the pod is bound (:func:`bind_claims`, run by the
   binder): an available volume of the class whose node affinity allows the node is bound to the claim,
   else the claim is annotated ``volume.kubernetes.io/selected-node`` for its provisioner, and the
-  binder waits for the claim to be bound, at most ``service.volumeBindTimeout``;
+  binder checks the claim again (without holding a worker) until it is bound, at most
+  ``service.volumeBindTimeout``;
 * a missing claim, or one pending under an ``Immediate`` class: the pod is held (not submitted) with
   the reason as kube-scheduler words it, until the claim changes.
 
@@ -19,7 +20,6 @@ A pod already on a node (recovery) takes its volumes as given.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -200,19 +200,17 @@ def _held(pod: PodRecord, reason: str) -> PodRecord:
 
 # ---- binding a pod's WaitForFirstConsumer claims (on a binder worker) --------------------------------
 
-class VolumeBindError(Exception):
-    """A claim could not be bound for the chosen node; the message says why."""
+MERGE_PATCH = "application/merge-patch+json"
 
 
-def bind_claims(client, namespace: str, claims: tuple[str, ...], node: str, timeout: float,
-                node_matches) -> None:
+def bind_claims(client, namespace: str, claims: tuple[str, ...], node: str, node_matches) -> tuple[str, ...]:
     """Bind ``claims`` (WaitForFirstConsumer) for a pod going to ``node``: an available volume of the
     claim's class that fits it and whose node affinity allows ``node`` is bound to it (the volume's
     ``claimRef``, the claim's ``volumeName``, both phases ``Bound``); without one, the claim is annotated
-    with the node for its provisioner and the claim must be bound within ``timeout`` seconds.
-    ``node_matches(terms, node_json)`` evaluates a volume's nodeSelectorTerms on the node."""
+    with the node for its provisioner. Returns the claims left to their provisioner (see
+    :func:`unbound_claims`). ``node_matches(terms, node_json)`` evaluates a volume's nodeSelectorTerms."""
     node_json = client.request_retrying("GET", f"/api/v1/nodes/{node}")
-    deadline = time.monotonic() + timeout
+    provisioned = []
     for name in claims:
         path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}"
         claim = parse_claim(client.request_retrying("GET", path))
@@ -220,24 +218,27 @@ def bind_claims(client, namespace: str, claims: tuple[str, ...], node: str, time
             continue
         volumes, _ = client.list("/api/v1/persistentvolumes")
         chosen = _best_volume(claim, [parse_volume(v) for v in volumes], node_json, node_matches)
-        if chosen is not None:
-            client.request_retrying("PATCH", f"/api/v1/persistentvolumes/{chosen.name}", body={"spec": {"claimRef": {
-                "kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": namespace, "name": name,
-                "uid": claim.uid}}}, content_type="application/merge-patch+json")
-            client.request_retrying("PATCH", f"/api/v1/persistentvolumes/{chosen.name}/status",
-                           body={"status": {"phase": "Bound"}}, content_type="application/merge-patch+json")
-            client.request_retrying("PATCH", path, body={"spec": {"volumeName": chosen.name}},
-                           content_type="application/merge-patch+json")
-            client.request_retrying("PATCH", f"{path}/status", body={"status": {"phase": "Bound"}},
-                           content_type="application/merge-patch+json")
+        if chosen is None:
+            client.request_retrying("PATCH", path, body={"metadata": {"annotations": {SELECTED_NODE: node}}},
+                                    content_type=MERGE_PATCH)
+            provisioned.append(name)
             continue
-        client.request_retrying("PATCH", path, body={"metadata": {"annotations": {SELECTED_NODE: node}}},
-                       content_type="application/merge-patch+json")
-        while parse_claim(client.request_retrying("GET", path)).phase != "Bound":
-            if time.monotonic() >= deadline:
-                raise VolumeBindError(f'binding volumes: timed out waiting for claim "{name}" to be provisioned '
-                                      f"on node {node}")
-            time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+        volume_path = f"/api/v1/persistentvolumes/{chosen.name}"
+        client.request_retrying("PATCH", volume_path, body={"spec": {"claimRef": {
+            "kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": namespace, "name": name,
+            "uid": claim.uid}}}, content_type=MERGE_PATCH)
+        client.request_retrying("PATCH", f"{volume_path}/status", body={"status": {"phase": "Bound"}},
+                                content_type=MERGE_PATCH)
+        client.request_retrying("PATCH", path, body={"spec": {"volumeName": chosen.name}}, content_type=MERGE_PATCH)
+        client.request_retrying("PATCH", f"{path}/status", body={"status": {"phase": "Bound"}},
+                                content_type=MERGE_PATCH)
+    return tuple(provisioned)
+
+
+def unbound_claims(client, namespace: str, claims: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of ``claims`` not bound yet (their provisioner has not answered)."""
+    return tuple(name for name in claims if parse_claim(client.request_retrying(
+        "GET", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{name}")).phase != "Bound")
 
 
 def _fits(claim: ClaimRecord, volume: VolumeRecord) -> bool:
