@@ -41,11 +41,16 @@ class CountingCallback:
         pass
 
 
-def feed(scheduler, nodes: int, asks: int) -> float:
-    """Register nodes and 100 applications over 10 queues, then send the asks; returns when asks began."""
+ZONE_ATTRIBUTE = "kubernetes.io/label/topology.kubernetes.io/zone"
+
+
+def feed(scheduler, nodes: int, asks: int, ask_tags=None) -> float:
+    """Register nodes (in 10 zones: node attribute ``ZONE_ATTRIBUTE``) and 100 applications over 10
+    queues, then send the asks (``ask_tags(app, i)``: each ask's tags); returns when asks began."""
     capacity = Resource.of(vcore=64_000, memory=256 * 2**30, pods=200).to_proto()
     scheduler.update_node(si_pb2.NodeRequest(rmID="bench", nodes=[
-        si_pb2.NodeInfo(nodeID=f"n{i:05d}", action=si_pb2.NodeInfo.CREATE, schedulableResource=capacity)
+        si_pb2.NodeInfo(nodeID=f"n{i:05d}", action=si_pb2.NodeInfo.CREATE, schedulableResource=capacity,
+                        attributes={ZONE_ATTRIBUTE: f"zone-{i % 10}"})
         for i in range(nodes)]))
     scheduler.update_application(si_pb2.ApplicationRequest(rmID="bench", new=[
         si_pb2.AddApplicationRequest(applicationID=f"app{i}", queueName=f"root.q{i % 10}", partitionName="default",
@@ -57,7 +62,8 @@ def feed(scheduler, nodes: int, asks: int) -> float:
     for app in range(100):
         scheduler.update_allocation(si_pb2.AllocationRequest(rmID="bench", allocations=[
             si_pb2.Allocation(allocationKey=f"a{app}-{i}", applicationID=f"app{app}", partitionName="default",
-                              resourcePerAlloc=ask) for i in range(per_app)]))
+                              resourcePerAlloc=ask, allocationTags=ask_tags(app, i) if ask_tags else None)
+            for i in range(per_app)]))
     return first
 
 

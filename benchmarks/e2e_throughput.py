@@ -10,8 +10,14 @@ raw create+bind rate (a plain client creating then binding each pod, ``1/(1/crea
 kubesim can sustain when it must also absorb the creates, as it does here) and the ratio to it, and the
 CPU seconds of the scheduler process and of kubesim during the run.
 
+With ``--constrained F`` the nodes are labelled in 10 zones and each size runs twice: unconstrained,
+then with a fraction F of the pods carrying a required pod anti-affinity on the zone (groups of 10 pods
+with a label of their own: one per zone) or, every other one, a DoNotSchedule topology spread over the
+zones (groups of 100); the constrained run's pods/s is printed beside the unconstrained one's.
+
     python benchmarks/e2e_throughput.py                      # 500, 2,000, 5,000 nodes; 50,000 pods
     python benchmarks/e2e_throughput.py --nodes 500 --pods 5000
+    python benchmarks/e2e_throughput.py --nodes 5000 --constrained 0.2
 """
 
 from __future__ import annotations
@@ -47,19 +53,38 @@ def queues_yaml(queues: int) -> str:
             "    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n" + children)
 
 
-def pod(index: int, queues: int, scheduler: str = SCHEDULER_NAME) -> dict:
+ZONES = 10
+ZONE_KEY = "topology.kubernetes.io/zone"
+
+
+def pod(index: int, queues: int, scheduler: str = SCHEDULER_NAME, constrained: float = 0.0) -> dict:
     queue = index % queues
-    return {"apiVersion": "v1", "kind": "Pod",
+    body = {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"{scheduler}-{index:06d}", "namespace": "default",
                          "labels": {"queue": f"root.q{queue}", "applicationId": f"app-{queue}-{index // 5000}"}},
             "spec": {"schedulerName": scheduler,
                      "containers": [{"name": "main", "image": "busybox",
                                      "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}
+    every = round(1 / constrained) if constrained else 0
+    if every and index % every == 0:
+        nth = index // every
+        if nth % 2 == 0:  # anti-affinity: groups of ZONES pods, one per zone
+            group = {"anti": f"a{nth // 2 // ZONES}"}
+            body["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": group}, "topologyKey": ZONE_KEY}]}}
+        else:
+            group = {"spread": f"s{nth // 2 // 100}"}
+            body["spec"]["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE_KEY,
+                                                          "whenUnsatisfiable": "DoNotSchedule",
+                                                          "labelSelector": {"matchLabels": group}}]
+        body["metadata"]["labels"].update(group)
+    return body
 
 
-def start_kubesim(nodes: int, kubeconfig: str) -> subprocess.Popen:
+def start_kubesim(nodes: int, kubeconfig: str, zones: int = 0) -> subprocess.Popen:
     process = subprocess.Popen([sys.executable, "-m", "kubesim", "--port", "0", "--kubeconfig-out", kubeconfig,
-                                "--nodes", str(nodes), "--node-cpu", "64", "--node-memory", "256Gi"],
+                                "--nodes", str(nodes), "--node-cpu", "64", "--node-memory", "256Gi",
+                                "--zones", str(zones)],
                                cwd=REPO, stdout=subprocess.PIPE, text=True)
     process.stdout.readline()  # "kubesim serving at ...": the kubeconfig is written
     return process
@@ -70,21 +95,23 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def create_pods(kubeconfig: str, count: int, queues: int, threads: int, scheduler: str, times) -> None:
+def create_pods(kubeconfig: str, count: int, queues: int, threads: int, scheduler: str, times,
+                constrained: float = 0.0) -> None:
     """The creator process: ``count`` pending pods through the API; reports its start and end times."""
     client = KubeClient.connect(kubeconfig, pool_size=threads)
     times.put(time.time())
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(lambda i: client.request_retrying("POST", "/api/v1/namespaces/default/pods",
-                                                        body=pod(i, queues, scheduler)), range(count)))
+                                                        body=pod(i, queues, scheduler, constrained)),
+                      range(count)))
     times.put(time.time())
     client.close()
 
 
-def start_creator(kubeconfig: str, count: int, queues: int, threads: int, scheduler: str):
+def start_creator(kubeconfig: str, count: int, queues: int, threads: int, scheduler: str, constrained: float = 0.0):
     times = SPAWN.Queue()
-    process = SPAWN.Process(target=create_pods, args=(kubeconfig, count, queues, threads, scheduler,
-                                                                times))
+    process = SPAWN.Process(target=create_pods, args=(kubeconfig, count, queues, threads, scheduler, times,
+                                                      constrained))
     process.start()
     return process, times
 
@@ -119,7 +146,7 @@ def raw_rates(kubeconfig: str, count: int, nodes: int, args: argparse.Namespace)
         return count / (ended - began), count / (time.perf_counter() - bind_began)
 
 
-def run(nodes: int, args: argparse.Namespace) -> dict:
+def run(nodes: int, args: argparse.Namespace, constrained: float = 0.0) -> dict:
     from actors.core.scheduler import Scheduler
     from actors.shim.predicates import KubernetesPredicates
     from actors.shim.service import SchedulerService
@@ -127,7 +154,7 @@ def run(nodes: int, args: argparse.Namespace) -> dict:
     gc.collect()  # the previous size's scheduler is garbage: do not let this run pay for collecting it
     with tempfile.TemporaryDirectory() as scratch:
         kubeconfig = str(Path(scratch) / "kubeconfig")
-        sim = start_kubesim(nodes, kubeconfig)
+        sim = start_kubesim(nodes, kubeconfig, ZONES if args.constrained else 0)
         try:
             raw_creates, raw = raw_rates(kubeconfig, args.raw_binds, nodes, args)
             client = KubeClient.connect(kubeconfig, pool_size=args.bind_workers + 16)
@@ -139,7 +166,7 @@ def run(nodes: int, args: argparse.Namespace) -> dict:
                 raise SystemExit(f"scheduler did not reach Running: {service.latest_state()}")
             cpu_before, sim_before = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(sim.pid)
             creator, times = start_creator(kubeconfig, args.pods, args.queues, args.create_threads,
-                                           SCHEDULER_NAME)
+                                           SCHEDULER_NAME, constrained)
             first_create = times.get(timeout=60)
             while True:
                 stats = service.binder.ask(BinderStatsRequest())
@@ -178,17 +205,25 @@ def main() -> None:
     parser.add_argument("--raw-binds", type=int, default=2000)
     parser.add_argument("--bind-workers", type=int, default=16)
     parser.add_argument("--create-threads", type=int, default=8)
+    parser.add_argument("--constrained", type=float, default=0.0,
+                        help="fraction of pods with zone anti-affinity or zone spread (runs each size twice)")
     args = parser.parse_args()
     tune_collector()  # as the scheduler command does
     header = ("nodes", "pods", "seconds", "pods/s", "creates/s", "raw binds/s", "ratio", "raw c+b/s", "ratio",
               "sched cpu s", "kubesim cpu s", "failed", "unbound", "threads")
     print(" ".join(f"{h:>{max(len(h), 7)}}" for h in header), flush=True)
     for nodes in (int(n) for n in args.nodes.split(",")):
-        r = run(nodes, args)
-        row = (r["nodes"], r["pods"], f"{r['seconds']:.1f}", f"{r['rate']:.0f}", f"{r['create_rate']:.0f}",
-               f"{r['raw']:.0f}", f"{r['ratio']:.2f}", f"{r['pipeline']:.0f}", f"{r['pipeline_ratio']:.2f}",
-               f"{r['scheduler_cpu']:.1f}", f"{r['kubesim_cpu']:.1f}", r["failed"], r["unbound"], r["threads"])
-        print(" ".join(f"{v!s:>{max(len(h), 7)}}" for h, v in zip(header, row, strict=True)), flush=True)
+        rates = []
+        for constrained in ((0.0, args.constrained) if args.constrained else (0.0,)):
+            r = run(nodes, args, constrained)
+            rates.append(r["rate"])
+            row = (r["nodes"], r["pods"], f"{r['seconds']:.1f}", f"{r['rate']:.0f}", f"{r['create_rate']:.0f}",
+                   f"{r['raw']:.0f}", f"{r['ratio']:.2f}", f"{r['pipeline']:.0f}", f"{r['pipeline_ratio']:.2f}",
+                   f"{r['scheduler_cpu']:.1f}", f"{r['kubesim_cpu']:.1f}", r["failed"], r["unbound"], r["threads"])
+            print(" ".join(f"{v!s:>{max(len(h), 7)}}" for h, v in zip(header, row, strict=True)), flush=True)
+        if args.constrained:
+            print(f"{nodes} nodes, {args.constrained:.0%} constrained: {rates[1]:.0f} pods/s beside "
+                  f"{rates[0]:.0f} unconstrained: ratio {rates[1] / rates[0]:.2f}", flush=True)
     print(f"peak RSS of the scheduler process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 

@@ -19,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=0, help="ready nodes to create")
     parser.add_argument("--node-cpu", default="8")
     parser.add_argument("--node-memory", default="32Gi")
+    parser.add_argument("--zones", type=int, default=0, help="label the nodes with this many zones, in turn")
     parser.add_argument("--kubelet-delay", type=float, default=None,
                         help="seconds after binding until a pod runs (default: no kubelets)")
     parser.add_argument("--log-level", default="WARNING")
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signum, lambda *_: stop.set())
     sim = KubeSim(host=args.host, port=args.port, kubelet_delay=args.kubelet_delay).start()
     if args.nodes:
-        sim.seed_nodes(args.nodes, cpu=args.node_cpu, memory=args.node_memory)
+        sim.seed_nodes(args.nodes, cpu=args.node_cpu, memory=args.node_memory, zones=args.zones)
     if args.kubeconfig_out:
         sim.write_kubeconfig(args.kubeconfig_out)
     print(f"kubesim serving at {sim.url} with {args.nodes} nodes", flush=True)

@@ -104,13 +104,15 @@ class KubeSim:
 
     # Cluster content.
     def seed_nodes(self, count: int, cpu: str = "8", memory: str = "32Gi", pods: str = "110",
-                   labels: dict[str, str] | None = None, prefix: str = "node-") -> list[str]:
+                   labels: dict[str, str] | None = None, prefix: str = "node-", zones: int = 0) -> list[str]:
+        """``count`` ready nodes; with ``zones``, labelled ``topology.kubernetes.io/zone`` zone-0... in turn."""
         names = []
         for index in range(count):
             name = f"{prefix}{index:05d}"
             capacity = {"cpu": cpu, "memory": memory, "pods": pods}
+            zone = {"topology.kubernetes.io/zone": f"zone-{index % zones}"} if zones else {}
             node = {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
-                                                          "kubernetes.io/os": "linux", **(labels or {})}},
+                                                          "kubernetes.io/os": "linux", **zone, **(labels or {})}},
                     "spec": {},
                     "status": {"capacity": dict(capacity), "allocatable": dict(capacity),
                                "conditions": [{"type": "Ready", "status": "True",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from actors import unenforced
 from actors.census import take_census
 from rest.metrics import NAMESPACE, Family, MetricsInput
 
@@ -27,3 +28,9 @@ def actor_families(data: MetricsInput) -> Iterable[Family]:
         handled.add([stats.name], stats.messages)
         busy.add([stats.name], stats.busy_seconds)
     yield from (workers, waiting, handled, busy)
+    ignored = Family(f"{NAMESPACE}_scheduler_unenforced_constraints_total", "counter",
+                     "Pods that asked for a placement constraint the scheduler does not enforce (warned on the pod)",
+                     ("constraint",))
+    for constraint, total in sorted(unenforced.counts().items()):
+        ignored.add([constraint], total)
+    yield ignored

@@ -13,7 +13,7 @@ from si.resources import Resource
 
 class Node:
     __slots__ = ("node_id", "attributes", "capacity", "allocated", "occupied", "schedulable", "allocations",
-                 "foreign", "restricted", "guards", "index_key", "version")
+                 "foreign", "restricted", "index_key", "version")
 
     def __init__(self, node_id: str, capacity: Resource, attributes: Mapping[str, str], schedulable: bool) -> None:
         self.node_id = node_id
@@ -25,7 +25,6 @@ class Node:
         self.allocations: dict[str, Allocation] = {}
         self.foreign: dict[str, Allocation] = {}
         self.restricted = False  # set by the partition from the predicates plugin
-        self.guards: set[str] = set()  # allocations limiting which pods may join them here (anti-affinity)
         self.index_key: tuple | None = None
         self.version = 0  # bumped on every change, so snapshots rebuild only what changed
 
@@ -57,7 +56,6 @@ class Node:
 
     def remove(self, key: str) -> Allocation | None:
         self.version += 1
-        self.guards.discard(key)
         allocation = self.allocations.pop(key, None)
         if allocation is not None:
             self.allocated = self.allocated - allocation.resource

@@ -33,6 +33,17 @@ E = si_pb2.EventRecord
 Action = si_pb2.NodeInfo
 
 
+NO_NODES = "no nodes available to schedule pods"
+SCORED_NODES = 100  # feasible nodes an ask with preferences compares (kube-scheduler's minimum to score)
+UNSCHEDULABLE = "node(s) were unschedulable"
+NODE_NAME = "node(s) didn't match the requested node name"
+
+
+def is_node_failure(reason: str) -> bool:
+    """Whether ``reason`` says that no node takes the ask (rather than a quota or limit holding it)."""
+    return reason.startswith("0/") or reason == NO_NODES
+
+
 @dataclass(frozen=True)
 class Timing:
     """Timers of the application life cycle, in seconds (short in tests)."""
@@ -84,6 +95,7 @@ class Partition:
         self.name = config.name
         self.rm_id = rm_id
         self.predicates = predicates or NoPredicates()
+        self.view = self.predicates.view()  # the predicates' index of where allocations are
         self.timing = timing or Timing()
         self.nodes: dict[str, Node] = {}
         self.apps: dict[str, Application] = {}
@@ -174,6 +186,7 @@ class Partition:
         node = Node(info.nodeID, capacity, info.attributes, schedulable)
         node.restricted = self.predicates.node_restricted(node.attributes)
         self.nodes[node.node_id] = node
+        self.view.node_updated(node.node_id, node.attributes)
         self.total = self.total + capacity
         self.index.update(node)
         self.outbox.accepted_nodes.append(si_pb2.AcceptedNode(nodeID=node.node_id))
@@ -183,6 +196,7 @@ class Partition:
         if info.attributes:
             node.attributes = dict(info.attributes)
             node.restricted = self.predicates.node_restricted(node.attributes)
+            self.view.node_updated(node.node_id, node.attributes)
         if info.HasField("schedulableResource"):
             capacity = Resource.from_proto(info.schedulableResource)
             if capacity != node.capacity:
@@ -197,9 +211,10 @@ class Partition:
             self._event(E.APP, allocation.application_id, E.ALLOC_NODEREMOVED, E.REMOVE,
                         f"node {node.node_id} removed", allocation.key)
         for allocation in list(node.foreign.values()):
-            node.remove(allocation.key)
+            self._unbook(node, allocation.key)
         self.index.discard(node)
         del self.nodes[node.node_id]
+        self.view.node_removed(node.node_id)
         self.total = self.total - node.capacity
         self.stats.add("nodes_decommissioned")
         self._event(E.NODE, node.node_id, E.NODE_DECOMISSION, E.REMOVE, "node removed")
@@ -410,7 +425,7 @@ class Partition:
         if app is None:
             for node in self.nodes.values() if not release.applicationID else ():
                 if key in node.foreign:
-                    node.remove(key)
+                    self._unbook(node, key)
                     self.index.update(node)
                     self._event(E.NODE, node.node_id, E.NODE_OCCUPIED, E.SET, "foreign allocation released", key,
                                 node.occupied)
@@ -441,7 +456,7 @@ class Partition:
     def release_foreign(self, key: str) -> None:
         for node in self.nodes.values():
             if key in node.foreign:
-                node.remove(key)
+                self._unbook(node, key)
                 self.index.update(node)
                 return
 
@@ -456,7 +471,7 @@ class Partition:
             self._gang_settled(app)
         node = self.nodes.get(allocation.node_id)
         if node is not None:
-            node.remove(allocation.key)
+            self._unbook(node, allocation.key)
             self.index.update(node)
         queue = self.queues.get(app.queue_path)
         if queue is not None:
@@ -724,7 +739,7 @@ class Partition:
             shape_failure = cycle.failed_shapes.get(ask.shape) if ask.shape is not None else None
             if shape_failure is not None:
                 # Every pod waiting for this reason is told so, not only the first one of its shape.
-                if not ask.last_failure.startswith("no node"):
+                if not is_node_failure(ask.last_failure):
                     self._note_failure(app, ask, shape_failure)
                 continue
             if not ask.attempted:
@@ -752,8 +767,11 @@ class Partition:
 
     def _book(self, node: Node, allocation: Allocation) -> None:
         node.add(allocation)
-        if self.predicates.allocation_guards(allocation.tags):
-            node.guards.add(allocation.key)
+        self.view.allocation_added(node.node_id, allocation.key, allocation.tags)
+
+    def _unbook(self, node: Node, key: str) -> None:
+        if node.remove(key) is not None:
+            self.view.allocation_removed(node.node_id, key)
 
     def _find_node(self, ask: Allocation, cycle: _Cycle) -> tuple[Node | None, bool]:
         """The first node in policy order that takes ``ask``, and whether the ask's shape alone decided
@@ -763,35 +781,73 @@ class Partition:
             candidates = [ask.required_node] if ask.required_node in nodes else []
         else:
             candidates = self.index
-        reason = "no schedulable node" if not len(self.index) else "no node has room"
-        shape_decided = True
+        rejected: dict[str, int] = {}  # predicate reason -> nodes it rejected
+        guarded = self.view.guarded
+        prefers = ask.constrained and self.predicates.ask_prefers(ask.tags)
+        best, best_score, scored = None, 0.0, 0
         for node_id in candidates:
             node = nodes[node_id]
             if not node.schedulable:
                 continue
             if not ask.resource.fits_in(node.available):
                 continue
-            if ask.constrained or node.restricted or node.guards:
+            if ask.constrained or node.restricted or guarded(node_id):
                 began = perf_counter()
                 why = self.predicates.check(ask.tags, node_id, node.attributes,
-                                            (a.tags for a in node.all_allocations()))
+                                            (a.tags for a in node.all_allocations()), self.view)
                 cycle.predicates += perf_counter() - began
                 cycle.predicates_n += 1
                 if why is not None:
-                    reason, shape_decided = why, False
+                    rejected[why] = rejected.get(why, 0) + 1
                     continue
-            return node, False
-        if not ask.last_failure.startswith("no node"):
-            self._note_failure(None, ask, f"{reason} for {dict(ask.resource)}" if reason == "no node has room"
-                               else f"no node fits: {reason}")
-        return None, shape_decided
+            if not prefers:
+                return node, False
+            # The ask ranks nodes: the best of the first SCORED_NODES that take it, in policy order on ties.
+            score = self.predicates.score(ask.tags, node_id, node.attributes, self.view)
+            if best is None or score > best_score:
+                best, best_score = node, score
+            scored += 1
+            if scored >= SCORED_NODES:
+                break
+        if best is not None:
+            return best, False
+        if not is_node_failure(ask.last_failure):
+            self._note_failure(None, ask, self._explain(ask, candidates, rejected))
+        return None, not rejected
+
+    def _explain(self, ask: Allocation, candidates, rejected: dict[str, int]) -> str:
+        """Why no node takes ``ask``, as kube-scheduler writes it: ``0/5 nodes are available: 3 Insufficient
+        vcore, 2 node(s) didn't match pod anti-affinity rules.`` (each node counted once per reason)."""
+        if not self.nodes:
+            return NO_NODES
+        counts = dict(rejected)
+        considered = 0
+        for node_id in candidates:
+            node = self.nodes[node_id]
+            considered += 1
+            if not node.schedulable:
+                counts[UNSCHEDULABLE] = counts.get(UNSCHEDULABLE, 0) + 1
+                continue
+            available = node.available
+            for name, amount in ask.resource.items():
+                if amount > available[name]:
+                    reason = f"Insufficient {name}"
+                    counts[reason] = counts.get(reason, 0) + 1
+        unschedulable = len(self.nodes) - len(self.index) if not ask.required_node else 0
+        if unschedulable:
+            counts[UNSCHEDULABLE] = counts.get(UNSCHEDULABLE, 0) + unschedulable
+        others = len(self.nodes) - considered - unschedulable
+        if others > 0:
+            counts[NODE_NAME] = counts.get(NODE_NAME, 0) + others
+        reasons = sorted(f"{n} {reason}" for reason, n in counts.items())
+        return f"0/{len(self.nodes)} nodes are available: {', '.join(reasons)}."
 
     def _note_failure(self, app: Application | None, ask: Allocation, reason: str) -> None:
         """Remember why ``ask`` waits; tell the resource manager once per change of reason."""
         if ask.last_failure == reason:
             return
         ask.note_failure(reason, time.time_ns())
-        if reason.startswith("no node"):  # it fits its quotas but no node: the autoscaler's signal
+        if is_node_failure(reason):  # it fits its quotas but no node: the autoscaler's signal
             ask.scale_up_triggered = True
         owner = app or self.apps.get(ask.application_id)
         if owner is not None:

@@ -8,23 +8,68 @@ from typing import Protocol
 from si import si_pb2
 
 
-class NodePredicates(Protocol):
-    """Resource-manager node filters (Kubernetes: selectors, affinity, taints, ports).
+class PlacementView(Protocol):
+    """A predicates plugin's index of one partition's nodes and allocations (kube-scheduler's PreFilter
+    state, kept current instead of recomputed). The partition tells it every change, from its thread."""
 
-    The core calls :meth:`check` only for a constrained ask, a restricted node, or a node holding an
-    allocation that guards it, so asks without constraints on plain nodes cost nothing per node.
+    def node_updated(self, node_id: str, attributes: Mapping[str, str]) -> None: ...
+
+    def node_removed(self, node_id: str) -> None: ...
+
+    def allocation_added(self, node_id: str, key: str, tags: Mapping[str, str]) -> None: ...
+
+    def allocation_removed(self, node_id: str, key: str) -> None: ...
+
+    def guarded(self, node_id: str) -> bool:
+        """Whether allocations already placed limit which asks may join ``node_id`` (anti-affinity)."""
+        ...
+
+
+class NodePredicates(Protocol):
+    """Resource-manager node filters (Kubernetes: selectors, affinity, taints, ports, topology).
+
+    The core calls :meth:`check` only for a constrained ask, a restricted node, or a node its view
+    says is guarded, so asks without constraints on plain nodes cost nothing per node.
     """
 
     def ask_constrained(self, tags: Mapping[str, str]) -> bool: ...
 
     def node_restricted(self, attributes: Mapping[str, str]) -> bool: ...
 
-    def allocation_guards(self, tags: Mapping[str, str]) -> bool:
-        """Whether an allocation with ``tags`` limits which pods may join it on its node."""
+    def view(self) -> PlacementView:
+        """A new, empty view for one partition."""
         ...
 
     def check(self, ask_tags: Mapping[str, str], node_id: str, node_attributes: Mapping[str, str],
-              node_allocation_tags: Iterable[Mapping[str, str]]) -> str | None: ...
+              node_allocation_tags: Iterable[Mapping[str, str]], view: PlacementView) -> str | None: ...
+
+    def ask_prefers(self, tags: Mapping[str, str]) -> bool:
+        """Whether a constrained ask ranks the nodes that take it (then :meth:`score` orders them)."""
+        ...
+
+    def score(self, ask_tags: Mapping[str, str], node_id: str, node_attributes: Mapping[str, str],
+              view: PlacementView) -> float:
+        """How much the ask prefers a node that takes it; higher is better."""
+        ...
+
+
+class NoView:
+    """The view of a resource manager without placement constraints: it keeps nothing."""
+
+    def node_updated(self, node_id, attributes) -> None:
+        pass
+
+    def node_removed(self, node_id) -> None:
+        pass
+
+    def allocation_added(self, node_id, key, tags) -> None:
+        pass
+
+    def allocation_removed(self, node_id, key) -> None:
+        pass
+
+    def guarded(self, node_id) -> bool:
+        return False
 
 
 class NoPredicates:
@@ -36,11 +81,17 @@ class NoPredicates:
     def node_restricted(self, attributes: Mapping[str, str]) -> bool:
         return False
 
-    def allocation_guards(self, tags: Mapping[str, str]) -> bool:
+    def view(self) -> PlacementView:
+        return NoView()
+
+    def check(self, ask_tags, node_id, node_attributes, node_allocation_tags, view) -> str | None:
+        return None
+
+    def ask_prefers(self, tags: Mapping[str, str]) -> bool:
         return False
 
-    def check(self, ask_tags, node_id, node_attributes, node_allocation_tags) -> str | None:
-        return None
+    def score(self, ask_tags, node_id, node_attributes, view) -> float:
+        return 0.0
 
 
 class ResourceManagerCallback(Protocol):

@@ -22,16 +22,16 @@ log = logging.getLogger(__name__)
 
 SHIM_KEYS = frozenset({
     "service.clusterId", "service.policyGroup", "service.enableConfigHotRefresh", "service.instanceTypeNodeLabelKey",
-    "service.nodeInstanceTypeNodeLabelKey", "kubernetes.qps", "kubernetes.burst", "service.disableGangScheduling",
-    "service.placeholderImage", "service.placeholderRunAsUser", "service.placeholderRunAsGroup",
-    "service.placeholderFsGroup"})
+    "service.nodeInstanceTypeNodeLabelKey", "kubernetes.qps", "kubernetes.burst", "service.volumeBindTimeout",
+    "service.disableGangScheduling", "service.placeholderImage", "service.placeholderRunAsUser",
+    "service.placeholderRunAsGroup", "service.placeholderFsGroup"})
 ADMISSION_KEYS = frozenset(f"admissionController.{key}" for key in (  # webhook.conf reads them
     "webHook.amServiceName", "webHook.schedulerServiceAddress", "filtering.processNamespaces",
     "filtering.bypassNamespaces", "filtering.labelNamespaces", "filtering.noLabelNamespaces",
     "filtering.generateUniqueAppId", "filtering.defaultQueue", "accessControl.bypassAuth",
     "accessControl.trustControllers", "accessControl.systemUsers", "accessControl.externalUsers",
     "accessControl.externalGroups"))
-NOT_YET = frozenset({"service.volumeBindTimeout"})
+NOT_YET: frozenset[str] = frozenset()
 NOT_YET_PREFIXES = ("preemption.",)
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}  # Go's strconv.ParseBool, as upstream reads booleans
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}

@@ -33,6 +33,7 @@ from typing import Any
 
 import pykka
 
+from actors import unenforced
 from actors.base import PooledActor
 from actors.shim import translate
 from actors.shim.eventbuffer import NORMAL, WARNING
@@ -222,8 +223,12 @@ class ApplicationActor(PooledActor):
             self._task_placed_elsewhere(task)
         elif state == TaskState.BOUND and task.placed_by_core and pod.resource != previous.resource:
             self._to_core.append(translate.allocation(pod, task.priority, PARTITION, task.node))
-        elif state == TaskState.PENDING and previous.gated and not pod.gated and self._may_ask(task):
+        elif state == TaskState.PENDING and previous.held and not pod.held and self._may_ask(task):
             self._submit(task)
+        elif state == TaskState.SCHEDULING and pod.constraints != previous.constraints:
+            self._to_core.append(translate.allocation(pod, task.priority, PARTITION))  # its volumes changed
+        if pod.volume_wait and pod.volume_wait != previous.volume_wait and state in (TaskState.PENDING, TaskState.SCHEDULING):
+            self._task_unschedulable(task, "FailedScheduling", pod.volume_wait)
 
     def _new_task(self, pod: PodRecord, priority: int) -> None:
         task = Task(pod, priority, self._board)
@@ -238,11 +243,17 @@ class ApplicationActor(PooledActor):
             task.fire("recover", node=pod.node_name)
             return
         task.fire("init")
+        if pod.ignored:
+            unenforced.count(pod.ignored)
+            self._pod_event(pod, WARNING, "UnenforcedConstraints",
+                            f"{pod.full_name}: not enforced by this scheduler: {'; '.join(pod.ignored)}")
+        if pod.volume_wait:
+            self._task_unschedulable(task, "FailedScheduling", pod.volume_wait)
         if pod.placeholder and self.state in _GAVE_UP:  # made just before the gang was given up
             self._delete(task, "the gang's reservation ended")
         elif pod.placeholder and self.state == AppState.RESERVING:
             self._submit_pending()
-        elif not pod.gated and self._may_ask(task):
+        elif not pod.held and self._may_ask(task):
             self._submit(task)
 
     def _task_gone(self, pod: PodRecord) -> None:
@@ -283,7 +294,7 @@ class ApplicationActor(PooledActor):
 
     def _submit_pending(self) -> None:
         for task in sorted(self._tasks.values(), key=lambda t: (t.pod.created, t.pod.uid)):
-            if task.state == TaskState.PENDING and not task.pod.gated and self._may_ask(task):
+            if task.state == TaskState.PENDING and not task.pod.held and self._may_ask(task):
                 self._submit(task)
 
     def _placeholders(self) -> list[Task]:
@@ -479,7 +490,7 @@ class ApplicationActor(PooledActor):
         if not task.pod.placeholder and self._machine.can("run"):  # a gang runs when the core says so
             self._machine.fire("run")
         pod = task.pod
-        self._binds.append(BindRequest(pod.uid, pod.namespace, pod.name, node, self.actor_ref))
+        self._binds.append(BindRequest(pod.uid, pod.namespace, pod.name, node, self.actor_ref, pod.late_claims))
 
     def _released_by_core(self, release: si_pb2.AllocationRelease) -> None:
         task = self._tasks.get(release.allocationKey)
@@ -509,7 +520,7 @@ class ApplicationActor(PooledActor):
         log.warning("binding %s to %s failed, scheduling it again: %s", pod.full_name, outcome.node, outcome.reason)
         self._to_core.append(translate.release(pod, f"bind failed: {outcome.reason}", PARTITION))
         task.fire("unbind", node="")
-        self._pod_event(pod, WARNING, "PodBindFailure", outcome.reason)
+        self._pod_event(pod, WARNING, "PodVolumesBindFailure" if outcome.volumes else "PodBindFailure", outcome.reason)
         self._submit(task)
 
     def on_RetractTask(self, message: RetractTask) -> None:

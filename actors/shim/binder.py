@@ -33,8 +33,12 @@ from actors.shim.messages import (
     Drain,
     FailPod,
     PlaceholdersCreated,
+    VolumeBindTimeout,
 )
 from actors.shim.placeholders import placeholder_pod
+from actors.shim.predicates import volume_allows
+from actors.shim.ticker import Alarms
+from actors.shim.volumes import DEFAULT_BIND_TIMEOUT, bind_claims, unbound_claims
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +66,23 @@ class _Finished:
     at: float
 
 
+@message
+class _ClaimsWait:
+    """A bind waits for the provisioner of ``claims``: check them again after a moment (or give up)."""
+
+    request: BindRequest
+    claims: tuple[str, ...]
+    deadline: float
+
+
+@message
+class _ClaimsDue:
+    wait: _ClaimsWait
+
+
+CLAIM_CHECK_INTERVAL = 0.2
+
+
 class Binder(Actor):
     """See the module docstring."""
 
@@ -81,6 +102,12 @@ class Binder(Actor):
         self._bound = 0
         self._failed = 0
         self._last_bound_at = 0.0
+        self._volume_bind_timeout = DEFAULT_BIND_TIMEOUT
+        self._alarms: Alarms | None = None  # claims waiting for their provisioner are checked again
+        self._claim_waits: dict[str, _ClaimsWait] = {}  # pod uid -> its wait, between two checks
+
+    def on_VolumeBindTimeout(self, message: VolumeBindTimeout) -> None:
+        self._volume_bind_timeout = message.seconds
 
     def on_start(self) -> None:
         # Long-lived workers on a SimpleQueue: a Future per bind (ThreadPoolExecutor) cost as much
@@ -92,6 +119,8 @@ class Binder(Actor):
 
     def on_stop(self) -> None:
         self._stop_workers()
+        if self._alarms is not None:
+            self._alarms.stop()
 
     def on_failure(self, *exc_info) -> None:
         for _ in self._threads:  # the workers end after the work already given (see ``_report``)
@@ -125,6 +154,32 @@ class Binder(Actor):
     def on_Drain(self, message: Drain) -> None:
         self._draining = True
         self._stop_workers()
+        for wait in list(self._claim_waits.values()):
+            self._give_up(wait, "scheduler is shutting down")
+
+    def on__ClaimsWait(self, wait: _ClaimsWait) -> None:
+        if self._draining:
+            self._give_up(wait, "scheduler is shutting down")
+            return
+        if self._alarms is None:
+            self._alarms = Alarms("binder-claims")
+        self._claim_waits[wait.request.uid] = wait
+        self._alarms.after(CLAIM_CHECK_INTERVAL, self.actor_ref, _ClaimsDue(wait))
+
+    def on__ClaimsDue(self, message: _ClaimsDue) -> None:
+        wait = message.wait
+        if self._claim_waits.pop(wait.request.uid, None) is None:
+            return  # given up already
+        if self._draining:
+            self._give_up(wait, "scheduler is shutting down")
+        else:
+            self._work.put((self._check_claims, wait))
+
+    def _give_up(self, wait: _ClaimsWait, reason: str) -> None:
+        self._claim_waits.pop(wait.request.uid, None)
+        request = wait.request
+        self._finished(_Finished(BindOutcome(request.uid, request.node, False, reason=reason, volumes=True),
+                                 time.monotonic()))
 
     def on_BinderStatsRequest(self, message: BinderStatsRequest) -> BinderStats:
         return BinderStats(self._bound, self._failed, len(self._in_flight), self._last_bound_at)
@@ -152,6 +207,38 @@ class Binder(Actor):
         self._work.put((self._bind, request))
 
     def _bind(self, request: BindRequest) -> None:
+        if request.claims:
+            try:
+                waiting = bind_claims(self._client, request.namespace, request.claims, request.node, volume_allows)
+            except Exception as error:  # API errors too: the pod goes back to the core either way
+                self._volumes_failed(request, f"binding volumes: {error}")
+                return
+            if waiting:
+                tell_if_alive(self.actor_ref, _ClaimsWait(request, waiting,
+                                                          time.monotonic() + self._volume_bind_timeout))
+                return
+        self._bind_pod(request)
+
+    def _check_claims(self, wait: _ClaimsWait) -> None:
+        request = wait.request
+        try:
+            waiting = unbound_claims(self._client, request.namespace, wait.claims)
+        except Exception as error:
+            self._volumes_failed(request, f"binding volumes: {error}")
+            return
+        if not waiting:
+            self._bind_pod(request)
+        elif time.monotonic() >= wait.deadline:
+            self._volumes_failed(request, f'binding volumes: timed out waiting for claim "{waiting[0]}" to be '
+                                          f"provisioned on node {request.node}")
+        else:
+            tell_if_alive(self.actor_ref, _ClaimsWait(request, waiting, wait.deadline))
+
+    def _volumes_failed(self, request: BindRequest, reason: str) -> None:
+        log.warning("pod %s/%s not bound to %s: %s", request.namespace, request.name, request.node, reason)
+        self._report(BindOutcome(request.uid, request.node, False, reason=reason, volumes=True))
+
+    def _bind_pod(self, request: BindRequest) -> None:
         try:
             self._client.bind(request.namespace, request.name, request.node, request.uid)
             outcome = BindOutcome(request.uid, request.node, True)

@@ -19,6 +19,7 @@ nodes' (a node reporting a pod of ours needs its application in the core first).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import defaultdict
@@ -74,13 +75,16 @@ from actors.shim.routing import (
 )
 from actors.shim.schedconfig import SchedulerConfigError, ShimConfig, merge
 from actors.shim.state import RecoveryProgress, ShimStateSnapshot, StateBoard
+from actors.shim.topology import resolve_namespaces
+from actors.shim.volumes import VolumeCatalog
 from si import si_pb2
 from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 
 log = logging.getLogger(__name__)
 
 FLUSH_AT = 2000  # routed messages collected before they are sent even though messages still wait
-ALL_KINDS = frozenset({kinds.PODS, kinds.NODES, kinds.CONFIGMAPS, kinds.NAMESPACES, kinds.PRIORITY_CLASSES})
+ALL_KINDS = frozenset({kinds.PODS, kinds.NODES, kinds.CONFIGMAPS, kinds.NAMESPACES, kinds.PRIORITY_CLASSES,
+                       *kinds.VOLUME_KINDS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +119,7 @@ class ShimContext(Actor):
         self._pods: dict[str, PodRecord] = {}
         self._nodes: dict[str, NodeRecord] = {}
         self._namespaces: dict[str, Any] = {}
+        self._volumes = VolumeCatalog()
         self._priority_classes: dict[str, int] = {}
         self._configmaps: dict[str, Any] = {}
         self._config: ShimConfig | None = None
@@ -219,6 +224,9 @@ class ShimContext(Actor):
         cache = {kinds.PODS: self._pods, kinds.NODES: self._nodes, kinds.NAMESPACES: self._namespaces,
                  kinds.CONFIGMAPS: self._configmaps}.get(kind)
         value = record
+        if kind in kinds.VOLUME_KINDS:
+            self._volumes.remember(record, deleted)
+            return
         if kind == kinds.PRIORITY_CLASSES:
             cache, value = self._priority_classes, record.value
         if cache is None:
@@ -234,6 +242,7 @@ class ShimContext(Actor):
             return
         live = state in (SchedulerState.RECOVERING, SchedulerState.RUNNING)
         kind = message.kind
+        related_changed = False
         for change in message.changes:
             deleted = isinstance(change, Deleted)
             record = change.new if isinstance(change, Updated) else change.record
@@ -250,6 +259,12 @@ class ShimContext(Actor):
                 self._node_seen(old, record)
             elif kind == kinds.CONFIGMAPS:
                 self._config_changed()
+            elif kind in kinds.VOLUME_KINDS or kind == kinds.NAMESPACES:
+                related_changed = True
+        if live and kind in kinds.VOLUME_KINDS and related_changed:
+            self._claims_changed()
+        elif live and kind == kinds.NAMESPACES and related_changed:
+            self._namespaces_changed()
 
     # ---- start-up and recovery -----------------------------------------------------------------
 
@@ -311,7 +326,7 @@ class ShimContext(Actor):
             if managed and (pod.assigned or pod.placeholder):
                 self._to_app(pod, first=originators.get(pod.app_id))
             if pod.assigned:
-                on_node[pod.node_name].append(PlacedPod(pod, self._priority(pod), True, not managed))
+                on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, not managed))
         self._flush()
         for name, node in self._nodes.items():
             if node.invalid:
@@ -359,9 +374,32 @@ class ShimContext(Actor):
         if pod is None or pod.terminated:
             self._core_placed.pop(current.uid, None)
 
+    def _resolved(self, pod: PodRecord) -> PodRecord:
+        """``pod`` with its pod affinity namespaceSelectors resolved to today's namespaces."""
+        if not pod.namespace_selectors:
+            return pod
+        labels = {name: namespace.labels for name, namespace in self._namespaces.items()}
+        return dataclasses.replace(pod, constraints=resolve_namespaces(pod.constraints, labels))
+
+    def _namespaces_changed(self) -> None:
+        """The pending pods whose affinity selects namespaces by label learn what it selects now."""
+        for pod in self._pods.values():
+            if pod.namespace_selectors and not pod.assigned and pod.uid in self._pod_app:
+                self._to_app(pod)
+
+    def _claims_changed(self) -> None:
+        """Claims, volumes or classes changed: the pending pods with claims learn what theirs resolve to."""
+        for pod in self._pods.values():
+            if pod.claims and not pod.assigned and pod.uid in self._pod_app:
+                self._to_app(pod)
+
     def _to_app(self, pod: PodRecord, deleted: bool = False, first: PodRecord | None = None) -> None:
         """Route a pod to its application's actor, starting it for a new application (declared by
-        ``first``, else by ``pod``); the actor is stopped once its last pod is gone."""
+        ``first``, else by ``pod``); the actor is stopped once its last pod is gone. A pending pod's
+        claims are resolved on the way (``volumes``)."""
+        if pod.claims and not deleted:
+            pod = self._volumes.resolve(pod)
+        pod = self._resolved(pod)
         routed = self._app_pods.get(pod.app_id)
         if routed is None:
             if deleted or pod.terminated:
@@ -400,7 +438,7 @@ class ShimContext(Actor):
         placed_by_core = self._core_placed.get(pod.uid) == now
         if not foreign and not placed_by_core and known and previous is not None and not previous.assigned:
             return  # its application reports it once its ask is withdrawn
-        self._place(PlacedPod(pod, self._priority(pod), not placed_by_core, foreign))
+        self._place(PlacedPod(self._resolved(pod), self._priority(pod), not placed_by_core, foreign))
 
     def on_PlacedElsewhere(self, message: PlacedElsewhere) -> None:
         self._place(message.placed)

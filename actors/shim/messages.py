@@ -39,6 +39,7 @@ class BindRequest:
     name: str
     node: str
     reply_to: pykka.ActorRef | None = None
+    claims: tuple[str, ...] = ()  # WaitForFirstConsumer claims to bind for the node first (see ``volumes``)
 
 
 @message
@@ -184,6 +185,13 @@ class ToCore:
     items: tuple[CoreItem, ...]
     confirm_to: pykka.ActorRef | None = None
     token: int = 0
+
+
+@message
+class VolumeBindTimeout:
+    """How long the binder waits for a pod's claims to be bound (``service.volumeBindTimeout``)."""
+
+    seconds: float
 
 
 @message
@@ -337,6 +345,7 @@ class BindOutcome:
     bound: bool
     gone: bool = False
     reason: str = ""
+    volumes: bool = False  # the pod's volumes could not be bound for the node
 
 
 @message

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from actors.shim.namespaces import namespace_app_tags
 
@@ -22,6 +22,7 @@ class NamespaceRecord:
     name: str
     resource_version: str
     app_tags: Mapping[str, str]
+    labels: Mapping[str, str] = field(default_factory=dict)  # what pod affinity namespaceSelectors match
 
     @property
     def key(self) -> str:
@@ -58,7 +59,8 @@ def parse_namespace(raw: Mapping) -> NamespaceRecord:
     if not name:
         raise ValueError(f"namespace without a name: {metadata!r}")
     return NamespaceRecord(name, metadata.get("resourceVersion", ""),
-                           types.MappingProxyType(namespace_app_tags(name, metadata.get("annotations") or {})))
+                           types.MappingProxyType(namespace_app_tags(name, metadata.get("annotations") or {})),
+                           types.MappingProxyType(dict(metadata.get("labels") or {})))
 
 
 def parse_priority_class(raw: Mapping) -> PriorityClassRecord:

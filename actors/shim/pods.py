@@ -67,6 +67,20 @@ class PodRecord:
     task_groups: str = ""  # the gang's declaration (JSON), read by the application (see ``gang``)
     policy_parameters: str = ""
     placeholder: bool = False  # a placeholder pod the shim made for a gang
+    ignored: tuple[str, ...] = ()  # constraints the shim does not enforce (see ``constraints.ignored``)
+    claims: tuple[str, ...] = ()  # its persistent volume claims, by name
+    volume_wait: str = ""  # why its claims keep it from being scheduled (see ``volumes``)
+    late_claims: tuple[str, ...] = ()  # WaitForFirstConsumer claims to bind once it has a node
+
+    @property
+    def namespace_selectors(self) -> bool:
+        """Its pod affinity terms name namespaces by label (resolved by the shim, ``topology``)."""
+        return '"nsSelector"' in self.constraints
+
+    @property
+    def held(self) -> bool:
+        """Not to be scheduled yet: scheduling gates, or claims it waits for."""
+        return self.gated or bool(self.volume_wait)
 
     @property
     def key(self) -> str:
@@ -106,7 +120,7 @@ def parse_pod(raw: Mapping) -> PodRecord:
         problems.append(f"invalid resources: {error}")
         resource = Resource({PODS: 1})
     try:
-        constraint_tag = constraints.encode(spec, namespace)
+        constraint_tag = constraints.encode(spec, namespace, labels)
     except constraints.ConstraintError as error:
         problems.append(f"invalid constraints: {error}")
         constraint_tag = ""
@@ -139,6 +153,9 @@ def parse_pod(raw: Mapping) -> PodRecord:
         created=_timestamp(metadata.get("creationTimestamp")),
         constraints=constraint_tag,
         required_node=constraints.required_node(spec),
+        ignored=constraints.ignored(spec),
+        claims=tuple(v["persistentVolumeClaim"]["claimName"] for v in spec.get("volumes") or ()
+                     if (v.get("persistentVolumeClaim") or {}).get("claimName")),
         gated=bool(spec.get("schedulingGates")),
         invalid="; ".join(problems),
         task_group=annotations.get(keys.ANNOTATION_TASK_GROUP_NAME) or "",

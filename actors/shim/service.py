@@ -96,7 +96,7 @@ class SchedulerService:
             self.binder = AllocationHandoff.start(self.client, self.context, s.bind_workers, supervisor)
             self.extender = Extender(self.client, self.binder)
         else:
-            self.binder = Binder.start(self.client, self.context, s.bind_workers, supervisor)
+            self.binder = applier.binder = Binder.start(self.client, self.context, s.bind_workers, supervisor)
         self.recorder = EventRecorder.start(self.client, s.event_qps, s.event_burst, supervisor=supervisor)
         self.outlet = applier.outlet = CoreOutlet.start(self.core, supervisor)
         self.alarms = Alarms("node-alarms")

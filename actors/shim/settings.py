@@ -6,6 +6,8 @@ live each time it is (re)loaded.
 - ``service.instanceTypeNodeLabelKey`` (upstream's code reads ``service.nodeInstanceTypeNodeLabelKey``;
   both are accepted, the documented name winning): the node label whose value becomes a node's SI
   instance type attribute (default ``node.kubernetes.io/instance-type``).
+- ``service.volumeBindTimeout`` (upstream: 10m): a Go duration; how long the binder waits for a pod's
+  WaitForFirstConsumer claims to be bound on the chosen node before the pod goes back to the core.
 - ``log.level``, ``log.<subsystem>.level``: see ``actors.loglevels``.
 - ``service.disableGangScheduling``, ``service.placeholderImage``, ``service.placeholderRunAsUser``,
   ``service.placeholderRunAsGroup``, ``service.placeholderFsGroup``: gang scheduling (see
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -25,8 +28,9 @@ import pykka
 
 from actors import loglevels
 from actors.shim.client import DEFAULT_BURST, DEFAULT_QPS, KubeClient
-from actors.shim.messages import InstanceTypeLabel
+from actors.shim.messages import InstanceTypeLabel, VolumeBindTimeout
 from actors.shim.placeholders import DEFAULT_IMAGE, PlaceholderSettings
+from actors.shim.volumes import DEFAULT_BIND_TIMEOUT
 from si.bounded import shown
 
 log = logging.getLogger(__name__)
@@ -39,6 +43,9 @@ PLACEHOLDER_IDS = {"service.placeholderRunAsUser": "run_as_user", "service.place
                    "service.placeholderFsGroup": "fs_group"}
 GO_BOOLEANS = {**dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),  # strconv.ParseBool, as upstream
                **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False)}
+VOLUME_BIND_TIMEOUT = "service.volumeBindTimeout"
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +54,7 @@ class ShimSettings:
     burst: int = DEFAULT_BURST
     instance_type_label: str = DEFAULT_INSTANCE_TYPE_LABEL
     log_levels: tuple[tuple[str, int], ...] = ()  # (logger, level), see actors.loglevels
+    volume_bind_timeout: float = DEFAULT_BIND_TIMEOUT
     placeholders: PlaceholderSettings = PlaceholderSettings()
 
 
@@ -57,7 +65,8 @@ def parse(extra: Mapping[str, str]) -> ShimSettings:
     label = next((extra[key].strip() for key in INSTANCE_TYPE_KEYS if key in extra), DEFAULT_INSTANCE_TYPE_LABEL)
     if not label:
         raise ValueError(f"{INSTANCE_TYPE_KEYS[0]}: a node label key is needed")
-    return ShimSettings(qps, burst, label, tuple(sorted(loglevels.parse(extra).items())), _placeholders(extra))
+    return ShimSettings(qps, burst, label, tuple(sorted(loglevels.parse(extra).items())),
+                        _duration(extra, VOLUME_BIND_TIMEOUT, DEFAULT_BIND_TIMEOUT), _placeholders(extra))
 
 
 def _placeholders(extra: Mapping[str, str]) -> PlaceholderSettings:
@@ -75,6 +84,22 @@ def _placeholders(extra: Mapping[str, str]) -> PlaceholderSettings:
     if disabled not in GO_BOOLEANS:
         raise ValueError(f"{DISABLE_GANG}: {shown(disabled)} is not true or false")
     return PlaceholderSettings(image=image, disabled=GO_BOOLEANS[disabled], **ids)
+
+
+def _duration(extra: Mapping[str, str], key: str, default: float) -> float:
+    """A positive Go duration (``30s``, ``1m30s``, ``10m``)."""
+    text = extra.get(key, "").strip()
+    if not text:
+        return default
+    position, seconds = 0, 0.0
+    for match in _DURATION.finditer(text):
+        if match.start() != position:
+            break
+        seconds += float(match[1]) * _UNITS[match[2]]
+        position = match.end()
+    if position != len(text) or seconds <= 0:
+        raise ValueError(f"{key}: {shown(text)} is not a positive duration such as 30s or 10m")
+    return seconds
 
 
 def _number(extra: Mapping[str, str], key: str, default, kind):
@@ -97,11 +122,14 @@ class SettingsApplier:
     def __init__(self, client: KubeClient) -> None:
         self.client = client
         self.outlet: pykka.ActorRef | None = None
+        self.binder: pykka.ActorRef | None = None  # the binder (not the plugin-mode handoff: kube-scheduler binds)
         self._levels = loglevels.LogLevels()
 
     def __call__(self, settings: ShimSettings) -> None:
         self.client.rate.set_rate(settings.qps, settings.burst)
         if self.outlet is not None:
             self.outlet.tell(InstanceTypeLabel(settings.instance_type_label))
+        if self.binder is not None:
+            self.binder.tell(VolumeBindTimeout(settings.volume_bind_timeout))
         self._levels.apply(dict(settings.log_levels))
         log.debug("shim settings applied: %s", settings)

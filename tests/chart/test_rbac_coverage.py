@@ -100,6 +100,25 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
     # The chart's leader election (on by default): the process's own pod, which it labels.
     sim.store.create(POD, RELEASE_NAMESPACE, {"metadata": {"name": "yunikorn-scheduler-0"},
                                               "spec": {"containers": [{"name": "main", "image": "busybox"}]}})
+    # A WaitForFirstConsumer claim: the binder binds it to the volume before the pod.
+    sim.store.create(BY_PATH[("storage.k8s.io", "v1", "storageclasses")], "", {
+        "metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer"})
+    sim.store.create(BY_PATH[("", "v1", "persistentvolumes")], "", {"metadata": {"name": "pv-1"}, "spec": {
+        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local"},
+        "status": {"phase": "Available"}})
+    sim.store.create(BY_PATH[("", "v1", "persistentvolumeclaims")], "default", {"metadata": {"name": "data"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "storageClassName": "local", "resources": {"requests": {"storage": "1Gi"}}},
+        "status": {"phase": "Pending"}})
+    # A gang of one: its placeholder is created, then deleted when the real pod takes its place.
+    gang = pending_pod("gang", "100m")
+    gang["metadata"]["annotations"] = {"yunikorn.apache.org/task-group-name": "g", "yunikorn.apache.org/task-groups":
+                                       '[{"name": "g", "minMember": 1, "minResource": {"cpu": "100m"}}]'}
+    gang["metadata"]["labels"]["applicationId"] = "rbac-gang"
+    sim.store.create(POD, "default", gang)
+    with_volume = pending_pod("with-volume", "100m")
+    with_volume["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    sim.store.create(POD, "default", with_volume)
     module = "actors.cli"
     port = free_port()
     container = objects.one("Deployment", "yunikorn-scheduler")["spec"]["template"]["spec"]["containers"][0]
@@ -114,8 +133,10 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
             wait_for(lambda url=url: process.poll() is not None or http_ok(url), timeout=60, interval=0.1,
                      message=f"{url} to answer 200")
             assert process.poll() is None, (tmp_path / f"{module}.log").read_text()
-        wait_for(lambda: any(pod["spec"].get("nodeName") for pod in sim.objects("pods", "default")
-                             if pod["metadata"]["name"] == "fits"), timeout=60, message="the pod to be bound")
+        for name in ("fits", "with-volume", "gang"):
+            wait_for(lambda name=name: any(pod["spec"].get("nodeName") for pod in sim.objects("pods", "default")
+                                           if pod["metadata"]["name"] == name), timeout=60,
+                     message=f"the pod {name} to be bound")
         for wanted in (("create", "events", ""), ("patch", "pods", "status")):
             wait_for(lambda wanted=wanted: wanted in made_by(sim), timeout=30, message=f"the call {wanted}")
     finally:
@@ -126,7 +147,9 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
     # The run did exercise the scheduler's main calls, so the check above was not vacuous.
     assert {("list", "pods", ""), ("watch", "pods", ""), ("list", "nodes", ""), ("create", "pods", "binding"),
             ("list", "configmaps", ""), ("create", "events", ""), ("patch", "pods", "status"),
-            ("get", "leases", ""), ("create", "leases", ""), ("update", "leases", ""), ("patch", "pods", "")} <= made, made
+            ("get", "leases", ""), ("create", "leases", ""), ("update", "leases", ""), ("patch", "pods", ""),
+            ("watch", "persistentvolumeclaims", ""), ("list", "storageclasses", ""), ("patch", "persistentvolumes", ""),
+            ("patch", "persistentvolumeclaims", "status"), ("create", "pods", ""), ("delete", "pods", "")} <= made, made
     own = next(p for p in sim.objects("pods", RELEASE_NAMESPACE) if p["metadata"]["name"] == "yunikorn-scheduler-0")
     assert own["metadata"]["labels"]["yunikorn.apache.org/leader"] == "false"  # released at SIGTERM
 

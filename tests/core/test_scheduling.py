@@ -259,7 +259,7 @@ def test_an_impossible_ask_waits_with_a_reason(core_factory):
     core.asks("app", 1, vcore=64_000)
     core.settle()
     assert core.callback.new() == []
-    assert core.callback.failures("app-0")[0].startswith("no node has room")
+    assert core.callback.failures("app-0")[0] == "0/2 nodes are available: 2 Insufficient vcore."
 
 
 def test_every_waiting_ask_of_one_shape_is_told_why_once(core_factory):
@@ -272,7 +272,7 @@ def test_every_waiting_ask_of_one_shape_is_told_why_once(core_factory):
     assert len(waiting) == 3
     for key in waiting:
         assert len(core.callback.failures(key)) == 1, key
-        assert core.callback.failures(key)[0].startswith("no node has room"), key
+        assert core.callback.failures(key)[0].endswith("Insufficient vcore."), key
 
 
 def test_removing_a_node_releases_its_allocations(core_factory):

@@ -77,7 +77,7 @@ def test_queues_and_applications(rest):
     assert app["applicationState"] == "Running" and app["user"] == "alice" and app["groups"] == ["dev"]
     assert app["usedResource"]["vcore"] == sum(a["resource"]["vcore"] for a in app["allocations"]) == 3000
     assert [r["allocationKey"] for r in app["requests"]] == ["huge-0"]
-    assert app["requests"][0]["allocationLog"][0]["message"].startswith("no node has room")
+    assert app["requests"][0]["allocationLog"][0]["message"].endswith("Insufficient vcore.")
     assert [s["applicationState"] for s in app["stateLog"]] == ["New", "Accepted", "Running"]
     for path in ("/ws/v1/partition/default/application/app-1", "/ws/v1/partition/default/queue/root.team/application/app-1"):
         status, body = client.get(path)

@@ -149,7 +149,7 @@ def test_asks_and_allocations_say_what_the_core_knows_of_them(served):
     huge = next(r for r in app["requests"] if r["allocationKey"] == "huge")
     assert huge["triggeredScaleUp"] is True and huge["originator"] is False
     (entry,) = huge["allocationLog"]
-    assert entry["message"].startswith("no node") and entry["count"] == 1
+    assert "nodes are available" in entry["message"] and entry["count"] == 1
     assert entry["lastOccurrence"] >= huge["requestTime"]
     assert app["placeholderData"] == [{"taskGroupName": "workers", "count": 1, "minResource": {"vcore": 100},
                                        "replaced": 0, "timedout": 0}]

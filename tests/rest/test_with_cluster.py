@@ -212,7 +212,7 @@ def test_usage_health_events_config_metrics_and_probes(running):
     actors = {s.labels["kind"]: s.value for s in families["yunikorn_actors"].samples}
     assert actors["node"] == len(NODES) and actors["application"] == 2
     assert actors["context"] == actors["outlet"] == actors["binder"] == actors["partition"] == 1
-    assert actors["informer"] == 5
+    assert actors["informer"] == 8  # pods, nodes, configmaps, namespaces, priority classes, claims, volumes, classes
     handled = {s.labels["dispatcher"]: s.value for s in families["yunikorn_dispatcher_messages"].samples
                if s.name.endswith("_total")}
     assert handled["actors"] > 0

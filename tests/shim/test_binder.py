@@ -179,3 +179,33 @@ def test_recorder_rate_limit_bounds_api_writes(kubesim, shim_client):
     assert len(writes) == 10
     assert recorder.ask(RecorderStatsRequest()).pending == 490
     recorder.stop()
+
+
+def test_a_pod_waiting_for_its_claims_provisioner_holds_no_worker(shim_client, core_api, nodes, kube_api):
+    """With one worker: a pod whose WaitForFirstConsumer claim waits for a provisioner does not keep
+    the next pod from being bound; it is bound once the claim is, and a drain gives up its wait."""
+    k8s.StorageV1Api(kube_api).create_storage_class({"metadata": {"name": "dynamic"}, "provisioner": "csi.example",
+                                                     "volumeBindingMode": "WaitForFirstConsumer"})
+    for claim in ("data", "other"):
+        core_api.create_namespaced_persistent_volume_claim("default", {"metadata": {"name": claim}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "storageClassName": "dynamic",
+            "resources": {"requests": {"storage": "1Gi"}}}})
+    waiting, plain, abandoned = (make_pod(core_api, name) for name in ("waiting", "plain", "abandoned"))
+    inbox = Inbox.start()
+    binder = Binder.start(shim_client, inbox, 1)
+    binder.tell(BindRequest(waiting, "default", "waiting", nodes[0], claims=("data",)))
+    wait_for(lambda: (core_api.read_namespaced_persistent_volume_claim("data", "default").metadata.annotations
+                      or {}).get("volume.kubernetes.io/selected-node") == nodes[0])
+    binder.tell(BindRequest(plain, "default", "plain", nodes[1]))
+    wait_for(lambda: any(o.uid == plain and o.bound for o in inbox_messages(inbox, BindOutcome)))
+    assert core_api.read_namespaced_pod("waiting", "default").spec.node_name is None
+    core_api.patch_namespaced_persistent_volume_claim_status("data", "default", {"status": {"phase": "Bound"}})
+    wait_for(lambda: any(o.uid == waiting and o.bound for o in inbox_messages(inbox, BindOutcome)))
+    assert core_api.read_namespaced_pod("waiting", "default").spec.node_name == nodes[0]
+    binder.tell(BindRequest(abandoned, "default", "abandoned", nodes[0], claims=("other",)))
+    wait_for(lambda: (core_api.read_namespaced_persistent_volume_claim("other", "default").metadata.annotations
+                      or {}).get("volume.kubernetes.io/selected-node"))
+    binder.ask(Drain())
+    wait_for(lambda: any(o.uid == abandoned and not o.bound and o.volumes for o in inbox_messages(inbox, BindOutcome)))
+    binder.stop()
+    inbox.stop()

@@ -72,6 +72,8 @@ class Shim:
     def list_all(self, pods=(), nodes=(), configmaps=(), namespaces=()):
         self.ref.tell(Listed(kinds.CONFIGMAPS, tuple(parse_configmap(c) for c in configmaps)))
         self.ref.tell(Listed(kinds.PRIORITY_CLASSES, ()))
+        for kind in sorted(kinds.VOLUME_KINDS):
+            self.ref.tell(Listed(kind, ()))
         self.ref.tell(Listed(kinds.NAMESPACES, tuple(parse_namespace(n) for n in namespaces)))
         self.ref.tell(Listed(kinds.NODES, tuple(parse_node(n) for n in nodes)))
         self.ref.tell(Listed(kinds.PODS, tuple(parse_pod(p) for p in pods)))

@@ -32,8 +32,13 @@ def node(name="n1", **kwargs):
 
 
 def check(tags, node_id_attributes, existing=()):
+    """``check`` on one node holding the ``existing`` pods (their allocation tags)."""
     node_id, attributes = node_id_attributes
-    return predicates.check(tags, node_id, attributes, existing)
+    view = predicates.view()
+    view.node_updated(node_id, attributes)
+    for number, pod_tags in enumerate(existing):
+        view.allocation_added(node_id, f"existing-{number}", pod_tags)
+    return predicates.check(tags, node_id, attributes, existing, view)
 
 
 def test_unconstrained_pod_gets_no_tag_and_costs_nothing():
@@ -183,10 +188,10 @@ def test_existing_pods_anti_affinity_refuses_a_matching_newcomer():
     assert check(newcomer, node(labels={"disk": "ssd"}), [existing]) == EXISTING_ANTI_AFFINITY
 
 
-def test_anti_affinity_on_other_topology_keys_is_not_a_constraint():
+def test_anti_affinity_on_other_topology_keys_is_a_constraint():
     spec = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": "topology.kubernetes.io/zone"}]}}}
-    assert constraints.encode(spec, "default") == ""
+    assert predicates.ask_constrained({TAG_CONSTRAINTS: constraints.encode(spec, "default")})
 
 
 @pytest.mark.parametrize("spec, message", [
@@ -216,3 +221,11 @@ def test_identical_constraints_compile_once():
     for _ in range(50):
         check(ask_tags(nodeSelector={"disk": "ssd"}), node(labels={"disk": "ssd"}))
     assert constraints.decode.cache_info().misses == 1
+
+
+def test_host_network_container_ports_are_host_ports():
+    mine = ask_tags(hostNetwork=True, containers=[{"name": "c", "ports": [{"containerPort": 53, "protocol": "UDP"}]}])
+    theirs = ask_tags(**ports(53))
+    assert check(mine, node(), [theirs]) is None  # TCP beside UDP
+    same = ask_tags(hostNetwork=True, containers=[{"name": "c", "ports": [{"containerPort": 53}]}])
+    assert check(same, node(), [theirs]) == HOST_PORTS

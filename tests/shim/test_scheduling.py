@@ -91,7 +91,7 @@ def test_node_selector_affinity_and_taints(cluster):
     assert cluster.node_of("wants-b") == "hdd-node"
     assert cluster.node_of("gpu-job") == "gpu-node"
     wait_for(lambda: cluster.events("FailedScheduling", "wants-c-no-toleration"))
-    assert "no node fits" in cluster.events("FailedScheduling", "wants-c-no-toleration")[0].message
+    assert "didn't match Pod's node affinity/selector" in cluster.events("FailedScheduling", "wants-c-no-toleration")[0].message
     assert not cluster.bound("wants-c-no-toleration")
     cluster.assert_consistent()
 

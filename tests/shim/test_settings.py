@@ -74,6 +74,7 @@ def test_an_unsupported_key_is_logged_once_and_listed_by_the_config_endpoint(run
     ("service.schedulingInterval", "0s", "service.schedulingInterval: '0s' is not usable: must be more than 0"),
     ("kubernetes.qps", "-5", "kubernetes.qps: '-5' is not a positive number"),
     ("log.core.level", "loud", "log.core.level: 'loud' is not a log level"),
+    ("service.volumeBindTimeout", "soon", "service.volumeBindTimeout: 'soon' is not a positive duration"),
 ])
 def test_a_bad_value_is_refused_and_the_configuration_in_force_stays(running, key, value, reason):
     cluster, http = running
@@ -180,3 +181,12 @@ def test_scheduling_interval_paces_the_core_timers(running):
         time.sleep(0.1)
     cluster.configure(QUEUES, **{"service.schedulingInterval": "50ms"})
     wait_for(lambda: state() in ("Completed", "Gone"), timeout=5, message="the timers to run again")
+
+
+def test_volume_bind_timeout_parses_go_durations():
+    from actors.shim import settings
+
+    assert settings.parse({}).volume_bind_timeout == 600.0
+    assert settings.parse({"service.volumeBindTimeout": "1m30s"}).volume_bind_timeout == 90.0
+    with pytest.raises(ValueError, match="not a positive duration"):
+        settings.parse({"service.volumeBindTimeout": "0s"})
