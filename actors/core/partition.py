@@ -564,10 +564,10 @@ class Partition:
         return False
 
     def _meets_constraints(self, ask: Allocation, node: Node) -> bool:
-        if not (ask.constrained or node.restricted or node.guards):
+        if not (ask.constrained or node.restricted or self.view.guarded(node.node_id)):
             return True
         return self.predicates.check(ask.tags, node.node_id, node.attributes,
-                                     (a.tags for a in node.all_allocations())) is None
+                                     (a.tags for a in node.all_allocations()), self.view) is None
 
     def _give_up_placeholder(self, app: Application, placeholder: Allocation, termination: int, message: str) -> None:
         """Tell the resource manager to remove a placeholder's pod; its room stays booked until it

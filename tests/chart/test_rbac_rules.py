@@ -15,6 +15,7 @@ SCHEDULER_MAY = [
     ApiCall("get", "priorityclasses", "", "", "high"),
     ApiCall("create", "pods", "binding", "team-a", "job-1"),
     ApiCall("patch", "pods", "status", "team-a", "job-1"),
+    ApiCall("create", "pods", "", "team-a", ""),  # gang placeholders
     ApiCall("delete", "pods", "", "team-a", "placeholder-1"),
     ApiCall("create", "events", "", "team-a", ""),
     ApiCall("watch", "configmaps", "", NS, ""),
@@ -27,7 +28,7 @@ SCHEDULER_MAY = [
     ApiCall("patch", "persistentvolumeclaims", "status", "team-a", "data"),
 ]
 SCHEDULER_MAY_NOT = [
-    ApiCall("create", "pods", "", "team-a", ""),
+    ApiCall("update", "pods", "", "team-a", "job-1"),
     ApiCall("update", "nodes", "", "", "node-1"),
     ApiCall("delete", "persistentvolumes", "", "", "pv-1"),
     ApiCall("create", "persistentvolumeclaims", "", "team-a", ""),
