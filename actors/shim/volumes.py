@@ -147,6 +147,10 @@ class VolumeCatalog:
         claims to bind at bind time, or the reason it must wait."""
         if not pod.claims or pod.assigned:
             return pod
+        if READ_WRITE_ONCE_POD not in pod.ignored and any(
+                "ReadWriteOncePod" in getattr(self.claims.get(f"{pod.namespace}/{name}"), "access_modes", ())
+                for name in pod.claims):
+            pod = dataclasses.replace(pod, ignored=(*pod.ignored, READ_WRITE_ONCE_POD))
         terms: list = []
         choices: list = []
         late: list[str] = []
@@ -192,6 +196,9 @@ class VolumeCatalog:
                     return None
                 choices.append(list(volume.node_affinity))
         return choices
+
+
+READ_WRITE_ONCE_POD = "ReadWriteOncePod claims (one pod at a time: volume restrictions)"
 
 
 def _held(pod: PodRecord, reason: str) -> PodRecord:

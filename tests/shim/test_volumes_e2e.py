@@ -149,3 +149,18 @@ def test_volumebinding_recovery_takes_bound_pods_volumes_as_given(cluster):
     cluster.wait_bound("new")
     assert cluster.node_of("new") == "a1" and cluster.node_of("running") == "b1"
     assert not cluster.events("FailedScheduling", "running")
+
+
+def test_a_read_write_once_pod_claim_is_warned_as_not_enforced(cluster):
+    two_zones(cluster)
+    storage_class(cluster, "local", mode="Immediate")
+    volume(cluster, "pv-a", "local", zone="a", claim="solo")
+    cluster.core_api.create_namespaced_persistent_volume_claim("default", {"metadata": {"name": "solo"}, "spec": {
+        "accessModes": ["ReadWriteOncePod"], "storageClassName": "local", "volumeName": "pv-a",
+        "resources": {"requests": {"storage": "1Gi"}}}})
+    cluster.core_api.patch_namespaced_persistent_volume_claim_status("solo", "default", {"status": {"phase": "Bound"}})
+    cluster.start_scheduler()
+    cluster.pod("only", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "solo"}}])
+    cluster.wait_bound("only")
+    (event,) = wait_for(lambda: cluster.events("UnenforcedConstraints", "only"))
+    assert "ReadWriteOncePod" in event.message and cluster.node_of("only") == "a1"
