@@ -62,8 +62,8 @@ def test_no_history_before_the_first_sample(served):
 
 
 def test_history_is_a_bounded_ring_of_timed_samples(served):
+    before = time.time_ns()  # before the sampler starts: every sample is later
     core, client = served(history_period=0.1, history_size=3)
-    before = time.time_ns()
     workload(core)
     full = wait_for(lambda: (lambda r: r if len(r) == 3 else None)(client.get("/ws/v1/history/containers")[1]),
                     timeout=10)
