@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 
 from actors.core import application as states
+from actors.core import preemption
 from actors.core.allocation import Allocation
 from actors.core.application import Application
 from actors.core.config import PartitionConfig
@@ -61,7 +62,8 @@ class _Cycle:
     to place; and the time it spent sorting and evaluating nodes (summed here, observed once per cycle)."""
 
     __slots__ = ("failed_shapes", "exhausted", "allocations", "sort_apps", "sort_apps_n", "sort_queues",
-                 "sort_queues_n", "evaluation", "evaluation_n", "predicates", "predicates_n")
+                 "sort_queues_n", "evaluation", "evaluation_n", "predicates", "predicates_n", "preemptions",
+                 "unpreemptable")
 
     def __init__(self) -> None:
         self.failed_shapes: dict = {}
@@ -69,6 +71,8 @@ class _Cycle:
         self.allocations = 0
         self.sort_apps = self.sort_queues = self.evaluation = self.predicates = 0.0
         self.sort_apps_n = self.sort_queues_n = self.evaluation_n = self.predicates_n = 0
+        self.preemptions: dict[int, int] = {}  # id(queue) -> asks of it that preempted this cycle
+        self.unpreemptable: set[tuple] = set()  # (id(app), shape): no victims this cycle
 
     def record(self, stats: PartitionStats) -> None:
         histograms = stats.histograms
@@ -96,6 +100,8 @@ class Partition:
         self.allocation_snapshots: dict[str, object] = {}  # allocation key -> its last snapshot (views)
         self.health_cache: dict[str, tuple[int, tuple]] = {}  # node id -> (version, its findings) (health)
         self.stats = PartitionStats()
+        self.holds: dict[str, preemption.InFlight] = {}  # node id -> the preemption holding it
+        self.preemption_due = 0  # when the next waiting ask's preemption.delay ends (ns; 0: none waits)
         self.apply_config(config)
 
     # Configuration.
@@ -192,6 +198,8 @@ class Partition:
         self.index.update(node)
 
     def _remove_node(self, node: Node) -> None:
+        if node.node_id in self.holds:
+            self._end_hold(self.holds[node.node_id])
         for allocation in list(node.allocations.values()):
             self._release(allocation, si_pb2.STOPPED_BY_RM, f"node {node.node_id} removed", notify=True)
             self._event(E.APP, allocation.application_id, E.ALLOC_NODEREMOVED, E.REMOVE,
@@ -378,6 +386,9 @@ class Partition:
             return
         current = app.allocations.get(allocation.key)
         queue = self.queues.get(app.queue_path)
+        if current is not None and current.preempted:  # still running: its eviction was refused
+            self._eviction_refused(app, current)
+            return
         if current is not None:  # the resource manager reports a changed size (a resized pod)
             delta = allocation.resource - current.resource
             app.resize(current, allocation.resource)
@@ -398,6 +409,8 @@ class Partition:
         self._place(app, queue, allocation, node, decided=False)
 
     def _remove_ask(self, app: Application, ask: Allocation) -> None:
+        if ask.preempting is not None:
+            self._end_hold(ask.preempting)
         app.remove_ask(ask)
         queue = self.queues.get(app.queue_path)
         if queue is not None:
@@ -462,6 +475,8 @@ class Partition:
         if queue is not None:
             queue.add_allocated(-allocation.resource)
             queue.containers["released"] += 1
+        if allocation.preempted_by is not None:
+            self._victim_gone(allocation, queue)
         self.stats.add("released")
         self.usage.released(app.application_id, allocation.resource)
         self._event(E.APP, app.application_id, E.APP_ALLOC, E.REMOVE, message, allocation.key, allocation.resource)
@@ -719,13 +734,15 @@ class Partition:
         headroom = queue.headroom()
         user_headroom = self.usage.headroom(app.user, app.groups, queue.path)
         for ask in app.asks:
-            if app.placeholders and app.waits_for_placeholder(ask):
+            if ask.preempting is not None or (app.placeholders and app.waits_for_placeholder(ask)):
                 continue
             shape_failure = cycle.failed_shapes.get(ask.shape) if ask.shape is not None else None
             if shape_failure is not None:
                 # Every pod waiting for this reason is told so, not only the first one of its shape.
                 if not ask.last_failure.startswith("no node"):
                     self._note_failure(app, ask, shape_failure)
+                if self._try_preempt(app, queue, ask, cycle, headroom, user_headroom):
+                    return True
                 continue
             if not ask.attempted:
                 ask.attempted = True
@@ -743,6 +760,8 @@ class Partition:
             if node is None:
                 if ask.shape is not None and shape_decided:
                     cycle.failed_shapes[ask.shape] = ask.last_failure
+                if self._try_preempt(app, queue, ask, cycle, headroom, user_headroom):
+                    return True
                 continue
             self._remove_ask(app, ask)
             ask.last_failure = ""
@@ -760,7 +779,8 @@ class Partition:
         the outcome (no predicate looked at the ask's other properties, e.g. its labels or tolerations)."""
         nodes = self.nodes
         if ask.required_node:
-            candidates = [ask.required_node] if ask.required_node in nodes else []
+            held = ask.required_node in self.holds and self.holds[ask.required_node].ask is not ask
+            candidates = [ask.required_node] if ask.required_node in nodes and not held else []
         else:
             candidates = self.index
         reason = "no schedulable node" if not len(self.index) else "no node has room"
@@ -800,6 +820,113 @@ class Partition:
             applicationID=ask.application_id, allocationKey=ask.key,
             state=si_pb2.UpdateContainerSchedulingStateRequest.FAILED, reason=reason))
 
+    # Preemption (the decision: actors.core.preemption).
+    def _try_preempt(self, app: Application, queue: Queue, ask: Allocation, cycle: _Cycle,
+                     headroom: Resource | None, user_headroom: Resource | None) -> bool:
+        """``ask`` fits no node: preempt for it if the laws allow, holding the victims' node for it."""
+        if not ask.preempts_others or ask.placeholder or not self.config.preemption.enabled:
+            return False
+        if cycle.preemptions.get(id(queue), 0) >= preemption.MAX_PER_QUEUE or (id(app), ask.shape) in cycle.unpreemptable:
+            return False
+        if not preemption.guarded_types(queue, ask):
+            return False
+        wanted = ask.resource + queue.awaiting
+        if not (wanted.fits_in_max(headroom) and ask.resource.fits_in_max(user_headroom)):
+            return False
+        due = ask.request_time + int(queue.preemption_delay * 1e9)
+        if time.time_ns() < due:
+            if not self.preemption_due or due < self.preemption_due:
+                self.preemption_due = due
+            return False
+        began = perf_counter()
+        found = preemption.plan(self.nodes, self.index, self.queues.by_path, self.apps, app.application_id, queue,
+                                ask, self.predicates)
+        self.stats.histograms["trypreemption_latency"].observe(perf_counter() - began)
+        if found is None:
+            if ask.shape is not None:
+                cycle.unpreemptable.add((id(app), ask.shape))
+            return False
+        cycle.preemptions[id(queue)] = cycle.preemptions.get(id(queue), 0) + 1
+        self._preempt(app, queue, ask, found)
+        return True
+
+    def _preempt(self, app: Application, queue: Queue, ask: Allocation, found: preemption.Plan) -> None:
+        node = found.node
+        flight = preemption.InFlight(ask, app.application_id, queue.path, node.node_id, (v.key for v in found.victims))
+        ask.preempting = flight
+        ask.triggered_preemption = True
+        app.version += 1
+        node.held_by = ask.key
+        self.holds[node.node_id] = flight
+        self.index.update(node)
+        queue.add_awaiting(ask.resource)
+        message = f"preempted by {ask.key} of application {app.application_id} in queue {queue.path}"
+        for victim in found.victims:
+            owner = self.apps[victim.application_id]
+            victim_queue = self.queues.get(owner.queue_path)
+            victim.preempted = True
+            victim.preempted_by = flight
+            owner.version += 1
+            victim_queue.add_preempting(victim.resource)
+            self.outbox.released.append(si_pb2.AllocationRelease(
+                partitionName=self.name, applicationID=owner.application_id, allocationKey=victim.key,
+                terminationType=si_pb2.PREEMPTED_BY_SCHEDULER, message=message))
+            self._event(E.APP, owner.application_id, E.ALLOC_PREEMPT, E.REMOVE, message, victim.key, victim.resource)
+            self._event(E.QUEUE, victim_queue.path, E.QUEUE_PREEMPTION, E.REMOVE, message, victim.key,
+                        victim.resource)
+
+    def _victim_gone(self, victim: Allocation, queue: Queue | None) -> None:
+        """A victim's pod is gone; once all of them are, the preemptor gets their node."""
+        flight = victim.preempted_by
+        victim.preempted_by = None
+        if queue is not None:
+            queue.add_preempting(-victim.resource)
+        flight.victims.discard(victim.key)
+        if flight.victims or flight.ask.preempting is not flight:
+            return
+        ask = flight.ask
+        self._end_hold(flight)
+        app = self.apps.get(flight.app_id)
+        node = self.nodes.get(flight.node_id)
+        if app is None or app.find_ask(ask.key) is not ask or node is None:
+            return
+        if node.schedulable and ask.resource.fits_in(node.available) and self._meets_constraints(ask, node):
+            self._remove_ask(app, ask)
+            ask.last_failure = ""
+            self._place(app, self.queues.get(app.queue_path), ask, node, decided=True)
+
+    def _eviction_refused(self, app: Application, victim: Allocation) -> None:
+        """The resource manager could not remove a victim (e.g. a disruption budget): it stays, is never
+        chosen again, and its preemptor looks for room anew."""
+        flight = victim.preempted_by
+        victim.preempted = False
+        victim.eviction_refused = True
+        victim.preempted_by = None
+        app.version += 1
+        queue = self.queues.get(app.queue_path)
+        if queue is not None:
+            queue.add_preempting(-victim.resource)
+        self._event(E.APP, app.application_id, E.ALLOC_PREEMPT, E.SET, "eviction refused: the allocation stays",
+                    victim.key, victim.resource)
+        if flight is not None:
+            flight.victims.discard(victim.key)
+            if flight.ask.preempting is flight:
+                self._end_hold(flight)
+
+    def _end_hold(self, flight: preemption.InFlight) -> None:
+        """The ask no longer waits for its victims (they are gone, or it is gone itself, or its node, or a
+        victim stays): the node is free for any ask; victims already told to leave still leave."""
+        flight.ask.preempting = None
+        self.holds.pop(flight.node_id, None)
+        node = self.nodes.get(flight.node_id)
+        if node is not None and node.held_by == flight.ask.key:
+            node.held_by = ""
+            self.index.update(node)
+        queue = self.queues.get(flight.queue_path)
+        if queue is not None:
+            queue.add_awaiting(-flight.ask.resource)
+        self.dirty = True
+
     # Timers.
     def tick(self, now_ns: int | None = None) -> None:
         """Advance the application timers."""
@@ -814,6 +941,9 @@ class Partition:
                 self.dirty = True
             if app.placeholder_deadline and now >= app.placeholder_deadline:
                 self._placeholders_timed_out(app)
+        if self.preemption_due and now >= self.preemption_due:
+            self.preemption_due = 0
+            self.dirty = True  # an ask's preemption.delay ended: it may preempt now
         for app_id, app in list(self.terminated.items()):
             if (now - app.state_since) / 1e9 >= self.timing.retention:
                 app.transition(states.EXPIRED)

@@ -41,6 +41,7 @@ class AllocationSnapshot:
     preemptable: bool
     originator: bool
     placeholder_used: bool = False  # a real pod's allocation that took over a placeholder
+    preempted: bool = False  # released by preemption, its pod not yet gone
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,7 @@ class AskSnapshot:
     originator: bool
     triggered_scale_up: bool  # the resource manager was told no node fits it (the autoscaler's signal)
     failure_log: tuple[tuple[str, int, int], ...]  # (reason, last time it became the reason, times)
+    triggered_preemption: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,9 @@ class QueueSnapshot:
     containers: Mapping[str, int]  # allocated, released: cumulative counts of this queue's allocations
     app_totals: Mapping[str, int]  # completed, failed, rejected: cumulative counts of this queue's apps
     app_states: Mapping[str, int] | None  # live applications by state; None: METRICS was not asked for
+    preempting_resource: Resource = Resource()  # victims of preemptions under way in this subtree
+    is_preemption_fence: bool = False
+    preemption_delay: float = 30.0  # seconds
 
     def find(self, path: str) -> QueueSnapshot | None:
         if self.queue_name == path:

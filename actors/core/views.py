@@ -37,14 +37,14 @@ def allocation_snapshot(a: Allocation) -> AllocationSnapshot:
     # The tags dict is never changed after the allocation is created: a read-only view suffices.
     return AllocationSnapshot(a.key, MappingProxyType(a.tags), a.request_time, a.allocation_time, a.resource,
                               a.priority, a.node_id, a.application_id, a.placeholder, a.task_group, a.foreign,
-                              a.preemptable, a.originator, a.placeholder_used)
+                              a.preemptable, a.originator, a.placeholder_used, a.preempted)
 
 
 def ask_snapshot(a: Allocation) -> AskSnapshot:
     log = tuple((reason, when, count) for reason, (when, count) in a.failure_log.items()) if a.failure_log else ()
     return AskSnapshot(a.key, MappingProxyType(dict(a.tags)), a.request_time, a.resource, a.priority,
                        a.required_node, a.application_id, a.placeholder, a.task_group, a.attempted, a.last_failure,
-                       a.originator, a.scale_up_triggered, log)
+                       a.originator, a.scale_up_triggered, log, a.triggered_preemption)
 
 
 def application_snapshot(app: Application, shared: dict[str, AllocationSnapshot]) -> ApplicationSnapshot:
@@ -62,7 +62,7 @@ def _shared(allocation: Allocation, shared: dict[str, AllocationSnapshot]) -> Al
     snapshot to the next while the allocation is unchanged (so a snapshot pays only for what changed)."""
     found = shared.get(allocation.key)
     if (found is None or found.resource is not allocation.resource or found.node_id != allocation.node_id
-            or found.allocation_time != allocation.allocation_time):
+            or found.allocation_time != allocation.allocation_time or found.preempted != allocation.preempted):
         found = shared[allocation.key] = allocation_snapshot(allocation)
     return found
 
@@ -104,7 +104,8 @@ def queue_snapshot(queue: Queue, partition: str, preemption: bool, cluster: Reso
         queue.max_apps, queue.running_apps, queue.priority(), queue.sort_policy, queue.priority_sorting, preemption,
         MappingProxyType(abs_used_capacity(maximum, queue.allocated)), tuple(sorted(queue.apps)),
         MappingProxyType(dict(queue.containers)), MappingProxyType(dict(queue.app_totals)),
-        MappingProxyType(app_states) if app_states is not None else None)
+        MappingProxyType(app_states) if app_states is not None else None, queue.preempting,
+        queue.preemption_policy == "fence", queue.preemption_delay)
 
 
 def running_applications(partition) -> int:
