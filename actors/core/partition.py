@@ -26,7 +26,7 @@ from actors.core.stats import PartitionStats
 from actors.core.ugm import UsageTracker
 from actors.core.usergroups import GroupResolver, UnknownUser
 from si import si_pb2
-from si.constants import APP_TAG_NAMESPACE, RECOVERY_QUEUE, TAG_NAMESPACE
+from si.constants import APP_TAG_NAMESPACE, RECOVERY_QUEUE, TAG_NAMESPACE, TAG_POD_NAME
 from si.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -860,7 +860,9 @@ class Partition:
         self.holds[node.node_id] = flight
         self.index.update(node)
         queue.add_awaiting(ask.resource)
-        message = f"preempted by {ask.key} of application {app.application_id} in queue {queue.path}"
+        pod = ask.tags.get(TAG_POD_NAME)
+        preemptor = f"{ask.tags.get(TAG_NAMESPACE, '')}/{pod}" if pod else ask.key
+        message = f"preempted by {preemptor} of application {app.application_id} in queue {queue.path}"
         for victim in found.victims:
             owner = self.apps[victim.application_id]
             victim_queue = self.queues.get(owner.queue_path)

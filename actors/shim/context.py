@@ -17,6 +17,7 @@ nodes' (a node reporting a pod of ours needs its application in the core first).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import defaultdict
@@ -112,6 +113,7 @@ class ShimContext(Actor):
         self._nodes: dict[str, NodeRecord] = {}
         self._namespaces: dict[str, Any] = {}
         self._priority_classes: dict[str, int] = {}
+        self._no_preemption_classes: set[str] = set()  # PriorityClasses annotated allow-preemption: "false"
         self._configmaps: dict[str, Any] = {}
         self._config: ShimConfig | None = None
         self._apps: dict[str, pykka.ActorRef] = {}
@@ -208,6 +210,10 @@ class ShimContext(Actor):
         value = record
         if kind == kinds.PRIORITY_CLASSES:
             cache, value = self._priority_classes, record.value
+            if record.allow_preemption or deleted:
+                self._no_preemption_classes.discard(record.name)
+            else:
+                self._no_preemption_classes.add(record.name)
         if cache is None:
             return
         if deleted:
@@ -298,7 +304,7 @@ class ShimContext(Actor):
             if managed and (pod.assigned or pod.placeholder):
                 self._to_app(pod, first=originators.get(pod.app_id))
             if pod.assigned:
-                on_node[pod.node_name].append(PlacedPod(pod, self._priority(pod), True, not managed))
+                on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, not managed))
         self._flush()
         for name, node in self._nodes.items():
             if node.invalid:
@@ -332,6 +338,12 @@ class ShimContext(Actor):
         """A task of ours; any other pod is foreign: it only takes room on its node."""
         return pod.yunikorn and (pod.app_id_named or not self._settings.plugin_mode)
 
+    def _resolved(self, pod: PodRecord) -> PodRecord:
+        """The pod with its PriorityClass's allow-preemption when it has none of its own."""
+        if pod.allow_preemption is None and pod.priority_class in self._no_preemption_classes:
+            return dataclasses.replace(pod, allow_preemption=False)
+        return pod
+
     def _priority(self, pod: PodRecord) -> int:
         if pod.priority is not None:
             return pod.priority
@@ -362,7 +374,7 @@ class ShimContext(Actor):
                 plugin_mode=self._settings.plugin_mode,
                 placeholders=self._config.settings.placeholders if self._config else None, supervisor=self._supervisor)
             routed = self._app_pods[pod.app_id] = set()
-        self._mail.to_app(self._apps[pod.app_id], TaskUpdate(pod, self._priority(pod), deleted))
+        self._mail.to_app(self._apps[pod.app_id], TaskUpdate(self._resolved(pod), self._priority(pod), deleted))
         if not deleted:
             routed.add(pod.uid)
             self._pod_app[pod.uid] = pod.app_id
@@ -387,7 +399,7 @@ class ShimContext(Actor):
         placed_by_core = self._core_placed.get(pod.uid) == now
         if not foreign and not placed_by_core and known and previous is not None and not previous.assigned:
             return  # its application reports it once its ask is withdrawn
-        self._place(PlacedPod(pod, self._priority(pod), not placed_by_core, foreign))
+        self._place(PlacedPod(self._resolved(pod), self._priority(pod), not placed_by_core, foreign))
 
     def on_PlacedElsewhere(self, message: PlacedElsewhere) -> None:
         self._place(message.placed)

@@ -67,6 +67,8 @@ class PodRecord:
     task_groups: str = ""  # the gang's declaration (JSON), read by the application (see ``gang``)
     policy_parameters: str = ""
     placeholder: bool = False  # a placeholder pod the shim made for a gang
+    allow_preemption: bool | None = None  # may be a victim (annotation; None: its PriorityClass decides)
+    preempts: bool = True  # may preempt others (spec.preemptionPolicy other than Never)
 
     @property
     def key(self) -> str:
@@ -145,6 +147,8 @@ def parse_pod(raw: Mapping) -> PodRecord:
         task_groups=annotations.get(keys.ANNOTATION_TASK_GROUPS) or "",
         policy_parameters=annotations.get(keys.ANNOTATION_SCHEDULING_POLICY) or "",
         placeholder=annotations.get(keys.ANNOTATION_PLACEHOLDER) == "true",
+        allow_preemption=keys.allow_preemption(annotations),
+        preempts=spec.get("preemptionPolicy") != "Never",
     )
 
 

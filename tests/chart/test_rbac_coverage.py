@@ -29,6 +29,7 @@ from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 POD = BY_PATH[("", "v1", "pods")]
+CONFIGMAP = BY_PATH[("", "v1", "configmaps")]
 
 
 def require_command(module: str) -> None:
@@ -80,8 +81,24 @@ def made_by(sim: KubeSim) -> set[tuple[str, str, str]]:
     return {(call.verb, call.resource, call.subresource) for call in calls_from(sim.request_log)}
 
 
-def pending_pod(name: str, cpu: str) -> dict:
-    return {"metadata": {"name": name, "labels": {"applicationId": "rbac-app", "queue": "root.default"}},
+PREEMPTING_QUEUES = """
+partitions:
+  - name: default
+    placementrules: [{name: provided, create: true}]
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: default
+          - name: urgent
+            resources: {guaranteed: {vcore: 1}}
+            properties: {preemption.delay: 0s}
+"""
+
+
+def pending_pod(name: str, cpu: str, queue: str = "root.default") -> dict:
+    app = "rbac-app" if queue == "root.default" else "rbac-urgent"
+    return {"metadata": {"name": name, "labels": {"applicationId": app, "queue": queue}},
             "spec": {"schedulerName": "yunikorn",
                      "containers": [{"name": "main", "image": "busybox",
                                      "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]},
@@ -95,6 +112,8 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
     account = objects.one("Deployment", "yunikorn-scheduler")["spec"]["template"]["spec"]["serviceAccountName"]
     sim.seed_nodes(2, cpu="2")
     # Created in the store, not over HTTP, so that the request log holds the scheduler's calls only.
+    sim.store.create(CONFIGMAP, RELEASE_NAMESPACE, {"metadata": {"name": "yunikorn-configs"},
+                                                    "data": {"queues.yaml": PREEMPTING_QUEUES}})
     sim.store.create(POD, "default", pending_pod("fits", "500m"))
     sim.store.create(POD, "default", pending_pod("too-big", "64"))
     module = "actors.cli"
@@ -112,6 +131,13 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
                              if pod["metadata"]["name"] == "fits"), timeout=60, message="the pod to be bound")
         for wanted in (("create", "events", ""), ("patch", "pods", "status")):
             wait_for(lambda wanted=wanted: wanted in made_by(sim), timeout=30, message=f"the call {wanted}")
+        # Fill the cluster, then a pod of a queue under its guarantee preempts one (an eviction).
+        for i, cpu in enumerate(("1", "1", "1", "500m")):
+            sim.store.create(POD, "default", pending_pod(f"fill-{i}", cpu))
+        wait_for(lambda: sum(bool(p["spec"].get("nodeName")) for p in sim.objects("pods", "default")) == 5,
+                 timeout=60, message="the cluster to be full")
+        sim.store.create(POD, "default", pending_pod("urgent", "500m", queue="root.urgent"))
+        wait_for(lambda: ("create", "pods", "eviction") in made_by(sim), timeout=30, message="an eviction")
     finally:
         output = stop(process, tmp_path, module)
     assert process.returncode == 0, output
@@ -119,7 +145,8 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
     made = made_by(sim)
     # The run did exercise the scheduler's main calls, so the check above was not vacuous.
     assert {("list", "pods", ""), ("watch", "pods", ""), ("list", "nodes", ""), ("create", "pods", "binding"),
-            ("list", "configmaps", ""), ("create", "events", ""), ("patch", "pods", "status")} <= made, made
+            ("list", "configmaps", ""), ("create", "events", ""), ("patch", "pods", "status"),
+            ("create", "pods", "eviction")} <= made, made
 
 
 @pytest.mark.timeout(120)

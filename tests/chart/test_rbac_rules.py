@@ -16,6 +16,7 @@ SCHEDULER_MAY = [
     ApiCall("create", "pods", "binding", "team-a", "job-1"),
     ApiCall("patch", "pods", "status", "team-a", "job-1"),
     ApiCall("delete", "pods", "", "team-a", "placeholder-1"),
+    ApiCall("create", "pods", "eviction", "team-a", "victim-1"),
     ApiCall("create", "events", "", "team-a", ""),
     ApiCall("watch", "configmaps", "", NS, ""),
 ]
