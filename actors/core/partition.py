@@ -63,7 +63,7 @@ class _Cycle:
 
     __slots__ = ("failed_shapes", "exhausted", "allocations", "sort_apps", "sort_apps_n", "sort_queues",
                  "sort_queues_n", "evaluation", "evaluation_n", "predicates", "predicates_n", "preemptions",
-                 "unpreemptable")
+                 "unpreemptable", "preemptions_capped")
 
     def __init__(self) -> None:
         self.failed_shapes: dict = {}
@@ -73,6 +73,7 @@ class _Cycle:
         self.sort_apps_n = self.sort_queues_n = self.evaluation_n = self.predicates_n = 0
         self.preemptions: dict[int, int] = {}  # id(queue) -> asks of it that preempted this cycle
         self.unpreemptable: set[tuple] = set()  # (id(app), shape): no victims this cycle
+        self.preemptions_capped = False  # a queue reached its preemptions of a cycle: another cycle follows
 
     def record(self, stats: PartitionStats) -> None:
         histograms = stats.histograms
@@ -641,6 +642,8 @@ class Partition:
                 self.dirty = False
                 break
             cycle.allocations += 1
+        if cycle.preemptions_capped:
+            self.dirty = True
         took = perf_counter() - began
         histograms = self.stats.histograms
         histograms["scheduling_cycle"].observe(took)
@@ -826,7 +829,10 @@ class Partition:
         """``ask`` fits no node: preempt for it if the laws allow, holding the victims' node for it."""
         if not ask.preempts_others or ask.placeholder or not self.config.preemption.enabled:
             return False
-        if cycle.preemptions.get(id(queue), 0) >= preemption.MAX_PER_QUEUE or (id(app), ask.shape) in cycle.unpreemptable:
+        if cycle.preemptions.get(id(queue), 0) >= preemption.MAX_PER_QUEUE:
+            cycle.preemptions_capped = True
+            return False
+        if (id(app), ask.shape) in cycle.unpreemptable:
             return False
         if not preemption.guarded_types(queue, ask):
             return False
