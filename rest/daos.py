@@ -1,8 +1,7 @@
 """Snapshots as YuniKorn's REST API spells them: field names of upstream's DAOs; a node's foreign pods
 under upstream's ``foreignAllocations`` and, the same list, under the seed's ``foreign_allocations``.
 
-Fields this core has nothing for are documented in the README ("Fields with nothing behind them");
-the reservation fields (``hasReserved``, ``reservations``, ``isReserved``) wait for that feature.
+Fields this core has nothing for are documented in the README ("Fields with nothing behind them").
 """
 
 from __future__ import annotations
@@ -78,7 +77,8 @@ def application(app: ApplicationSnapshot) -> dict:
             "allocations": [allocation(a) for a in app.allocations], "applicationState": app.state,
             "user": app.user, "groups": list(app.groups), "rejectedMessage": app.rejected_message,
             "stateLog": [{"time": t, "applicationState": s} for t, s in app.state_log],
-            "placeholderData": placeholder_data(app), "hasReserved": False, "reservations": [],
+            "placeholderData": placeholder_data(app), "hasReserved": bool(app.reservations),
+            "reservations": list(app.reservations),
             "maxRequestPriority": max((r.priority for r in app.requests), default=0), "startTime": start_time(app)}
 
 
@@ -114,7 +114,7 @@ def node(n: NodeSnapshot) -> dict:
             "available": resource(n.available), "utilized": dict(n.utilized),
             "allocations": [allocation(a) for a in n.allocations],
             "foreignAllocations": foreign, "foreign_allocations": foreign,
-            "schedulable": n.schedulable, "isReserved": n.is_reserved, "reservations": []}
+            "schedulable": n.schedulable, "isReserved": n.is_reserved, "reservations": list(n.reservations)}
 
 
 def partition(p: PartitionSnapshot) -> dict:

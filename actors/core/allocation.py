@@ -16,7 +16,7 @@ class Allocation:
                  "allocation_time", "placeholder", "task_group", "originator", "foreign", "preemptable",
                  "required_node", "constrained", "shape", "last_failure", "attempted", "failure_log",
                  "scale_up_triggered", "placeholder_released", "replacement", "placeholder_used", "preempts_others",
-                 "preempted", "eviction_refused", "triggered_preemption", "preempting", "preempted_by")
+                 "preempted", "eviction_refused", "triggered_preemption", "preempting", "preempted_by", "reserved")
 
     def __init__(self, message: si_pb2.Allocation, partition: str, constrained: bool = False) -> None:
         self.key = message.allocationKey
@@ -56,6 +56,7 @@ class Allocation:
         self.triggered_preemption = False
         self.preempting = None
         self.preempted_by = None
+        self.reserved = None  # the Reservation of a node this ask holds (actors.core.reservation)
 
     def note_failure(self, reason: str, now: int) -> None:
         """``reason`` is now why this ask waits (called when the reason changes)."""

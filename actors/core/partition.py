@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 
 from actors.core import application as states
-from actors.core import preemption
+from actors.core import preemption, reservation
 from actors.core.allocation import Allocation
 from actors.core.application import Application
 from actors.core.config import PartitionConfig
@@ -41,6 +41,8 @@ class Timing:
     completing: float = 30.0  # Completing -> Completed when nothing new arrives
     retention: float = 3 * 24 * 3600.0  # terminated apps are kept this long, then expire
     starting: float = 300.0  # stateaware: Starting -> Running without a second allocation
+    reservation_delay: float = 2.0  # an ask that fitted no node this long reserves one
+    reservation_timeout: float = 3600.0  # a reservation not satisfied this long is released
 
 
 @dataclass
@@ -63,7 +65,7 @@ class _Cycle:
 
     __slots__ = ("failed_shapes", "exhausted", "allocations", "sort_apps", "sort_apps_n", "sort_queues",
                  "sort_queues_n", "evaluation", "evaluation_n", "predicates", "predicates_n", "preemptions",
-                 "unpreemptable", "preemptions_capped")
+                 "unpreemptable", "preemptions_capped", "reservations", "unreservable")
 
     def __init__(self) -> None:
         self.failed_shapes: dict = {}
@@ -74,6 +76,8 @@ class _Cycle:
         self.preemptions: dict[int, int] = {}  # id(queue) -> asks of it that preempted this cycle
         self.unpreemptable: set[tuple] = set()  # (id(app), shape): no victims this cycle
         self.preemptions_capped = False  # a queue reached its preemptions of a cycle: another cycle follows
+        self.reservations = 0  # made this cycle
+        self.unreservable: set[tuple] = set()  # (id(app), shape): no node to reserve this cycle
 
     def record(self, stats: PartitionStats) -> None:
         histograms = stats.histograms
@@ -102,7 +106,8 @@ class Partition:
         self.health_cache: dict[str, tuple[int, tuple]] = {}  # node id -> (version, its findings) (health)
         self.stats = PartitionStats()
         self.holds: dict[str, preemption.InFlight] = {}  # node id -> the preemption holding it
-        self.preemption_due = 0  # when the next waiting ask's preemption.delay ends (ns; 0: none waits)
+        self.reservations: dict[str, reservation.Reservation] = {}  # node id -> the ask that reserved it
+        self.wake_due = 0  # when a waiting ask may next preempt or reserve (ns; 0: none waits)
         self.apply_config(config)
 
     # Configuration.
@@ -201,6 +206,8 @@ class Partition:
     def _remove_node(self, node: Node) -> None:
         if node.node_id in self.holds:
             self._end_hold(self.holds[node.node_id])
+        if node.node_id in self.reservations:
+            self._unreserve(self.reservations[node.node_id])
         for allocation in list(node.allocations.values()):
             self._release(allocation, si_pb2.STOPPED_BY_RM, f"node {node.node_id} removed", notify=True)
             self._event(E.APP, allocation.application_id, E.ALLOC_NODEREMOVED, E.REMOVE,
@@ -412,6 +419,8 @@ class Partition:
     def _remove_ask(self, app: Application, ask: Allocation) -> None:
         if ask.preempting is not None:
             self._end_hold(ask.preempting)
+        if ask.reserved is not None:
+            self._unreserve(ask.reserved)
         app.remove_ask(ask)
         queue = self.queues.get(app.queue_path)
         if queue is not None:
@@ -637,6 +646,8 @@ class Partition:
         began = perf_counter()
         cycle = _Cycle()
         deadline = time.monotonic() + max_seconds
+        if self.reservations:
+            self._place_reserved(cycle)
         while cycle.allocations < max_allocations and time.monotonic() < deadline:
             if not self._allocate_one(self.queues.root, cycle):
                 self.dirty = False
@@ -746,6 +757,7 @@ class Partition:
                     self._note_failure(app, ask, shape_failure)
                 if self._try_preempt(app, queue, ask, cycle, headroom, user_headroom):
                     return True
+                self._try_reserve(app, ask, cycle, headroom, user_headroom)
                 continue
             if not ask.attempted:
                 ask.attempted = True
@@ -765,6 +777,7 @@ class Partition:
                     cycle.failed_shapes[ask.shape] = ask.last_failure
                 if self._try_preempt(app, queue, ask, cycle, headroom, user_headroom):
                     return True
+                self._try_reserve(app, ask, cycle, headroom, user_headroom)
                 continue
             self._remove_ask(app, ask)
             ask.last_failure = ""
@@ -841,8 +854,7 @@ class Partition:
             return False
         due = ask.request_time + int(queue.preemption_delay * 1e9)
         if time.time_ns() < due:
-            if not self.preemption_due or due < self.preemption_due:
-                self.preemption_due = due
+            self._wake_at(due)
             return False
         began = perf_counter()
         found = preemption.plan(self.nodes, self.index, self.queues.by_path, self.apps, app.application_id, queue,
@@ -857,6 +869,8 @@ class Partition:
         return True
 
     def _preempt(self, app: Application, queue: Queue, ask: Allocation, found: preemption.Plan) -> None:
+        if ask.reserved is not None:  # its room comes from victims now, maybe on the node it reserved
+            self._unreserve(ask.reserved)
         node = found.node
         flight = preemption.InFlight(ask, app.application_id, queue.path, node.node_id, (v.key for v in found.victims))
         ask.preempting = flight
@@ -926,6 +940,9 @@ class Partition:
         victim stays): the node is free for any ask; victims already told to leave still leave."""
         flight.ask.preempting = None
         self.holds.pop(flight.node_id, None)
+        app = self.apps.get(flight.app_id)
+        if app is not None:
+            app.version += 1
         node = self.nodes.get(flight.node_id)
         if node is not None and node.held_by == flight.ask.key:
             node.held_by = ""
@@ -934,6 +951,74 @@ class Partition:
         if queue is not None:
             queue.add_awaiting(-flight.ask.resource)
         self.dirty = True
+
+    def _wake_at(self, due: int) -> None:
+        if not self.wake_due or due < self.wake_due:
+            self.wake_due = due
+
+    # Reservations (actors.core.reservation).
+    def _try_reserve(self, app: Application, ask: Allocation, cycle: _Cycle, headroom: Resource | None,
+                     user_headroom: Resource | None) -> None:
+        """``ask`` fits no node: once it has waited long enough, it reserves the node that fits it soonest."""
+        if ask.reserved is not None or ask.preempting is not None or ask.placeholder:
+            return
+        now = time.time_ns()
+        due = ask.request_time + int(self.timing.reservation_delay * 1e9)
+        if now < due:
+            self._wake_at(due)
+            return
+        memo = (id(app), ask.shape if ask.shape is not None else ask.key)
+        if cycle.reservations >= reservation.MAX_PER_CYCLE or memo in cycle.unreservable:
+            return
+        if not (ask.resource.fits_in_max(headroom) and ask.resource.fits_in_max(user_headroom)):
+            return
+        node = reservation.best_node(self.nodes, self.index, ask, self.predicates)
+        if node is None:
+            cycle.unreservable.add(memo)
+            return
+        cycle.reservations += 1
+        held = ask.reserved = reservation.Reservation(ask, app.application_id, node.node_id, now)
+        app.version += 1
+        self.reservations[node.node_id] = held
+        node.held_by = ask.key
+        self.index.update(node)
+        self._event(E.NODE, node.node_id, E.NODE_RESERVATION, E.ADD, f"reserved for {ask.key}", ask.key,
+                    ask.resource)
+
+    def _unreserve(self, held: reservation.Reservation, message: str = "reservation released") -> None:
+        held.ask.reserved = None
+        self.reservations.pop(held.node_id, None)
+        app = self.apps.get(held.app_id)
+        if app is not None:
+            app.version += 1
+        node = self.nodes.get(held.node_id)
+        if node is not None and node.held_by == held.ask.key:
+            node.held_by = ""
+            self.index.update(node)
+            self._event(E.NODE, node.node_id, E.NODE_RESERVATION, E.REMOVE, message, held.ask.key)
+        self.dirty = True
+
+    def _place_reserved(self, cycle: _Cycle) -> None:
+        """Each reserving ask that now fits its node (and its quotas) is placed there."""
+        for held in list(self.reservations.values()):
+            ask, node = held.ask, self.nodes[held.node_id]
+            app = self.apps.get(held.app_id)
+            if app is None or not node.schedulable or not ask.resource.fits_in(node.available):
+                continue
+            queue = self.queues.get(app.queue_path)
+            if not self.usage.tracks(app.application_id) and not (
+                    queue.can_run_another_app()
+                    and self.usage.can_run_app(app.user, app.groups, queue.path, app.application_id)):
+                continue
+            if not (ask.resource.fits_in_max(queue.headroom())
+                    and ask.resource.fits_in_max(self.usage.headroom(app.user, app.groups, queue.path))):
+                continue
+            if not self._meets_constraints(ask, node):
+                continue
+            self._remove_ask(app, ask)  # ends the reservation
+            ask.last_failure = ""
+            self._place(app, queue, ask, node, decided=True)
+            cycle.allocations += 1
 
     # Timers.
     def tick(self, now_ns: int | None = None) -> None:
@@ -949,9 +1034,12 @@ class Partition:
                 self.dirty = True
             if app.placeholder_deadline and now >= app.placeholder_deadline:
                 self._placeholders_timed_out(app)
-        if self.preemption_due and now >= self.preemption_due:
-            self.preemption_due = 0
-            self.dirty = True  # an ask's preemption.delay ended: it may preempt now
+        if self.wake_due and now >= self.wake_due:
+            self.wake_due = 0
+            self.dirty = True  # a waiting ask's preemption.delay or reservation delay ended
+        timeout = int(self.timing.reservation_timeout * 1e9)
+        for held in [r for r in self.reservations.values() if now - r.since >= timeout]:
+            self._unreserve(held, "reservation timed out")
         for app_id, app in list(self.terminated.items()):
             if (now - app.state_since) / 1e9 >= self.timing.retention:
                 app.transition(states.EXPIRED)

@@ -209,7 +209,7 @@ def plan(nodes: dict[str, Node], node_order: Iterable[str], queues: dict[str, Qu
     feasible = 0
     for node_id in candidates:
         node = nodes.get(node_id)
-        if node is None or not node.schedulable or node.held_by:
+        if node is None or not node.schedulable or (node.held_by and node.held_by != ask.key):
             continue
         victims = chooser.on_node(node, apps)
         if victims is None:

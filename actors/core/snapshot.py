@@ -91,6 +91,7 @@ class ApplicationSnapshot:
     state_log: tuple[tuple[int, str], ...]
     tags: Mapping[str, str]
     placeholder_data: tuple[PlaceholderSnapshot, ...] = ()
+    reservations: tuple[str, ...] = ()  # its asks holding a node (reserved, or waiting for victims)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +149,7 @@ class NodeSnapshot:
     foreign_allocations: tuple[AllocationSnapshot, ...]
     schedulable: bool
     is_reserved: bool
+    reservations: tuple[str, ...] = ()  # the ask holding the node: reserved, or waiting for its victims
 
 
 @dataclass(frozen=True, slots=True)

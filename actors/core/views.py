@@ -54,7 +54,8 @@ def application_snapshot(app: Application, shared: dict[str, AllocationSnapshot]
         tuple(_shared(a, shared) for a in app.allocations.values()), app.rejected_message,
         tuple(app.state_log), MappingProxyType(dict(app.tags)),
         tuple(PlaceholderSnapshot(d.task_group, d.count, d.min_resource, d.replaced, d.timed_out)
-              for d in app.placeholders.values()))
+              for d in app.placeholders.values()),
+        tuple(a.key for a in app.asks if a.reserved is not None or a.preempting is not None))
 
 
 def _shared(allocation: Allocation, shared: dict[str, AllocationSnapshot]) -> AllocationSnapshot:
@@ -72,7 +73,8 @@ def node_snapshot(node: Node, shared: dict[str, AllocationSnapshot]) -> NodeSnap
                         node.capacity, node.allocated, node.occupied, node.available,
                         percent(node.allocated + node.occupied, node.capacity),
                         tuple(_shared(a, shared) for a in node.allocations.values()),
-                        tuple(_shared(a, shared) for a in node.foreign.values()), node.schedulable, False)
+                        tuple(_shared(a, shared) for a in node.foreign.values()), node.schedulable,
+                        bool(node.held_by), (node.held_by,) if node.held_by else ())
 
 
 def queue_snapshot(queue: Queue, partition: str, preemption: bool, cluster: Resource,
