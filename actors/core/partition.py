@@ -755,9 +755,8 @@ class Partition:
                 # Every pod waiting for this reason is told so, not only the first one of its shape.
                 if not ask.last_failure.startswith("no node"):
                     self._note_failure(app, ask, shape_failure)
-                if self._try_preempt(app, queue, ask, cycle, headroom, user_headroom):
+                if self._no_node(app, queue, ask, cycle, headroom, user_headroom):
                     return True
-                self._try_reserve(app, ask, cycle, headroom, user_headroom)
                 continue
             if not ask.attempted:
                 ask.attempted = True
@@ -775,9 +774,8 @@ class Partition:
             if node is None:
                 if ask.shape is not None and shape_decided:
                     cycle.failed_shapes[ask.shape] = ask.last_failure
-                if self._try_preempt(app, queue, ask, cycle, headroom, user_headroom):
+                if self._no_node(app, queue, ask, cycle, headroom, user_headroom):
                     return True
-                self._try_reserve(app, ask, cycle, headroom, user_headroom)
                 continue
             self._remove_ask(app, ask)
             ask.last_failure = ""
@@ -795,8 +793,8 @@ class Partition:
         the outcome (no predicate looked at the ask's other properties, e.g. its labels or tolerations)."""
         nodes = self.nodes
         if ask.required_node:
-            held = ask.required_node in self.holds and self.holds[ask.required_node].ask is not ask
-            candidates = [ask.required_node] if ask.required_node in nodes and not held else []
+            required = nodes.get(ask.required_node)
+            candidates = [ask.required_node] if required is not None and required.held_by in ("", ask.key) else []
         else:
             candidates = self.index
         reason = "no schedulable node" if not len(self.index) else "no node has room"
@@ -837,6 +835,35 @@ class Partition:
             state=si_pb2.UpdateContainerSchedulingStateRequest.FAILED, reason=reason))
 
     # Preemption (the decision: actors.core.preemption).
+    def _no_node(self, app: Application, queue: Queue, ask: Allocation, cycle: _Cycle, headroom: Resource | None,
+                 user_headroom: Resource | None) -> bool:
+        """``ask`` fits no node now: it may preempt (True: victims chosen), else reserve a node."""
+        if ask.required_node:
+            return self._required_node(app, queue, ask, headroom, user_headroom)
+        if self._try_preempt(app, queue, ask, cycle, headroom, user_headroom):
+            return True
+        self._try_reserve(app, ask, cycle, headroom, user_headroom)
+        return False
+
+    def _required_node(self, app: Application, queue: Queue, ask: Allocation, headroom: Resource | None,
+                       user_headroom: Resource | None) -> bool:
+        """A DaemonSet pod's ask: it reserves its node at once and preempts lower-priority pods there."""
+        node = self.nodes.get(ask.required_node)
+        if (node is None or not node.schedulable or ask.preempting is not None or ask.placeholder
+                or not (ask.resource.fits_in_max(headroom) and ask.resource.fits_in_max(user_headroom))):
+            return False
+        if ask.reserved is None and not node.held_by and ask.resource.fits_in(node.capacity - node.occupied):
+            self._reserve(app, ask, node)
+        if not (self.config.preemption.enabled and ask.preempts_others) or node.held_by != ask.key:
+            return False
+        began = perf_counter()
+        found = preemption.on_required_node(node, ask, self.predicates)
+        self.stats.histograms["trypreemption_latency"].observe(perf_counter() - began)
+        if found is None:
+            return False
+        self._preempt(app, queue, ask, found)
+        return True
+
     def _try_preempt(self, app: Application, queue: Queue, ask: Allocation, cycle: _Cycle,
                      headroom: Resource | None, user_headroom: Resource | None) -> bool:
         """``ask`` fits no node: preempt for it if the laws allow, holding the victims' node for it."""
@@ -977,7 +1004,10 @@ class Partition:
             cycle.unreservable.add(memo)
             return
         cycle.reservations += 1
-        held = ask.reserved = reservation.Reservation(ask, app.application_id, node.node_id, now)
+        self._reserve(app, ask, node)
+
+    def _reserve(self, app: Application, ask: Allocation, node: Node) -> None:
+        held = ask.reserved = reservation.Reservation(ask, app.application_id, node.node_id, time.time_ns())
         app.version += 1
         self.reservations[node.node_id] = held
         node.held_by = ask.key

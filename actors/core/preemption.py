@@ -197,6 +197,39 @@ class _Chooser:
         return victims
 
 
+def on_required_node(node: Node, ask: Allocation, predicates: NodePredicates) -> Plan | None:
+    """Victims for a DaemonSet pod's ask on its node: pods of lower priority that did not opt out,
+    never another required-node pod; the queues' guarantees do not count (upstream's simple preemptor)."""
+    available = node.available
+    if ask.resource.fits_in(available):
+        return None
+    found = sorted((v for v in node.allocations.values()
+                    if v.priority < ask.priority and v.preemptable and not v.required_node and not v.placeholder
+                    and not v.preempted and not v.eviction_refused),
+                   key=lambda v: (v.priority, -v.allocation_time, v.key))
+    chosen: list[Allocation] = []
+    freed = Resource()
+    for victim in found:
+        short = {n for n, v in ask.resource.items() if v > 0 and v > available.get(n, 0) + freed.get(n, 0)}
+        if not any(victim.resource.get(n, 0) > 0 for n in short):
+            continue
+        chosen.append(victim)
+        freed = freed + victim.resource
+        if ask.resource.fits_in(available + freed):
+            break
+    else:
+        return None
+    for victim in reversed(chosen[:-1]):
+        if ask.resource.fits_in(available + freed - victim.resource):
+            chosen.remove(victim)
+            freed = freed - victim.resource
+    gone = {v.key for v in chosen}
+    if (ask.constrained or node.restricted or node.guards) and predicates.check(
+            ask.tags, node.node_id, node.attributes, (a.tags for a in node.all_allocations() if a.key not in gone)):
+        return None
+    return Plan(node, tuple(chosen))
+
+
 def plan(nodes: dict[str, Node], node_order: Iterable[str], queues: dict[str, Queue], apps: Mapping[str, Application],
          app_id: str, queue: Queue, ask: Allocation, predicates: NodePredicates) -> Plan | None:
     """The preemption that lets ``ask`` run, or None. Laws 1-5 and 7; the caller checks the delay and the

@@ -4,6 +4,8 @@ no other ask until the reservation ends."""
 from actors.core.partition import Timing
 from actors.core.scheduler import Tuning
 from si import si_pb2
+from si.constants import TAG_REQUIRED_NODE
+from si.resources import Resource
 from tests.waiting import wait_for
 
 GIB = 2**30
@@ -93,3 +95,41 @@ def test_a_reservation_times_out(core_factory):
     wait_for(lambda: any(e.objectID == "node-0" and e.eventChangeDetail == E.NODE_RESERVATION
                          and e.message == "reservation timed out" for e in core.callback.events),
              timeout=5, message="the reservation times out")
+
+
+def required_node_ask(core, app_id, key, node, vcore=1000, priority=1000):
+    message = si_pb2.Allocation(allocationKey=key, applicationID=app_id, partitionName="default", priority=priority,
+                                allocationTags={TAG_REQUIRED_NODE: node},
+                                resourcePerAlloc=Resource.of(vcore=vcore, memory=GIB).to_proto())
+    core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[message]))
+
+
+def test_a_daemonset_pod_on_a_full_node_reserves_it_and_preempts_lower_priority_pods(core_factory):
+    core = core_factory()
+    core.nodes(2, vcore=4000, memory=64 * GIB)
+    core.app("work", queue="root.q")
+    opted_out = si_pb2.Allocation(allocationKey="keep", applicationID="work", partitionName="default", priority=0,
+                                  resourcePerAlloc=Resource.of(vcore=1000, memory=GIB).to_proto(),
+                                  preemptionPolicy=si_pb2.PreemptionPolicy(allowPreemptSelf=False,
+                                                                           allowPreemptOther=True))
+    core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[opted_out]))
+    core.settle()
+    core.asks("work", 7, vcore=1000, memory=GIB)  # both nodes full
+    core.settle()
+    target = placed(core, "keep")[0]
+    core.app("daemons", queue="root.system")
+    required_node_ask(core, "daemons", "ds-equal", target, priority=0)  # not above anyone: reserves only
+    core.settle()
+    assert reserved_nodes(core) == {target: ("ds-equal",)}
+    assert not [r for r in core.callback.released() if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
+    core.release("daemons", "ds-equal")
+    required_node_ask(core, "daemons", "ds-0", target, vcore=2000)
+    core.settle()
+    victims = [r for r in core.callback.released() if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
+    work_on_target = {a.allocationKey for a in core.callback.new() if a.nodeID == target}
+    assert len(victims) == 2 and {v.allocationKey for v in victims} <= work_on_target - {"keep"}
+    assert reserved_nodes(core) == {target: ("ds-0",)}, "held for the DaemonSet pod meanwhile"
+    for victim in victims:
+        core.release(victim.applicationID, victim.allocationKey, si_pb2.PREEMPTED_BY_SCHEDULER)
+    core.settle()
+    assert placed(core, "ds-0") == [target]

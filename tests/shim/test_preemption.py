@@ -94,3 +94,24 @@ def test_opted_out_pods_are_never_evicted(cluster):
     wait_for(lambda: cluster.events("FailedScheduling", "a0"), message="a0 waits")
     assert evictions(cluster) == [] and evictions(cluster, 429) == []
     assert not cluster.bound("a0") and not cluster.bound("never")
+
+
+def test_a_daemonset_pod_on_a_full_node_evicts_a_lower_priority_pod_and_runs_there(cluster):
+    cluster.node("n1", cpu="2")
+    cluster.node("n2", cpu="2")
+    cluster.configure(QUEUES)
+    cluster.start_scheduler()
+    workers = [f"w{i}" for i in range(8)]
+    for name in workers:
+        cluster.pod(name, cpu="500m", labels={"queue": "root.b", "applicationId": "work"})
+    cluster.wait_bound(*workers)
+    nodes = {name: cluster.node_of(name) for name in workers}
+    pinned = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}}}
+    cluster.pod("daemon-n2", cpu="500m", labels={"queue": "root.b", "applicationId": "daemons"},
+                affinity=pinned, priority=1000)
+    cluster.wait_bound("daemon-n2")
+    assert cluster.node_of("daemon-n2") == "n2"
+    [evicted] = evictions(cluster)
+    assert nodes[evicted] == "n2" and evicted not in cluster.pods()
+    cluster.assert_consistent()
