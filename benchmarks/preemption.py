@@ -98,9 +98,10 @@ def through_kubesim(args: argparse.Namespace) -> dict:
             bound: set[str] = set()
             deadline = time.monotonic() + args.timeout
             while len(bound) < args.asks and time.monotonic() < deadline:
-                pods, _ = client.list("/api/v1/pods", page_size=args.running + args.asks)
-                bound = {p["metadata"]["name"] for p in pods
-                         if p["metadata"]["name"].startswith("ask-") and p["spec"].get("nodeName")}
+                # Only the asks' pods: listing the whole cluster would compete with the scheduler here.
+                pods = client.request("GET", "/api/v1/namespaces/default/pods",
+                                      query=[("labelSelector", "applicationId=a-app")]).get("items") or ()
+                bound = {p["metadata"]["name"] for p in pods if p["spec"].get("nodeName")}
                 print(f"\r{len(bound)}/{args.asks} asks bound", end="", file=sys.stderr, flush=True)
                 time.sleep(args.poll)
             elapsed = time.monotonic() - first
