@@ -100,6 +100,7 @@ def queue(q: QueueSnapshot, subtree: bool = True) -> dict:
             "sortingPolicy": q.sorting_policy, "prioritySorting": q.priority_sorting,
             "preemptionEnabled": q.preemption_enabled, "isPreemptionFence": q.is_preemption_fence,
             "preemptionDelay": go_duration(q.preemption_delay),
+            "quotaPreemptionDelay": go_duration(q.quota_preemption_delay),
             "isPriorityFence": q.properties.get("priority.policy", "default") == "fence",
             "priorityOffset": int(q.properties.get("priority.offset", 0))}
     if subtree:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 
 from actors.core import application as states
-from actors.core import preemption, reservation
+from actors.core import preemption, quota, reservation
 from actors.core.allocation import Allocation
 from actors.core.application import Application
 from actors.core.config import PartitionConfig
@@ -485,8 +485,11 @@ class Partition:
         if queue is not None:
             queue.add_allocated(-allocation.resource)
             queue.containers["released"] += 1
-        if allocation.preempted_by is not None:
-            self._victim_gone(allocation, queue)
+        if allocation.preempted:
+            if queue is not None:
+                queue.add_preempting(-allocation.resource)
+            if allocation.preempted_by is not None:
+                self._victim_gone(allocation)
         self.stats.add("released")
         self.usage.released(app.application_id, allocation.resource)
         self._event(E.APP, app.application_id, E.APP_ALLOC, E.REMOVE, message, allocation.key, allocation.resource)
@@ -911,25 +914,39 @@ class Partition:
         preemptor = f"{ask.tags.get(TAG_NAMESPACE, '')}/{pod}" if pod else ask.key
         message = f"preempted by {preemptor} of application {app.application_id} in queue {queue.path}"
         for victim in found.victims:
-            owner = self.apps[victim.application_id]
-            victim_queue = self.queues.get(owner.queue_path)
-            victim.preempted = True
-            victim.preempted_by = flight
-            owner.version += 1
-            victim_queue.add_preempting(victim.resource)
-            self.outbox.released.append(si_pb2.AllocationRelease(
-                partitionName=self.name, applicationID=owner.application_id, allocationKey=victim.key,
-                terminationType=si_pb2.PREEMPTED_BY_SCHEDULER, message=message))
-            self._event(E.APP, owner.application_id, E.ALLOC_PREEMPT, E.REMOVE, message, victim.key, victim.resource)
-            self._event(E.QUEUE, victim_queue.path, E.QUEUE_PREEMPTION, E.REMOVE, message, victim.key,
-                        victim.resource)
+            self._take_victim(victim, flight, message)
 
-    def _victim_gone(self, victim: Allocation, queue: Queue | None) -> None:
+    def _take_victim(self, victim: Allocation, flight: preemption.InFlight | None, message: str) -> None:
+        """Tell the resource manager to remove ``victim``; it stays booked until its pod is gone."""
+        owner = self.apps[victim.application_id]
+        victim_queue = self.queues.get(owner.queue_path)
+        victim.preempted = True
+        victim.preempted_by = flight
+        owner.version += 1
+        victim_queue.add_preempting(victim.resource)
+        self.outbox.released.append(si_pb2.AllocationRelease(
+            partitionName=self.name, applicationID=owner.application_id, allocationKey=victim.key,
+            terminationType=si_pb2.PREEMPTED_BY_SCHEDULER, message=message))
+        self._event(E.APP, owner.application_id, E.ALLOC_PREEMPT, E.REMOVE, message, victim.key, victim.resource)
+        self._event(E.QUEUE, victim_queue.path, E.QUEUE_PREEMPTION, E.REMOVE, message, victim.key, victim.resource)
+
+    def _enforce_quotas(self, now: int) -> None:
+        """Quota-change preemption (actors.core.quota): a queue over a lowered max for its
+        ``quota.preemption.delay`` gives pods back until it fits."""
+        for queue in list(self.queues.by_path.values()):
+            if not queue.quota_preemption_delay or not quota.over_max(queue):
+                queue.over_max_since = 0
+            elif not queue.over_max_since:
+                queue.over_max_since = now
+            elif now - queue.over_max_since >= queue.quota_preemption_delay * 1e9:
+                message = quota.MESSAGE.format(queue=queue.path)
+                for victim in quota.victims(queue, self.apps, quota.subtree(queue)):
+                    self._take_victim(victim, None, message)
+
+    def _victim_gone(self, victim: Allocation) -> None:
         """A victim's pod is gone; once all of them are, the preemptor gets their node."""
         flight = victim.preempted_by
         victim.preempted_by = None
-        if queue is not None:
-            queue.add_preempting(-victim.resource)
         flight.victims.discard(victim.key)
         if flight.victims or flight.ask.preempting is not flight:
             return
@@ -1067,6 +1084,8 @@ class Partition:
         if self.wake_due and now >= self.wake_due:
             self.wake_due = 0
             self.dirty = True  # a waiting ask's preemption.delay or reservation delay ended
+        if self.config.preemption.quota_preemption_enabled:
+            self._enforce_quotas(now)
         timeout = int(self.timing.reservation_timeout * 1e9)
         for held in [r for r in self.reservations.values() if now - r.since >= timeout]:
             self._unreserve(held, "reservation timed out")

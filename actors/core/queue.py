@@ -21,7 +21,8 @@ class Queue:
     __slots__ = ("name", "path", "parent", "children", "managed", "leaf", "status", "max", "guaranteed",
                  "max_apps", "properties", "submit_acl", "admin_acl", "template", "allocated", "pending",
                  "apps", "running_apps", "pending_priorities", "sort_policy", "priority_sorting", "priority_fence", "priority_offset",
-                 "containers", "app_totals", "preemption_policy", "preemption_delay", "preempting", "awaiting")
+                 "containers", "app_totals", "preemption_policy", "preemption_delay", "preempting", "awaiting", "quota_preemption_delay",
+                 "over_max_since")
 
     def __init__(self, name: str, parent: Queue | None, managed: bool, leaf: bool) -> None:
         self.name = name
@@ -37,6 +38,7 @@ class Queue:
         # preemptors will take once the victims are gone (see actors.core.preemption).
         self.preempting = Resource()
         self.awaiting = Resource()
+        self.over_max_since = 0  # when the usage was first seen above a lowered max (ns; 0: it is not)
         self.apps: dict[str, Application] = {}
         self.running_apps = 0
         self.pending_priorities: dict[int, int] = {}  # ask priority -> pending asks, in this subtree
@@ -60,6 +62,7 @@ class Queue:
         self.priority_offset = cfg.priority_offset(self.properties)
         self.preemption_policy = cfg.preemption_policy(self.properties)
         self.preemption_delay = cfg.preemption_delay(self.properties)
+        self.quota_preemption_delay = cfg.quota_preemption_delay(self.properties)
 
     def apply_limits(self, guaranteed: Resource | None, maximum: Resource | None, max_apps: int) -> None:
         """Limits an application brings for its dynamic queue (a namespace's annotations), as upstream:

@@ -34,11 +34,9 @@ ADMISSION_KEYS = frozenset(f"admissionController.{key}" for key in (  # webhook.
     "accessControl.externalGroups"))
 NOT_YET = frozenset({"service.volumeBindTimeout"})
 NOT_YET_PREFIXES: tuple[str, ...] = ()
-# Upstream's queue configuration this core does not apply yet (quota-change preemption, the
-# unschedulable-ask backoff): set in a queues YAML, each is reported as unsupported like a key above.
-NOT_YET_PROPERTIES = ("quota.preemption.delay", "application.unschedasks.backoff",
-                      "application.unschedasks.backoff.delay")
-NOT_YET_PARTITION = "preemption.quotapreemptionenabled"
+# Upstream's queue configuration this core does not apply yet (the unschedulable-ask backoff): set in
+# a queues YAML, each is reported as unsupported like a key above.
+NOT_YET_PROPERTIES = ("application.unschedasks.backoff", "application.unschedasks.backoff.delay")
 CONFIG_PREFIX = "partitions."
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}  # Go's strconv.ParseBool, as upstream reads booleans
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
@@ -131,8 +129,6 @@ def unsupported_in(config: SchedulerConfig | None) -> list[str]:
     found = []
     for partition in config.partitions if config is not None else ():
         prefix = f"{CONFIG_PREFIX}{partition.name}."
-        if partition.preemption.quota_preemption_enabled:
-            found.append(prefix + NOT_YET_PARTITION)
         pending = [(partition.root, partition.root.name)]
         while pending:
             queue, path = pending.pop()

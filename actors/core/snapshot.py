@@ -124,6 +124,7 @@ class QueueSnapshot:
     preempting_resource: Resource = Resource()  # victims of preemptions under way in this subtree
     is_preemption_fence: bool = False
     preemption_delay: float = 30.0  # seconds
+    quota_preemption_delay: float = 0.0  # seconds; 0: never
 
     def find(self, path: str) -> QueueSnapshot | None:
         if self.queue_name == path:

@@ -107,7 +107,7 @@ def queue_snapshot(queue: Queue, partition: str, preemption: bool, cluster: Reso
         MappingProxyType(abs_used_capacity(maximum, queue.allocated)), tuple(sorted(queue.apps)),
         MappingProxyType(dict(queue.containers)), MappingProxyType(dict(queue.app_totals)),
         MappingProxyType(app_states) if app_states is not None else None, queue.preempting,
-        queue.preemption_policy == "fence", queue.preemption_delay)
+        queue.preemption_policy == "fence", queue.preemption_delay, queue.quota_preemption_delay)
 
 
 def running_applications(partition) -> int:

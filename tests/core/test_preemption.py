@@ -1,5 +1,7 @@
 """Guaranteed-based preemption through the core's SI interface: each law, broken on purpose, is refused."""
 
+import time
+
 import pytest
 
 from si import si_pb2
@@ -327,3 +329,61 @@ def test_two_queues_regain_their_guarantees(core_factory, policy):
     by_queue = core.snapshot().partitions[0].root_queue
     assert by_queue.find("root.a").allocated_resource["vcore"] == 4000
     assert by_queue.find("root.b").allocated_resource["vcore"] == 4000
+
+
+QUOTA = """
+partitions:
+  - name: default
+    placementrules: [{{name: provided, create: true}}]
+    preemption: {{quotapreemptionenabled: {enabled}}}
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: b
+            resources: {{max: {{vcore: {max}}}}}
+            properties: {{quota.preemption.delay: {delay}}}
+"""
+
+
+def test_quota_change_preemption_brings_a_queue_back_under_its_lowered_max(core_factory):
+    core = core_factory(QUOTA.format(enabled="true", max=8, delay="200ms"))
+    core.nodes(1, vcore=8000, memory=64 * GIB)
+    core.app("app-b", queue="root.b")
+    for i, priority in enumerate((5, 0, 0, 5)):
+        ask(core, "app-b", f"b-{i}", vcore=2000, priority=priority)
+        core.settle()
+    core.configure(QUOTA.format(enabled="true", max=4, delay="200ms"))
+    core.settle()
+    assert preempted(core) == [], "not before the delay"
+    wait_for(lambda: len(preempted(core)) == 2, timeout=5, message="two pods preempted")
+    victims = preempted(core)
+    assert {v.allocationKey for v in victims} == {"b-1", "b-2"}, "the lowest priority ones"
+    assert victims[0].message == "Preempted by Quota change enforcement process in root.b"
+    confirm(core)
+    queue = core.snapshot().partitions[0].root_queue.find("root.b")
+    assert queue.allocated_resource["vcore"] == 4000 and queue.preempting_resource["vcore"] == 0
+    assert len(preempted(core)) == 2, "nothing more once the queue fits"
+
+
+@pytest.mark.parametrize("enabled, delay, victims", [("false", "200ms", 0), ("true", "0", 0), ("true", "200ms", 2)])
+def test_quota_change_preemption_needs_the_partition_switch_and_a_delay(enabled, delay, victims):
+    from actors.core import config as cfg
+    from actors.core.partition import Partition
+
+    partition = Partition(cfg.parse(QUOTA.format(enabled=enabled, max=8, delay=delay)).partitions[0], "rm")
+    partition.update_nodes([si_pb2.NodeInfo(nodeID="n", action=si_pb2.NodeInfo.CREATE,
+                                            schedulableResource=Resource.of(vcore=8000).to_proto())])
+    partition.add_applications([si_pb2.AddApplicationRequest(applicationID="app-b", queueName="root.b",
+                                                             ugi=si_pb2.UserGroupInformation(user="u"))])
+    partition.update_allocations([si_pb2.Allocation(allocationKey=f"b-{i}", applicationID="app-b", nodeID="n",
+                                                    resourcePerAlloc=Resource.of(vcore=2000).to_proto())
+                                  for i in range(4)], [])
+    partition.apply_config(cfg.parse(QUOTA.format(enabled=enabled, max=4, delay=delay)).partitions[0])
+    partition.take_outbox()
+    now = time.time_ns()
+    for later in (0, 1, 60, 3600):  # seconds: long past any delay
+        partition.tick(now + later * 10**9)
+    released = [r for r in partition.take_outbox().released if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
+    assert len(released) == victims
+    assert partition.queues.get("root.b").preempting["vcore"] == 2000 * victims

@@ -87,9 +87,6 @@ partitions:
             properties: {quota.preemption.delay: 10s, application.unschedasks.backoff: "3",
                          preemption.delay: 5s, preemption.policy: fence}
 """)
-    assert core.snapshot().unsupported == (
-        "partitions.default.preemption.quotapreemptionenabled",
-        "partitions.default.root.a.properties.application.unschedasks.backoff",
-        "partitions.default.root.a.properties.quota.preemption.delay")
+    assert core.snapshot().unsupported == ("partitions.default.root.a.properties.application.unschedasks.backoff",)
     core.configure("partitions: [{name: default, queues: [{name: root}]}]")
     assert core.snapshot().unsupported == ()

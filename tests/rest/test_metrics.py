@@ -224,6 +224,7 @@ partitions:
         queue = {q["queuename"]: q for q in queues["children"]}
         assert queue["root.a"]["preemptionDelay"] == "1m30s" and not queue["root.a"]["isPreemptionFence"]
         assert queue["root.c"]["preemptionDelay"] == "0s" and queue["root.b"]["preemptionDelay"] == "30s"
+        assert queue["root.b"]["quotaPreemptionDelay"] == "0s"
         assert queue["root.b"]["isPreemptionFence"]
         assert queue["root.b"]["preemptingResource"] == {}, "a fenced queue is not preempted from outside"
         core.configure(CONFIG_UNFENCED)
