@@ -7,6 +7,7 @@ state this object holds, and everything the resource manager must learn is colle
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -887,8 +888,10 @@ class Partition:
             self._wake_at(due)
             return False
         began = perf_counter()
-        found = preemption.plan(self.nodes, self.index, self.queues.by_path, self.apps, app.application_id, queue,
-                                ask, self.predicates)
+        # The node it reserved is out of the node order, but its victims may well be there.
+        order = self.index if ask.reserved is None else itertools.chain((ask.reserved.node_id,), self.index)
+        found = preemption.plan(self.nodes, order, self.queues.by_path, self.apps, app.application_id, queue, ask,
+                                self.predicates)
         self.stats.histograms["trypreemption_latency"].observe(perf_counter() - began)
         if found is None:
             if ask.shape is not None:

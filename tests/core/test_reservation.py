@@ -133,3 +133,29 @@ def test_a_daemonset_pod_on_a_full_node_reserves_it_and_preempts_lower_priority_
         core.release(victim.applicationID, victim.allocationKey, si_pb2.PREEMPTED_BY_SCHEDULER)
     core.settle()
     assert placed(core, "ds-0") == [target]
+
+
+def test_an_ask_that_reserved_a_node_preempts_there_once_its_delay_ends(core_factory):
+    core = core_factory("""
+partitions:
+  - name: default
+    placementrules: [{name: provided, create: true}]
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+            resources: {guaranteed: {vcore: 4}}
+            properties: {preemption.delay: 600ms}
+          - name: q
+""", tuning=Tuning(timing=Timing(completing=0.2, retention=0.5, reservation_delay=0.1)))
+    full_cluster(core, nodes=1)
+    core.app("a", queue="root.a")
+    core.asks("a", 1, vcore=2000, memory=GIB, prefix="a-")
+    wait_for(lambda: reserved_nodes(core), timeout=5, message="a reservation before the preemption delay ends")
+    wait_for(lambda: [r for r in core.callback.released() if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER],
+             timeout=5, message="the reserving ask preempts on its node")
+    for victim in [r for r in core.callback.released() if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]:
+        core.release(victim.applicationID, victim.allocationKey, si_pb2.PREEMPTED_BY_SCHEDULER)
+    core.settle()
+    assert placed(core, "a-0") == ["node-0"] and reserved_nodes(core) == {}
