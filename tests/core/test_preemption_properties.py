@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
 
 from actors.core import config as cfg
-from actors.core.partition import Partition
+from actors.core.partition import Partition, Timing
 from si import si_pb2
 from si.resources import Resource
 
@@ -113,10 +113,11 @@ guarantee = st.one_of(st.none(), st.integers(0, 5))  # vcore
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(guarantees=st.tuples(guarantee, guarantee, guarantee, guarantee),
        policies=st.tuples(*[st.sampled_from(POLICIES)] * 4), nodes=st.integers(1, 3), filler=st.integers(0, 2),
-       operations=workloads)
-def test_preemption_never_breaks_a_law_and_always_places_the_preemptor(guarantees, policies, nodes, filler,
+       reserve=st.booleans(), operations=workloads)
+def test_preemption_never_breaks_a_law_and_always_places_the_preemptor(guarantees, policies, nodes, filler, reserve,
                                                                        operations):
-    partition = Checked(config(guarantees, policies), "rm")
+    # Asks reserve nodes at once, so reservations and preemptions meet.
+    partition = Checked(config(guarantees, policies), "rm", timing=Timing(reservation_delay=0.0 if reserve else 2.0))
     partition.update_nodes([si_pb2.NodeInfo(nodeID=f"n{i}", action=si_pb2.NodeInfo.CREATE,
                                             schedulableResource=Resource.of(vcore=4000).to_proto())
                             for i in range(nodes)])
@@ -159,5 +160,7 @@ def test_preemption_never_breaks_a_law_and_always_places_the_preemptor(guarantee
         allocation = partition.apps[app_id].allocations.get(key)
         assert allocation is not None and allocation.node_id == node_id, f"preemptor {key} not placed on {node_id}"
     assert not partition.holds
+    for held in partition.reservations.values():  # what stays reserved waits for room that is not there
+        assert held.ask.node_id == "" and not held.ask.resource.fits_in(partition.nodes[held.node_id].available)
     for node in partition.nodes.values():
         assert node.allocated.fits_in(node.capacity)
