@@ -146,7 +146,7 @@ def main() -> None:
     parser.add_argument("--asks", type=int, default=500)
     parser.add_argument("--core-nodes", type=int, default=2000)
     parser.add_argument("--core-asks", type=int, default=50_000)
-    parser.add_argument("--rounds", type=int, default=4, help="core runs of each setting (the best counts)")
+    parser.add_argument("--rounds", type=int, default=4, help="core runs of each setting (the best counts; 0: none)")
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--poll", type=float, default=0.2)
     parser.add_argument("--timeout", type=float, default=600.0)
@@ -160,6 +160,8 @@ def main() -> None:
         print(f"nodes {args.nodes}, running {args.running}: {r['bound']}/{args.asks} asks bound in "
               f"{r['seconds']:.1f} s (goal <= 10 s), {r['evicted']} victims evicted; {r['decisions']} preemption "
               f"decisions, {r['ms_per_decision']:.2f} ms each", flush=True)
+    if not args.rounds:
+        return
     rates: dict[bool, list[float]] = {False: [], True: []}
     for round_ in range(args.rounds):  # alternating which goes first, so neither always runs on a used heap
         for enabled in ((False, True) if round_ % 2 == 0 else (True, False)):

@@ -27,6 +27,7 @@ class Api:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.budgets = disruption.Budgets(store)
         self.pager = Pager()
 
     # Validation.
@@ -82,7 +83,7 @@ class Api:
         if subresource == "binding":
             return 201, self.bind(namespace, name, body)
         if subresource == "eviction":
-            disruption.evict(self.store, namespace, name)
+            self.budgets.evict(namespace, name)
             return 201, success({"name": name, "kind": "pods"})
         if subresource:
             raise errors.method_not_allowed(f"create is not supported on {kind.plural}/{subresource}")

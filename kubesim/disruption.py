@@ -15,7 +15,7 @@ import math
 
 from kubesim import errors
 from kubesim.resources import BY_PATH, POD
-from kubesim.store import Store, clone
+from kubesim.store import Event, Store, clone
 
 PDB = BY_PATH[("policy", "v1", "poddisruptionbudgets")]
 
@@ -76,12 +76,43 @@ def _refresh(store: Store, budget: dict, status: dict) -> None:
         store.replace(PDB, meta["namespace"], meta["name"], updated, None)
 
 
-def evict(store: Store, namespace: str, name: str) -> None:
-    """Delete the pod unless a budget forbids it (429, naming the budget); budgets' statuses follow."""
+class Budgets:
+    """The budgets by namespace, kept from the store's changes: listing the store for them would read
+    every object it holds, at each eviction."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.by_namespace: dict[str, dict[str, dict]] = {}
+        with store.lock:
+            for budget in store.list(PDB)[0]:
+                self._keep(budget)
+            store.listeners.append(self._on_event)
+
+    def _keep(self, budget: dict) -> None:
+        meta = budget["metadata"]
+        self.by_namespace.setdefault(meta["namespace"], {})[meta["name"]] = budget
+
+    def _on_event(self, event: Event) -> None:
+        """Called under the store lock."""
+        if event.kind is not PDB:
+            return
+        if event.type == "DELETED":
+            meta = event.new["metadata"]
+            self.by_namespace.get(meta["namespace"], {}).pop(meta["name"], None)
+        else:
+            self._keep(event.new)
+
+    def evict(self, namespace: str, name: str) -> None:
+        """Delete the pod unless a budget forbids it (429, naming the budget); budgets' statuses follow."""
+        with self.store.lock:
+            budgets = list(self.by_namespace.get(namespace, {}).values())
+            _evict(self.store, namespace, name, budgets)
+
+
+def _evict(store: Store, namespace: str, name: str, budgets: list[dict]) -> None:
     with store.lock:
         pod = store.get(POD, namespace, name)
         labels = pod["metadata"].get("labels") or {}
-        budgets, _ = store.list(PDB, namespace)
         selecting = [b for b in budgets if _matches((b.get("spec") or {}).get("selector"), labels)]
         statuses = [(budget, budget_status(store, budget)) for budget in selecting]
         for budget, status in statuses:

@@ -68,7 +68,8 @@ class NodeHolds:
             return self._required_node(app, queue, ask, headroom, user_headroom)
         if self._try_preempt(app, queue, ask, cycle, headroom, user_headroom):
             return True
-        self._try_reserve(app, ask, cycle, headroom, user_headroom)
+        if cycle.preemptions.get(id(queue), 0) < preemption.MAX_PER_QUEUE:  # else it may preempt next cycle
+            self._try_reserve(app, ask, cycle, headroom, user_headroom)
         return False
 
     def _required_node(self, app: Application, queue: Queue, ask: Allocation, headroom: Resource | None,
