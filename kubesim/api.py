@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from kubesim import errors, patch
+from kubesim import disruption, errors, patch
 from kubesim.paging import Pager, parse_limit
 from kubesim.resources import NAMESPACE, NODE, POD, Kind
 from kubesim.selectors import combine, field_selector, label_selector
@@ -28,6 +28,7 @@ class Api:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.budgets = disruption.Budgets(store)
         self.pager = Pager()
 
     # Validation.
@@ -83,7 +84,7 @@ class Api:
         if subresource == "binding":
             return 201, self.bind(namespace, name, body)
         if subresource == "eviction":
-            self.store.delete(POD, namespace, name)
+            self.budgets.evict(namespace, name)
             return 201, success({"name": name, "kind": "pods"})
         if subresource:
             raise errors.method_not_allowed(f"create is not supported on {kind.plural}/{subresource}")
@@ -93,7 +94,12 @@ class Api:
         self._require_namespace(kind, namespace)
         obj["metadata"].pop("resourceVersion", None)
         self._defaults(kind, obj)
-        return 201, self.store.create(kind, namespace, obj)
+        created = self.store.create(kind, namespace, obj)
+        if kind is disruption.PDB:  # its status is known at once, as the disruption controller writes it
+            created = clone(created)
+            created["status"] = disruption.budget_status(self.store, created)
+            created = self.store.replace(kind, namespace, created["metadata"]["name"], created, None)
+        return 201, created
 
     def bind(self, namespace: str, name: str, body: dict) -> dict:
         target = (body.get("target") or {}).get("name")

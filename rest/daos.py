@@ -1,9 +1,7 @@
 """Snapshots as YuniKorn's REST API spells them: field names of upstream's DAOs; a node's foreign pods
 under upstream's ``foreignAllocations`` and, the same list, under the seed's ``foreign_allocations``.
 
-Fields this core has nothing for are documented in the README ("Fields with nothing behind them");
-the preemption and reservation fields (``preempted``, ``triggeredPreemption``, ``preemptingResource``,
-``isPreemptionFence``, ``hasReserved``, ``reservations``, ``isReserved``) wait for those features.
+Fields this core has nothing for are documented in the README ("Fields with nothing behind them").
 """
 
 from __future__ import annotations
@@ -20,6 +18,18 @@ from actors.core.snapshot import (
 )
 
 
+def go_duration(seconds: float) -> str:
+    """Seconds as Go's ``time.Duration.String()`` writes them (``30s``, ``1m30s``, ``1h0m0s``)."""
+    if not seconds:
+        return "0s"
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{secs:.9f}".rstrip("0").rstrip(".") + "s"
+    if hours:
+        return f"{int(hours)}h{int(minutes)}m{text}"
+    return f"{int(minutes)}m{text}" if minutes else text
+
+
 def resource(value) -> dict | None:
     return None if value is None else value.as_dict()
 
@@ -30,7 +40,7 @@ def allocation(a: AllocationSnapshot) -> dict:
             "allocationDelay": max(a.allocation_time - a.request_time, 0), "resource": resource(a.resource),
             "priority": str(a.priority), "nodeId": a.node_id, "applicationId": a.application_id,
             "placeholder": a.placeholder, "placeholderUsed": a.placeholder_used, "taskGroupName": a.task_group_name,
-            "preempted": False, "originator": a.originator}
+            "preempted": a.preempted, "originator": a.originator}
 
 
 def foreign_allocation(a: AllocationSnapshot) -> dict:
@@ -44,7 +54,7 @@ def ask(a: AskSnapshot) -> dict:
     return {"allocationKey": a.allocation_key, "allocationTags": dict(a.allocation_tags), "requestTime": a.request_time,
             "resource": resource(a.resource), "priority": str(a.priority), "requiredNodeId": a.required_node_id,
             "applicationId": a.application_id, "placeholder": a.placeholder, "taskGroupName": a.task_group_name,
-            "allocationLog": log, "triggeredPreemption": False, "originator": a.originator,
+            "allocationLog": log, "triggeredPreemption": a.triggered_preemption, "originator": a.originator,
             "schedulingAttempted": a.scheduling_attempted, "triggeredScaleUp": a.triggered_scale_up}
 
 
@@ -67,7 +77,8 @@ def application(app: ApplicationSnapshot) -> dict:
             "allocations": [allocation(a) for a in app.allocations], "applicationState": app.state,
             "user": app.user, "groups": list(app.groups), "rejectedMessage": app.rejected_message,
             "stateLog": [{"time": t, "applicationState": s} for t, s in app.state_log],
-            "placeholderData": placeholder_data(app), "hasReserved": False, "reservations": [],
+            "placeholderData": placeholder_data(app), "hasReserved": bool(app.reservations),
+            "reservations": list(app.reservations),
             "maxRequestPriority": max((r.priority for r in app.requests), default=0), "startTime": start_time(app)}
 
 
@@ -81,13 +92,15 @@ def queue(q: QueueSnapshot, subtree: bool = True) -> dict:
     body = {"queuename": q.queue_name, "status": q.status, "partition": q.partition,
             "pendingResource": resource(q.pending_resource), "maxResource": resource(q.max_resource),
             "guaranteedResource": resource(q.guaranteed_resource), "allocatedResource": resource(q.allocated_resource),
-            "preemptingResource": {}, "headroom": resource(q.headroom), "isLeaf": q.is_leaf, "isManaged": q.is_managed,
+            "preemptingResource": resource(q.preempting_resource), "headroom": resource(q.headroom), "isLeaf": q.is_leaf, "isManaged": q.is_managed,
             "properties": dict(q.properties), "parent": q.parent, "template": template,
             "childNames": [c.queue_name.rsplit(".", 1)[-1] for c in q.children],
             "absUsedCapacity": dict(q.abs_used_capacity), "maxRunningApps": q.max_running_apps,
             "runningApps": q.running_apps, "currentPriority": q.current_priority, "allocatingAcceptedApps": [],
             "sortingPolicy": q.sorting_policy, "prioritySorting": q.priority_sorting,
-            "preemptionEnabled": q.preemption_enabled, "isPreemptionFence": False,
+            "preemptionEnabled": q.preemption_enabled, "isPreemptionFence": q.is_preemption_fence,
+            "preemptionDelay": go_duration(q.preemption_delay),
+            "quotaPreemptionDelay": go_duration(q.quota_preemption_delay),
             "isPriorityFence": q.properties.get("priority.policy", "default") == "fence",
             "priorityOffset": int(q.properties.get("priority.offset", 0))}
     if subtree:
@@ -102,7 +115,7 @@ def node(n: NodeSnapshot) -> dict:
             "available": resource(n.available), "utilized": dict(n.utilized),
             "allocations": [allocation(a) for a in n.allocations],
             "foreignAllocations": foreign, "foreign_allocations": foreign,
-            "schedulable": n.schedulable, "isReserved": n.is_reserved, "reservations": []}
+            "schedulable": n.schedulable, "isReserved": n.is_reserved, "reservations": list(n.reservations)}
 
 
 def partition(p: PartitionSnapshot) -> dict:

@@ -201,7 +201,8 @@ def queue_families(data: MetricsInput) -> Iterable[Family]:
             apps.add([path, label], queue.app_totals.get(label, 0))
             totals.add([path, label], queue.app_totals.get(label, 0))
         for state, value in (("guaranteed", queue.guaranteed_resource), ("max", queue.max_resource),
-                             ("allocated", queue.allocated_resource), ("pending", queue.pending_resource)):
+                             ("allocated", queue.allocated_resource), ("pending", queue.pending_resource),
+                             ("preempting", queue.preempting_resource)):
             for resource, amount in sorted((value or {}).items()):
                 resources.add([path, state, resource], amount)
         if queue.max_running_apps:

@@ -15,7 +15,8 @@ class Allocation:
     __slots__ = ("key", "application_id", "partition", "resource", "priority", "tags", "node_id", "request_time",
                  "allocation_time", "placeholder", "task_group", "originator", "foreign", "preemptable",
                  "required_node", "constrained", "shape", "last_failure", "attempted", "failure_log",
-                 "scale_up_triggered", "placeholder_released", "replacement", "placeholder_used")
+                 "scale_up_triggered", "placeholder_released", "replacement", "placeholder_used", "preempts_others",
+                 "preempted", "eviction_refused", "triggered_preemption", "preempting", "preempted_by", "reserved")
 
     def __init__(self, message: si_pb2.Allocation, partition: str, constrained: bool = False) -> None:
         self.key = message.allocationKey
@@ -31,8 +32,9 @@ class Allocation:
         self.task_group = message.taskGroupName
         self.originator = message.originator
         self.foreign = bool(self.tags.get(TAG_FOREIGN))
-        self.preemptable = (message.preemptionPolicy.allowPreemptSelf if message.HasField("preemptionPolicy")
-                            else True)
+        has_policy = message.HasField("preemptionPolicy")
+        self.preemptable = message.preemptionPolicy.allowPreemptSelf if has_policy else True
+        self.preempts_others = message.preemptionPolicy.allowPreemptOther if has_policy else True
         self.required_node = self.tags.get(TAG_REQUIRED_NODE, "")
         self.constrained = constrained
         # Asks of one shape that fail on every node this cycle fail alike: the cycle skips the rest.
@@ -46,6 +48,15 @@ class Allocation:
         self.placeholder_released = 0
         self.replacement: Allocation | None = None
         self.placeholder_used = False  # a real allocation that took over a placeholder
+        # Preemption (actors.core.preemption): a victim is ``preempted`` (by the InFlight in
+        # ``preempted_by``) and stays booked until the resource manager confirms it gone; an ask that
+        # preempted holds its node meanwhile (``preempting``); a refused eviction makes no victim again.
+        self.preempted = False
+        self.eviction_refused = False
+        self.triggered_preemption = False
+        self.preempting = None
+        self.preempted_by = None
+        self.reserved = None  # the Reservation of a node this ask holds (actors.core.reservation)
 
     def note_failure(self, reason: str, now: int) -> None:
         """``reason`` is now why this ask waits (called when the reason changes)."""

@@ -209,6 +209,11 @@ def preemption_delay(properties: Mapping[str, str]) -> float:
     return duration_seconds(properties.get("preemption.delay", "30s"))
 
 
+def quota_preemption_delay(properties: Mapping[str, str]) -> float:
+    """``quota.preemption.delay`` in seconds (default 0: a queue over its max is never preempted)."""
+    return duration_seconds(properties.get("quota.preemption.delay", "0"))
+
+
 def duration_seconds(text: str) -> float:
     """A Go duration (``30s``, ``1m30s``, ``1.5h``, ``0``) in seconds; ValueError when malformed."""
     if text == "0":

@@ -113,7 +113,8 @@ def findings(partition) -> PartitionHealth:
     allocation_mismatch = () if total(n.allocated for n in nodes) == allocated else (name,)
     total_mismatch = () if total(n.capacity for n in nodes) == partition.total else (name,)
     return PartitionHealth(name, tuple(negative_partition), tuple(by_kind[_NEGATIVE]), allocation_mismatch,
-                           total_mismatch, tuple(by_kind[_TOTAL]), tuple(by_kind[_CAPACITY]), 0,
+                           total_mismatch, tuple(by_kind[_TOTAL]), tuple(by_kind[_CAPACITY]),
+                           len(partition.reservations) + len(partition.holds),
                            len(partition.nodes), tuple(orphans_on_node), tuple(orphans_on_app))
 
 
@@ -153,10 +154,8 @@ def report(partitions: Iterable[PartitionHealth], scheduling_errors: int, failed
          f"Nodes with inconsistent data: {_quoted(joined('node_total_mismatch'))}"),
         (not joined("node_capacity_mismatch"), CONSISTENCY, "Check if node capacity >= allocated resources on the node",
          f"Nodes with inconsistent data: {_quoted(joined('node_capacity_mismatch'))}"),
-        # Always passes, as upstream's until a normal ratio is known; the core keeps no reservations yet.
-        (True, RESERVATIONS,
-         "Check the reservation nr compared to the number of nodes (not applicable yet: the core keeps no "
-         "reservations, so the ratio is 0)",
+        # Always passes, as upstream's: no ratio is known to be wrong.
+        (True, RESERVATIONS, "Check the reservation nr compared to the number of nodes",
          f"Reservation/node nr ratio: [{ratios}]"),
         (not joined("orphans_on_node"), ORPHANS_ON_NODE, "Check if there are orphan allocations on the nodes",
          f"Orphan allocations: {_quoted(joined('orphans_on_node'))}"),

@@ -13,7 +13,7 @@ from si.resources import Resource
 
 class Node:
     __slots__ = ("node_id", "attributes", "capacity", "allocated", "occupied", "schedulable", "allocations",
-                 "foreign", "restricted", "index_key", "version")
+                 "foreign", "restricted", "index_key", "version", "held_by")
 
     def __init__(self, node_id: str, capacity: Resource, attributes: Mapping[str, str], schedulable: bool) -> None:
         self.node_id = node_id
@@ -27,6 +27,7 @@ class Node:
         self.restricted = False  # set by the partition from the predicates plugin
         self.index_key: tuple | None = None
         self.version = 0  # bumped on every change, so snapshots rebuild only what changed
+        self.held_by = ""  # the ask whose victims are leaving this node: no other ask is placed here
 
     @property
     def available(self) -> Resource:
@@ -105,7 +106,7 @@ class NodeIndex:
         if node.index_key is not None:
             self._sorted.remove(node.index_key)
             node.index_key = None
-        if node.schedulable:
+        if node.schedulable and not node.held_by:  # a held node is out of the normal iteration
             node.index_key = self._key(node)
             self._sorted.add(node.index_key)
 

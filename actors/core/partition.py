@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from time import perf_counter
 
@@ -17,6 +18,7 @@ from actors.core.allocation import Allocation
 from actors.core.application import Application
 from actors.core.config import PartitionConfig
 from actors.core.events import record
+from actors.core.holds import NodeHolds
 from actors.core.node import Node, NodeIndex
 from actors.core.placement import AppPlacementInfo, PlacementManager, PlacementRejected
 from actors.core.plugins import NodePredicates, NoPredicates
@@ -51,6 +53,8 @@ class Timing:
     completing: float = 30.0  # Completing -> Completed when nothing new arrives
     retention: float = 3 * 24 * 3600.0  # terminated apps are kept this long, then expire
     starting: float = 300.0  # stateaware: Starting -> Running without a second allocation
+    reservation_delay: float = 2.0  # an ask that fitted no node this long reserves one
+    reservation_timeout: float = 3600.0  # a reservation not satisfied this long is released
 
 
 @dataclass
@@ -72,7 +76,8 @@ class _Cycle:
     to place; and the time it spent sorting and evaluating nodes (summed here, observed once per cycle)."""
 
     __slots__ = ("failed_shapes", "exhausted", "allocations", "sort_apps", "sort_apps_n", "sort_queues",
-                 "sort_queues_n", "evaluation", "evaluation_n", "predicates", "predicates_n")
+                 "sort_queues_n", "evaluation", "evaluation_n", "predicates", "predicates_n", "preemptions",
+                 "unpreemptable", "preemptions_capped", "reservations", "unreservable")
 
     def __init__(self) -> None:
         self.failed_shapes: dict = {}
@@ -80,6 +85,11 @@ class _Cycle:
         self.allocations = 0
         self.sort_apps = self.sort_queues = self.evaluation = self.predicates = 0.0
         self.sort_apps_n = self.sort_queues_n = self.evaluation_n = self.predicates_n = 0
+        self.preemptions: dict[int, int] = {}  # id(queue) -> asks of it that preempted this cycle
+        self.unpreemptable: set[tuple] = set()  # (id(app), shape): no victims this cycle
+        self.preemptions_capped = False  # a queue reached its preemptions of a cycle: another cycle follows
+        self.reservations = 0  # made this cycle
+        self.unreservable: set[tuple] = set()  # (id(app), shape): no node to reserve this cycle
 
     def record(self, stats: PartitionStats) -> None:
         histograms = stats.histograms
@@ -89,7 +99,7 @@ class _Cycle:
         histograms["trynode_latency"].observe_total(self.predicates, self.predicates_n)
 
 
-class Partition:
+class Partition(NodeHolds):
     def __init__(self, config: PartitionConfig, rm_id: str, predicates: NodePredicates | None = None,
                  timing: Timing | None = None) -> None:
         self.name = config.name
@@ -108,6 +118,7 @@ class Partition:
         self.allocation_snapshots: dict[str, object] = {}  # allocation key -> its last snapshot (views)
         self.health_cache: dict[str, tuple[int, tuple]] = {}  # node id -> (version, its findings) (health)
         self.stats = PartitionStats()
+        self._init_holds()
         self.apply_config(config)
 
     # Configuration.
@@ -206,6 +217,7 @@ class Partition:
         self.index.update(node)
 
     def _remove_node(self, node: Node) -> None:
+        self._node_going(node)
         for allocation in list(node.allocations.values()):
             self._release(allocation, si_pb2.STOPPED_BY_RM, f"node {node.node_id} removed", notify=True)
             self._event(E.APP, allocation.application_id, E.ALLOC_NODEREMOVED, E.REMOVE,
@@ -393,6 +405,9 @@ class Partition:
             return
         current = app.allocations.get(allocation.key)
         queue = self.queues.get(app.queue_path)
+        if current is not None and current.preempted:  # still running: its eviction was refused
+            self._eviction_refused(app, current)
+            return
         if current is not None:  # the resource manager reports a changed size (a resized pod)
             delta = allocation.resource - current.resource
             app.resize(current, allocation.resource)
@@ -413,6 +428,8 @@ class Partition:
         self._place(app, queue, allocation, node, decided=False)
 
     def _remove_ask(self, app: Application, ask: Allocation) -> None:
+        if ask.preempting is not None or ask.reserved is not None:
+            self._ask_going(ask)
         app.remove_ask(ask)
         queue = self.queues.get(app.queue_path)
         if queue is not None:
@@ -477,6 +494,8 @@ class Partition:
         if queue is not None:
             queue.add_allocated(-allocation.resource)
             queue.containers["released"] += 1
+        if allocation.preempted:
+            self._victim_gone(allocation, queue)
         self.stats.add("released")
         self.usage.released(app.application_id, allocation.resource)
         self._event(E.APP, app.application_id, E.APP_ALLOC, E.REMOVE, message, allocation.key, allocation.resource)
@@ -563,11 +582,14 @@ class Partition:
                     return True
         return False
 
-    def _meets_constraints(self, ask: Allocation, node: Node) -> bool:
+    def _meets_constraints(self, ask: Allocation, node: Node, without: Collection[str] = ()) -> bool:
+        """Whether ``node`` passes ``ask``'s predicates, with the allocations ``without`` gone from it (a
+        preemption's victims; the topology view still counts them, so it errs on the side of refusing)."""
         if not (ask.constrained or node.restricted or self.view.guarded(node.node_id)):
             return True
         return self.predicates.check(ask.tags, node.node_id, node.attributes,
-                                     (a.tags for a in node.all_allocations()), self.view) is None
+                                     (a.tags for a in node.all_allocations() if a.key not in without),
+                                     self.view) is None
 
     def _give_up_placeholder(self, app: Application, placeholder: Allocation, termination: int, message: str) -> None:
         """Tell the resource manager to remove a placeholder's pod; its room stays booked until it
@@ -636,11 +658,15 @@ class Partition:
         began = perf_counter()
         cycle = _Cycle()
         deadline = time.monotonic() + max_seconds
+        if self.reservations:
+            self._place_reserved(cycle)
         while cycle.allocations < max_allocations and time.monotonic() < deadline:
             if not self._allocate_one(self.queues.root, cycle):
                 self.dirty = False
                 break
             cycle.allocations += 1
+        if cycle.preemptions_capped:
+            self.dirty = True
         took = perf_counter() - began
         histograms = self.stats.histograms
         histograms["scheduling_cycle"].observe(took)
@@ -734,13 +760,15 @@ class Partition:
         headroom = queue.headroom()
         user_headroom = self.usage.headroom(app.user, app.groups, queue.path)
         for ask in app.asks:
-            if app.placeholders and app.waits_for_placeholder(ask):
+            if ask.preempting is not None or (app.placeholders and app.waits_for_placeholder(ask)):
                 continue
             shape_failure = cycle.failed_shapes.get(ask.shape) if ask.shape is not None else None
             if shape_failure is not None:
                 # Every pod waiting for this reason is told so, not only the first one of its shape.
                 if not is_node_failure(ask.last_failure):
                     self._note_failure(app, ask, shape_failure)
+                if self._no_node(app, queue, ask, cycle, headroom, user_headroom):
+                    return True
                 continue
             if not ask.attempted:
                 ask.attempted = True
@@ -758,6 +786,8 @@ class Partition:
             if node is None:
                 if ask.shape is not None and shape_decided:
                     cycle.failed_shapes[ask.shape] = ask.last_failure
+                if self._no_node(app, queue, ask, cycle, headroom, user_headroom):
+                    return True
                 continue
             self._remove_ask(app, ask)
             ask.last_failure = ""
@@ -778,7 +808,8 @@ class Partition:
         the outcome (no predicate looked at the ask's other properties, e.g. its labels or tolerations)."""
         nodes = self.nodes
         if ask.required_node:
-            candidates = [ask.required_node] if ask.required_node in nodes else []
+            required = nodes.get(ask.required_node)
+            candidates = [ask.required_node] if required is not None and required.held_by in ("", ask.key) else []
         else:
             candidates = self.index
         rejected: dict[str, int] = {}  # predicate reason -> nodes it rejected
@@ -870,6 +901,7 @@ class Partition:
                 self.dirty = True
             if app.placeholder_deadline and now >= app.placeholder_deadline:
                 self._placeholders_timed_out(app)
+        self._tick_holds(now)
         for app_id, app in list(self.terminated.items()):
             if (now - app.state_since) / 1e9 >= self.timing.retention:
                 app.transition(states.EXPIRED)

@@ -21,7 +21,8 @@ class Queue:
     __slots__ = ("name", "path", "parent", "children", "managed", "leaf", "status", "max", "guaranteed",
                  "max_apps", "properties", "submit_acl", "admin_acl", "template", "allocated", "pending",
                  "apps", "running_apps", "pending_priorities", "sort_policy", "priority_sorting", "priority_fence", "priority_offset",
-                 "containers", "app_totals")
+                 "containers", "app_totals", "preemption_policy", "preemption_delay", "preempting", "awaiting", "quota_preemption_delay",
+                 "over_max_since")
 
     def __init__(self, name: str, parent: Queue | None, managed: bool, leaf: bool) -> None:
         self.name = name
@@ -33,6 +34,11 @@ class Queue:
         self.status = ACTIVE
         self.allocated = Resource()
         self.pending = Resource()
+        # Preemptions under way in this subtree: victims' resources still booked, and what their
+        # preemptors will take once the victims are gone (see actors.core.preemption).
+        self.preempting = Resource()
+        self.awaiting = Resource()
+        self.over_max_since = 0  # when the usage was first seen above a lowered max (ns; 0: it is not)
         self.apps: dict[str, Application] = {}
         self.running_apps = 0
         self.pending_priorities: dict[int, int] = {}  # ask priority -> pending asks, in this subtree
@@ -54,6 +60,9 @@ class Queue:
         self.priority_sorting = cfg.priority_sorting(self.properties)
         self.priority_fence = cfg.priority_policy(self.properties) == "fence"
         self.priority_offset = cfg.priority_offset(self.properties)
+        self.preemption_policy = cfg.preemption_policy(self.properties)
+        self.preemption_delay = cfg.preemption_delay(self.properties)
+        self.quota_preemption_delay = cfg.quota_preemption_delay(self.properties)
 
     def apply_limits(self, guaranteed: Resource | None, maximum: Resource | None, max_apps: int) -> None:
         """Limits an application brings for its dynamic queue (a namespace's annotations), as upstream:
@@ -96,6 +105,15 @@ class Queue:
     def add_allocated(self, delta: Resource) -> None:
         for queue in self.chain():
             queue.allocated = queue.allocated + delta
+
+    def add_preempting(self, delta: Resource) -> None:
+        """Victims being preempted in this subtree (positive) or gone or kept after all (negative)."""
+        for queue in self.chain():
+            queue.preempting = queue.preempting + delta
+
+    def add_awaiting(self, delta: Resource) -> None:
+        for queue in self.chain():
+            queue.awaiting = queue.awaiting + delta
 
     def add_pending(self, delta: Resource) -> None:
         for queue in self.chain():

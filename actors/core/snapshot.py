@@ -41,6 +41,7 @@ class AllocationSnapshot:
     preemptable: bool
     originator: bool
     placeholder_used: bool = False  # a real pod's allocation that took over a placeholder
+    preempted: bool = False  # released by preemption, its pod not yet gone
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,7 @@ class AskSnapshot:
     originator: bool
     triggered_scale_up: bool  # the resource manager was told no node fits it (the autoscaler's signal)
     failure_log: tuple[tuple[str, int, int], ...]  # (reason, last time it became the reason, times)
+    triggered_preemption: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,7 @@ class ApplicationSnapshot:
     state_log: tuple[tuple[int, str], ...]
     tags: Mapping[str, str]
     placeholder_data: tuple[PlaceholderSnapshot, ...] = ()
+    reservations: tuple[str, ...] = ()  # its asks holding a node (reserved, or waiting for victims)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,10 @@ class QueueSnapshot:
     containers: Mapping[str, int]  # allocated, released: cumulative counts of this queue's allocations
     app_totals: Mapping[str, int]  # completed, failed, rejected: cumulative counts of this queue's apps
     app_states: Mapping[str, int] | None  # live applications by state; None: METRICS was not asked for
+    preempting_resource: Resource = Resource()  # victims of preemptions under way in this subtree
+    is_preemption_fence: bool = False
+    preemption_delay: float = 30.0  # seconds
+    quota_preemption_delay: float = 0.0  # seconds; 0: never
 
     def find(self, path: str) -> QueueSnapshot | None:
         if self.queue_name == path:
@@ -143,6 +150,7 @@ class NodeSnapshot:
     foreign_allocations: tuple[AllocationSnapshot, ...]
     schedulable: bool
     is_reserved: bool
+    reservations: tuple[str, ...] = ()  # the ask holding the node: reserved, or waiting for its victims
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,14 +37,14 @@ def allocation_snapshot(a: Allocation) -> AllocationSnapshot:
     # The tags dict is never changed after the allocation is created: a read-only view suffices.
     return AllocationSnapshot(a.key, MappingProxyType(a.tags), a.request_time, a.allocation_time, a.resource,
                               a.priority, a.node_id, a.application_id, a.placeholder, a.task_group, a.foreign,
-                              a.preemptable, a.originator, a.placeholder_used)
+                              a.preemptable, a.originator, a.placeholder_used, a.preempted)
 
 
 def ask_snapshot(a: Allocation) -> AskSnapshot:
     log = tuple((reason, when, count) for reason, (when, count) in a.failure_log.items()) if a.failure_log else ()
     return AskSnapshot(a.key, MappingProxyType(dict(a.tags)), a.request_time, a.resource, a.priority,
                        a.required_node, a.application_id, a.placeholder, a.task_group, a.attempted, a.last_failure,
-                       a.originator, a.scale_up_triggered, log)
+                       a.originator, a.scale_up_triggered, log, a.triggered_preemption)
 
 
 def application_snapshot(app: Application, shared: dict[str, AllocationSnapshot]) -> ApplicationSnapshot:
@@ -54,7 +54,8 @@ def application_snapshot(app: Application, shared: dict[str, AllocationSnapshot]
         tuple(_shared(a, shared) for a in app.allocations.values()), app.rejected_message,
         tuple(app.state_log), MappingProxyType(dict(app.tags)),
         tuple(PlaceholderSnapshot(d.task_group, d.count, d.min_resource, d.replaced, d.timed_out)
-              for d in app.placeholders.values()))
+              for d in app.placeholders.values()),
+        tuple(a.key for a in app.asks if a.reserved is not None or a.preempting is not None))
 
 
 def _shared(allocation: Allocation, shared: dict[str, AllocationSnapshot]) -> AllocationSnapshot:
@@ -62,7 +63,7 @@ def _shared(allocation: Allocation, shared: dict[str, AllocationSnapshot]) -> Al
     snapshot to the next while the allocation is unchanged (so a snapshot pays only for what changed)."""
     found = shared.get(allocation.key)
     if (found is None or found.resource is not allocation.resource or found.node_id != allocation.node_id
-            or found.allocation_time != allocation.allocation_time):
+            or found.allocation_time != allocation.allocation_time or found.preempted != allocation.preempted):
         found = shared[allocation.key] = allocation_snapshot(allocation)
     return found
 
@@ -72,7 +73,8 @@ def node_snapshot(node: Node, shared: dict[str, AllocationSnapshot]) -> NodeSnap
                         node.capacity, node.allocated, node.occupied, node.available,
                         percent(node.allocated + node.occupied, node.capacity),
                         tuple(_shared(a, shared) for a in node.allocations.values()),
-                        tuple(_shared(a, shared) for a in node.foreign.values()), node.schedulable, False)
+                        tuple(_shared(a, shared) for a in node.foreign.values()), node.schedulable,
+                        bool(node.held_by), (node.held_by,) if node.held_by else ())
 
 
 def queue_snapshot(queue: Queue, partition: str, preemption: bool, cluster: Resource,
@@ -104,7 +106,8 @@ def queue_snapshot(queue: Queue, partition: str, preemption: bool, cluster: Reso
         queue.max_apps, queue.running_apps, queue.priority(), queue.sort_policy, queue.priority_sorting, preemption,
         MappingProxyType(abs_used_capacity(maximum, queue.allocated)), tuple(sorted(queue.apps)),
         MappingProxyType(dict(queue.containers)), MappingProxyType(dict(queue.app_totals)),
-        MappingProxyType(app_states) if app_states is not None else None)
+        MappingProxyType(app_states) if app_states is not None else None, queue.preempting,
+        queue.preemption_policy == "fence", queue.preemption_delay, queue.quota_preemption_delay)
 
 
 def running_applications(partition) -> int:

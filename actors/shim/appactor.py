@@ -54,6 +54,8 @@ from actors.shim.messages import (
     CoreEvents,
     CreatePlaceholders,
     DeletePod,
+    EvictionRefused,
+    EvictPod,
     FailPod,
     Feedback,
     KubeEvent,
@@ -504,8 +506,17 @@ class ApplicationActor(PooledActor):
         if task is None:
             return
         pod = task.pod
-        self._pod_event(pod, WARNING, "Preempted", f"{pod.full_name} preempted: {release.message}")
-        self._binder.tell(DeletePod(pod.uid, pod.namespace, pod.name, release.message or "preempted"))
+        self._pod_event(pod, WARNING, "Preempted", f"{pod.full_name} {release.message or 'preempted'}")
+        self._binder.tell(EvictPod(pod.uid, pod.namespace, pod.name, release.message or "preempted", self.actor_ref))
+
+    def on_EvictionRefused(self, message: EvictionRefused) -> None:
+        """The victim stays: the core hears it still runs, keeps it, and finds its preemptor other room."""
+        task = self._tasks.get(message.uid)
+        if task is None or task.state not in (TaskState.ALLOCATED, TaskState.BOUND) or not task.node:
+            return  # gone meanwhile: its deletion released it
+        pod = task.pod
+        self._pod_event(pod, WARNING, "PreemptionRefused", f"{pod.full_name} not evicted: {message.reason}")
+        self._to_core.append(translate.allocation(pod, task.priority, PARTITION, task.node))
 
     def on_BindOutcome(self, outcome: BindOutcome) -> None:
         task = self._tasks.get(outcome.uid)

@@ -31,6 +31,8 @@ from actors.shim.messages import (
     CreatePlaceholders,
     DeletePod,
     Drain,
+    EvictionRefused,
+    EvictPod,
     FailPod,
     PlaceholdersCreated,
     VolumeBindTimeout,
@@ -140,6 +142,12 @@ class Binder(Actor):
     def on_DeletePod(self, message: DeletePod) -> None:
         if not self._draining:
             self._work.put((self._delete, message))
+
+    def on_EvictPod(self, message: EvictPod) -> None:
+        if self._draining:
+            tell_if_alive(message.reply_to, EvictionRefused(message.uid, "scheduler is shutting down"))
+        else:
+            self._work.put((self._evict, message))
 
     def on_FailPod(self, message: FailPod) -> None:
         if not self._draining:
@@ -261,6 +269,17 @@ class Binder(Actor):
                 log.info("deleted pod %s/%s: %s", request.namespace, request.name, request.reason)
         except Exception:  # logged; the next informer event shows whether the pod is still there
             log.exception("deleting pod %s/%s failed", request.namespace, request.name)
+
+    def _evict(self, request: EvictPod) -> None:
+        try:
+            refused = self._client.evict_pod(request.namespace, request.name, request.uid)
+        except Exception as error:  # the victim stays: the core looks for room elsewhere
+            log.warning("evicting pod %s/%s failed: %s", request.namespace, request.name, error)
+            refused = str(error) or type(error).__name__
+        if refused is None:
+            log.info("evicted pod %s/%s: %s", request.namespace, request.name, request.reason)
+        else:
+            tell_if_alive(request.reply_to, EvictionRefused(request.uid, refused))
 
     def _fail(self, request: FailPod) -> None:
         try:

@@ -323,6 +323,21 @@ class KubeClient:
             raise
         return True
 
+    def evict_pod(self, namespace: str, name: str, uid: str) -> str | None:
+        """Evict the pod through the Eviction API (policy/v1), which honours its disruption budgets:
+        None when it is evicted or already gone, else why the API server refused (429: a budget)."""
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace},
+                "deleteOptions": {"preconditions": {"uid": uid}}}
+        try:
+            self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", body=body)
+        except ApiError as error:
+            if error.status in (404, 409):
+                return None
+            if error.status == 429:
+                return error.message or "the pod's disruption budget allows no eviction"
+            raise
+        return None
+
 
 def _error(status: int, reason: str, data: bytes, retry_after: str | None) -> ApiError:
     message = data.decode("utf-8", "replace")[:500]

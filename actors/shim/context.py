@@ -121,6 +121,7 @@ class ShimContext(Actor):
         self._namespaces: dict[str, Any] = {}
         self._volumes = VolumeCatalog()
         self._priority_classes: dict[str, int] = {}
+        self._no_preemption_classes: set[str] = set()  # PriorityClasses annotated allow-preemption: "false"
         self._configmaps: dict[str, Any] = {}
         self._config: ShimConfig | None = None
         self._apps: dict[str, pykka.ActorRef] = {}
@@ -229,6 +230,10 @@ class ShimContext(Actor):
             return
         if kind == kinds.PRIORITY_CLASSES:
             cache, value = self._priority_classes, record.value
+            if record.allow_preemption or deleted:
+                self._no_preemption_classes.discard(record.name)
+            else:
+                self._no_preemption_classes.add(record.name)
         if cache is None:
             return
         if deleted:
@@ -375,11 +380,14 @@ class ShimContext(Actor):
             self._core_placed.pop(current.uid, None)
 
     def _resolved(self, pod: PodRecord) -> PodRecord:
-        """``pod`` with its pod affinity namespaceSelectors resolved to today's namespaces."""
-        if not pod.namespace_selectors:
-            return pod
-        labels = {name: namespace.labels for name, namespace in self._namespaces.items()}
-        return dataclasses.replace(pod, constraints=resolve_namespaces(pod.constraints, labels))
+        """``pod`` as the core is to see it: its PriorityClass's allow-preemption when it has none of
+        its own, and its pod affinity namespaceSelectors resolved to today's namespaces."""
+        if pod.allow_preemption is None and pod.priority_class in self._no_preemption_classes:
+            pod = dataclasses.replace(pod, allow_preemption=False)
+        if pod.namespace_selectors:
+            labels = {name: namespace.labels for name, namespace in self._namespaces.items()}
+            pod = dataclasses.replace(pod, constraints=resolve_namespaces(pod.constraints, labels))
+        return pod
 
     def _namespaces_changed(self) -> None:
         """The pending pods whose affinity selects namespaces by label learn what it selects now."""

@@ -13,6 +13,13 @@ ANNOTATION_TASK_GROUPS = DOMAIN_YUNIKORN + "task-groups"
 ANNOTATION_TASK_GROUP_NAME = DOMAIN_YUNIKORN + "task-group-name"
 ANNOTATION_SCHEDULING_POLICY = DOMAIN_YUNIKORN + "schedulingPolicyParameters"
 ANNOTATION_PLACEHOLDER = DOMAIN_YUNIKORN_INTERNAL + "placeholder"
+ANNOTATION_ALLOW_PREEMPTION = DOMAIN_YUNIKORN + "allow-preemption"  # on a pod or its PriorityClass
+
+
+def allow_preemption(annotations) -> bool | None:
+    """The ``allow-preemption`` annotation: False for "false", True for "true", None when absent or other."""
+    value = (annotations.get(ANNOTATION_ALLOW_PREEMPTION) or "").strip().lower()
+    return {"false": False, "true": True}.get(value)
 
 # Namespace annotations that become application tags.
 ANNOTATION_PARENT_QUEUE = DOMAIN_YUNIKORN + "parentqueue"

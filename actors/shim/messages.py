@@ -68,6 +68,26 @@ class DeletePod:
 
 
 @message
+class EvictPod:
+    """Evict a pod the core preempted (the Eviction API honours its disruption budgets); a refusal
+    goes back to ``reply_to`` as ``EvictionRefused``."""
+
+    uid: str
+    namespace: str
+    name: str
+    reason: str
+    reply_to: Any
+
+
+@message
+class EvictionRefused:
+    """From the binder: pod ``uid`` was not evicted (``reason``: e.g. its disruption budget)."""
+
+    uid: str
+    reason: str
+
+
+@message
 class CreatePlaceholders:
     """Create ``count`` placeholder pods of each task group for ``originator``'s gang; one
     ``PlaceholdersCreated`` goes back to ``reply_to``."""

@@ -9,6 +9,7 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from actors.shim import keys
 from actors.shim.namespaces import namespace_app_tags
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class PriorityClassRecord:
     name: str
     resource_version: str
     value: int
+    allow_preemption: bool = True  # its pods may be victims (annotation allow-preemption)
 
     @property
     def key(self) -> str:
@@ -69,7 +71,8 @@ def parse_priority_class(raw: Mapping) -> PriorityClassRecord:
     if not name:
         raise ValueError(f"priority class without a name: {metadata!r}")
     value = raw.get("value")
-    return PriorityClassRecord(name, metadata.get("resourceVersion", ""), value if isinstance(value, int) else 0)
+    return PriorityClassRecord(name, metadata.get("resourceVersion", ""), value if isinstance(value, int) else 0,
+                               keys.allow_preemption(metadata.get("annotations") or {}) is not False)
 
 
 def parse_configmap(raw: Mapping) -> ConfigMapRecord:

@@ -81,6 +81,8 @@ class PodRecord:
     def held(self) -> bool:
         """Not to be scheduled yet: scheduling gates, or claims it waits for."""
         return self.gated or bool(self.volume_wait)
+    allow_preemption: bool | None = None  # may be a victim (annotation; None: its PriorityClass decides)
+    preempts: bool = True  # may preempt others (spec.preemptionPolicy other than Never)
 
     @property
     def key(self) -> str:
@@ -162,6 +164,8 @@ def parse_pod(raw: Mapping) -> PodRecord:
         task_groups=annotations.get(keys.ANNOTATION_TASK_GROUPS) or "",
         policy_parameters=annotations.get(keys.ANNOTATION_SCHEDULING_POLICY) or "",
         placeholder=annotations.get(keys.ANNOTATION_PLACEHOLDER) == "true",
+        allow_preemption=keys.allow_preemption(annotations),
+        preempts=spec.get("preemptionPolicy") != "Never",
     )
 
 

@@ -43,7 +43,9 @@ def allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT
     """A task's pod as an ask (no ``node_id``) or as an allocation already on ``node_id``."""
     return si_pb2.Allocation(allocationKey=pod.uid, applicationID=pod.app_id, allocationTags=allocation_tags(pod),
                              resourcePerAlloc=pod.resource.to_proto(), priority=priority, nodeID=node_id,
-                             partitionName=partition, taskGroupName=pod.task_group, placeholder=pod.placeholder)
+                             partitionName=partition, taskGroupName=pod.task_group, placeholder=pod.placeholder,
+                             preemptionPolicy=si_pb2.PreemptionPolicy(allowPreemptSelf=pod.allow_preemption is not False,
+                                                                      allowPreemptOther=pod.preempts))
 
 
 def foreign_allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT_PARTITION) -> si_pb2.Allocation:

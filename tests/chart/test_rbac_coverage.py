@@ -29,6 +29,7 @@ from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 POD = BY_PATH[("", "v1", "pods")]
+CONFIGMAP = BY_PATH[("", "v1", "configmaps")]
 
 
 def require_command(module: str) -> None:
@@ -80,8 +81,24 @@ def made_by(sim: KubeSim) -> set[tuple[str, str, str]]:
     return {(call.verb, call.resource, call.subresource) for call in calls_from(sim.request_log)}
 
 
-def pending_pod(name: str, cpu: str) -> dict:
-    return {"metadata": {"name": name, "labels": {"applicationId": "rbac-app", "queue": "root.default"}},
+PREEMPTING_QUEUES = """
+partitions:
+  - name: default
+    placementrules: [{name: provided, create: true}]
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: default
+          - name: urgent
+            resources: {guaranteed: {vcore: 1}}
+            properties: {preemption.delay: 0s}
+"""
+
+
+def pending_pod(name: str, cpu: str, queue: str = "root.default") -> dict:
+    app = "rbac-app" if queue == "root.default" else "rbac-urgent"
+    return {"metadata": {"name": name, "labels": {"applicationId": app, "queue": queue}},
             "spec": {"schedulerName": "yunikorn",
                      "containers": [{"name": "main", "image": "busybox",
                                      "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]},
@@ -95,6 +112,8 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
     account = objects.one("Deployment", "yunikorn-scheduler")["spec"]["template"]["spec"]["serviceAccountName"]
     sim.seed_nodes(2, cpu="2")
     # Created in the store, not over HTTP, so that the request log holds the scheduler's calls only.
+    sim.store.create(CONFIGMAP, RELEASE_NAMESPACE, {"metadata": {"name": "yunikorn-configs"},
+                                                    "data": {"queues.yaml": PREEMPTING_QUEUES}})
     sim.store.create(POD, "default", pending_pod("fits", "500m"))
     sim.store.create(POD, "default", pending_pod("too-big", "64"))
     # The chart's leader election (on by default): the process's own pod, which it labels.
@@ -113,7 +132,7 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
     # A gang of one: its placeholder is created, then deleted when the real pod takes its place.
     gang = pending_pod("gang", "100m")
     gang["metadata"]["annotations"] = {"yunikorn.apache.org/task-group-name": "g", "yunikorn.apache.org/task-groups":
-                                       '[{"name": "g", "minMember": 1, "minResource": {"cpu": "100m"}}]'}
+                                       '[{"name": "g", "minMember": 1, "minResource": {"cpu": "100m", "memory": "64Mi"}}]'}
     gang["metadata"]["labels"]["applicationId"] = "rbac-gang"
     sim.store.create(POD, "default", gang)
     with_volume = pending_pod("with-volume", "100m")
@@ -139,6 +158,14 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
                      message=f"the pod {name} to be bound")
         for wanted in (("create", "events", ""), ("patch", "pods", "status")):
             wait_for(lambda wanted=wanted: wanted in made_by(sim), timeout=30, message=f"the call {wanted}")
+        # Fill the cluster, then a pod of a queue under its guarantee preempts one (an eviction).
+        fills = [f"fill-{i}" for i in range(33)]  # 100m each: the 3.3 cpus left, however the others lie
+        for name in fills:
+            sim.store.create(POD, "default", pending_pod(name, "100m"))
+        wait_for(lambda: all(p["spec"].get("nodeName") for p in sim.objects("pods", "default")
+                             if p["metadata"]["name"] in fills), timeout=60, message="the cluster to be full")
+        sim.store.create(POD, "default", pending_pod("urgent", "500m", queue="root.urgent"))
+        wait_for(lambda: ("create", "pods", "eviction") in made_by(sim), timeout=30, message="an eviction")
     finally:
         output = stop(process, tmp_path, module)
     assert process.returncode == 0, output
@@ -149,7 +176,8 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
             ("list", "configmaps", ""), ("create", "events", ""), ("patch", "pods", "status"),
             ("get", "leases", ""), ("create", "leases", ""), ("update", "leases", ""), ("patch", "pods", ""),
             ("watch", "persistentvolumeclaims", ""), ("list", "storageclasses", ""), ("patch", "persistentvolumes", ""),
-            ("patch", "persistentvolumeclaims", "status"), ("create", "pods", ""), ("delete", "pods", "")} <= made, made
+            ("patch", "persistentvolumeclaims", "status"), ("create", "pods", ""), ("delete", "pods", ""),
+            ("create", "pods", "eviction")} <= made, made
     own = next(p for p in sim.objects("pods", RELEASE_NAMESPACE) if p["metadata"]["name"] == "yunikorn-scheduler-0")
     assert own["metadata"]["labels"]["yunikorn.apache.org/leader"] == "false"  # released at SIGTERM
 

@@ -17,6 +17,7 @@ SCHEDULER_MAY = [
     ApiCall("patch", "pods", "status", "team-a", "job-1"),
     ApiCall("create", "pods", "", "team-a", ""),  # gang placeholders
     ApiCall("delete", "pods", "", "team-a", "placeholder-1"),
+    ApiCall("create", "pods", "eviction", "team-a", "victim-1"),
     ApiCall("create", "events", "", "team-a", ""),
     ApiCall("watch", "configmaps", "", NS, ""),
     ApiCall("watch", "persistentvolumeclaims", "", "", ""),

@@ -270,3 +270,33 @@ def test_strategic_merge_follows_kubectl_apply_directives(core):
     assert [(t.key, t.effect) for t in patched.spec.taints] == [("y", "NoSchedule"), ("x", "NoExecute")]
     replaced = core.patch_node("n", {"metadata": {"labels": {"$patch": "replace", "new": "1"}}}, _content_type=STRATEGIC)
     assert replaced.metadata.labels == {"new": "1"}
+
+
+def test_eviction_honours_pod_disruption_budgets(kubesim, kube_api, core):
+    from kubesim.kubelet import set_phase
+    policy = client.PolicyV1Api(kube_api)
+    for name in ("w1", "w2", "w3"):
+        core.create_namespaced_pod("default", pod(name, labels={"app": "web"}))
+        set_phase(kubesim.store, "default", name, "Running")
+    core.create_namespaced_pod("default", pod("other", labels={"app": "db"}))
+    budget = policy.create_namespaced_pod_disruption_budget("default", {
+        "metadata": {"name": "web"}, "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
+    assert (budget.status.expected_pods, budget.status.current_healthy, budget.status.desired_healthy,
+            budget.status.disruptions_allowed) == (3, 3, 2, 1)
+    eviction = {"metadata": {"name": "w1", "namespace": "default"}}
+    core.create_namespaced_pod_eviction("w1", "default", eviction, _preload_content=False)
+    assert policy.read_namespaced_pod_disruption_budget("web", "default").status.disruptions_allowed == 0
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_pod_eviction("w2", "default", {"metadata": {"name": "w2", "namespace": "default"}})
+    assert refused.value.status == 429
+    status = status_of(refused.value)
+    assert status["reason"] == "TooManyRequests" and status["details"]["causes"][0]["reason"] == "DisruptionBudget"
+    assert "needs 2 healthy pods and has 2 currently" in status["details"]["causes"][0]["message"]
+    core.read_namespaced_pod("w2", "default")  # still there
+    core.create_namespaced_pod_eviction("other", "default", {"metadata": {"name": "other", "namespace": "default"}},
+                                        _preload_content=False)  # no budget selects it
+    policy.patch_namespaced_pod_disruption_budget("web", "default", {"spec": {"maxUnavailable": None,
+                                                                              "minAvailable": "30%"}})
+    core.create_namespaced_pod_eviction("w2", "default", {"metadata": {"name": "w2", "namespace": "default"}},
+                                        _preload_content=False)  # 30% of 3 pods: one must stay
+    assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == ["w3"]

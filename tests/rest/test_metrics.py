@@ -186,3 +186,78 @@ def test_histograms_take_a_batch_as_many_observations_of_its_mean():
 
 def test_queue_names_become_metric_names_as_upstream():
     assert metric_name("root.team-a.@recovery@") == "root_team_a__recovery_"
+
+
+def test_preemption_shows_in_the_daos_and_the_metrics(core_factory):
+    from rest.app import SchedulerView
+    from rest.server import RestServer
+    from tests.rest.conftest import Client
+
+    core = core_factory("""
+partitions:
+  - name: default
+    placementrules: [{name: provided, create: true}]
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+            resources: {guaranteed: {vcore: 1}}
+            properties: {preemption.delay: 90s}
+          - name: b
+            properties: {preemption.policy: fence}
+          - name: c
+            resources: {guaranteed: {vcore: 1}}
+            properties: {preemption.delay: 0s}
+""")
+    core.nodes(1, vcore=2000)
+    core.app("b-app", queue="root.b")
+    core.asks("b-app", 2, vcore=1000, memory=1)
+    core.settle()
+    core.app("c-app", queue="root.c")
+    core.asks("c-app", 1, vcore=1000, memory=1)  # root.b is fenced: root.c may not take its pods
+    core.settle()
+    server = RestServer(SchedulerView(core.scheduler, max_age=0.0), host="127.0.0.1", port=0)
+    try:
+        client = Client(server.url)
+        _, queues = client.get("/ws/v1/partition/default/queues")
+        queue = {q["queuename"]: q for q in queues["children"]}
+        assert queue["root.a"]["preemptionDelay"] == "1m30s" and not queue["root.a"]["isPreemptionFence"]
+        assert queue["root.c"]["preemptionDelay"] == "0s" and queue["root.b"]["preemptionDelay"] == "30s"
+        assert queue["root.b"]["quotaPreemptionDelay"] == "0s"
+        assert queue["root.b"]["isPreemptionFence"]
+        assert queue["root.b"]["preemptingResource"] == {}, "a fenced queue is not preempted from outside"
+        core.configure(CONFIG_UNFENCED)
+        core.asks("c-app", 1, vcore=1000, memory=1, prefix="again-")
+        core.settle()
+        _, queues = client.get("/ws/v1/partition/default/queues")
+        queue = {q["queuename"]: q for q in queues["children"]}
+        assert queue["root.b"]["preemptingResource"] == {"vcore": 1000, "memory": 1}
+        _, app = client.get("/ws/v1/partition/default/queue/root.b/application/b-app")
+        assert sorted(a["preempted"] for a in app["allocations"]) == [False, True]
+        _, app = client.get("/ws/v1/partition/default/queue/root.c/application/c-app")
+        assert any(r["triggeredPreemption"] for r in app["requests"])
+        families = by_name(scrape(client))
+        histogram = next(f for f in families["yunikorn_scheduler_trypreemption_latency_milliseconds"])
+        assert values(histogram)["yunikorn_scheduler_trypreemption_latency_milliseconds_count"] >= 1
+        resources = values(families["yunikorn_queue_resource"][0], queue="root.b", state="preempting")
+        assert resources == {"vcore": 1000.0, "memory": 1.0}
+    finally:
+        server.stop()
+
+
+CONFIG_UNFENCED = """
+partitions:
+  - name: default
+    placementrules: [{name: provided, create: true}]
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+            resources: {guaranteed: {vcore: 1}}
+          - name: b
+          - name: c
+            resources: {guaranteed: {vcore: 1}}
+            properties: {preemption.delay: 0s}
+"""

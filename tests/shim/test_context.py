@@ -20,6 +20,7 @@ from actors.shim.messages import (
     Connect,
     Deleted,
     DeletePod,
+    EvictPod,
     FailPod,
     Feedback,
     KubeEvent,
@@ -420,14 +421,16 @@ def test_core_scheduling_failure_becomes_event_and_condition(shim):
     assert (condition.name, condition.reason) == ("p", "Unschedulable")
 
 
-def test_preempted_pods_are_deleted(shim):
+def test_preempted_pods_are_evicted(shim):
     raw = pod_json("victim", node="n1")
     shim.list_all(pods=[raw], nodes=[node_json("n1")])
     shim.tell_and_settle(si_pb2.AllocationResponse(released=[si_pb2.AllocationRelease(
         applicationID="yunikorn-default-autogen", allocationKey=raw["metadata"]["uid"],
         terminationType=si_pb2.PREEMPTED_BY_SCHEDULER, message="make room")]))
-    assert inbox_messages(shim.binder, DeletePod) == [DeletePod(raw["metadata"]["uid"], "default", "victim",
-                                                                "make room")]
+    [eviction] = inbox_messages(shim.binder, EvictPod)
+    assert (eviction.uid, eviction.namespace, eviction.name, eviction.reason) == (
+        raw["metadata"]["uid"], "default", "victim", "make room")
+    assert inbox_messages(shim.binder, DeletePod) == []
 
 
 def test_node_changes(shim):

@@ -108,3 +108,18 @@ def test_bad_namespace_annotations_are_left_out():
 
 def test_priority_class_value():
     assert parse_priority_class({"metadata": {"name": "high"}, "value": 1000}).value == 1000
+
+
+def test_preemption_policy_from_the_annotation_and_spec_preemption_policy():
+    plain = translate.allocation(parse_pod(pod_json("p")), 0)
+    assert plain.preemptionPolicy.allowPreemptSelf and plain.preemptionPolicy.allowPreemptOther
+    kept = parse_pod(pod_json("k", annotations={keys.ANNOTATION_ALLOW_PREEMPTION: "false"}))
+    assert kept.allow_preemption is False
+    assert not translate.allocation(kept, 0).preemptionPolicy.allowPreemptSelf
+    never = translate.allocation(parse_pod(pod_json("n", spec={"preemptionPolicy": "Never"})), 0)
+    assert never.preemptionPolicy.allowPreemptSelf and not never.preemptionPolicy.allowPreemptOther
+    assert parse_pod(pod_json("t", annotations={keys.ANNOTATION_ALLOW_PREEMPTION: "true"})).allow_preemption is True
+    assert parse_pod(pod_json("u")).allow_preemption is None, "no annotation: its PriorityClass decides"
+    assert not parse_priority_class({"metadata": {"name": "c", "annotations": {
+        keys.ANNOTATION_ALLOW_PREEMPTION: "false"}}, "value": 5}).allow_preemption
+    assert parse_priority_class({"metadata": {"name": "d"}, "value": 5}).allow_preemption

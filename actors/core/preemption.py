@@ -1,0 +1,252 @@
+"""Guaranteed-based preemption: which running allocations an ask that fits no node may take the room of.
+
+The decision is a pure function of the partition's objects (:func:`plan`); the partition applies it.
+Upstream's laws, each checked here:
+
+1. the preemptor's queue (and each ancestor with a guarantee) is under its guaranteed share for the
+   types it guarantees and stays at or under it once the ask runs and the victims are gone;
+2. victims come only from queues above their guaranteed share, and no victim takes its queue (or an
+   ancestor not shared with the preemptor) below it, per resource type;
+3. never a victim of the preemptor's own application (nor of its own leaf queue);
+4. a victim's priority is at most the preemptor's;
+5. ``preemption.policy: fence`` — a preemptor inside a fenced queue takes victims only inside it, and
+   pods inside a fenced queue are victims only of preemptors inside it; ``disabled`` — pods in or
+   below the queue are never victims;
+6. an ask preempts only once it has waited its queue's ``preemption.delay``;
+7. all victims are on one node, where the ask fits once they are gone, its predicates included.
+
+Never victims: foreign pods, placeholders, pods that opted out (``allowPreemptSelf`` false), pods
+already being preempted, and pods whose eviction the resource manager refused. Among the node's
+eligible pods the lowest-priority, youngest come first, and the smallest set that frees enough wins;
+across nodes, the fewest victims, then the lowest top priority.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
+
+from actors.core.allocation import Allocation
+from actors.core.application import Application
+from actors.core.node import Node
+from actors.core.queue import Queue
+from si.resources import Resource
+
+MAX_PER_QUEUE = 10  # preempting asks of one queue per scheduling cycle, as upstream
+FEASIBLE_NODES = 16  # nodes with a workable victim set compared before the best one is taken
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Victims on ``node`` whose room ``ask`` takes once they are gone."""
+
+    node: Node
+    victims: tuple[Allocation, ...]
+
+
+class InFlight:
+    """A preemption under way: the ask holds ``node`` until its ``victims`` are gone."""
+
+    __slots__ = ("ask", "app_id", "queue_path", "node_id", "victims")
+
+    def __init__(self, ask: Allocation, app_id: str, queue_path: str, node_id: str, victims: Iterable[str]) -> None:
+        self.ask = ask
+        self.app_id = app_id
+        self.queue_path = queue_path
+        self.node_id = node_id
+        self.victims = set(victims)
+
+
+def guarded_types(queue: Queue, ask: Allocation) -> bool:
+    """Whether some queue on the ask's path guarantees a type the ask needs (else it cannot preempt)."""
+    for q in queue.chain():
+        if q.guaranteed is not None and any(v > 0 and n in q.guaranteed for n, v in ask.resource.items()):
+            return True
+    return False
+
+
+def _after(q: Queue, ask: Resource, freed: Resource) -> Resource:
+    """``q``'s usage once the preemptions under way and this one are done."""
+    return q.allocated - q.preempting + q.awaiting + ask - freed
+
+
+def preemptor_within_guarantee(path: Iterable[Queue], ask: Resource, freed_below: dict[str, Resource]) -> bool:
+    """Law 1: every queue of ``path`` stays at or under its guarantee for the types the ask needs;
+    ``freed_below`` maps a queue path to what the victims free inside it."""
+    for q in path:
+        guaranteed = q.guaranteed
+        if guaranteed is None:
+            continue
+        after = _after(q, ask, freed_below.get(q.path, _ZERO))
+        for name, amount in ask.items():
+            if amount > 0 and name in guaranteed and after.get(name, 0) > guaranteed[name]:
+                return False
+    return True
+
+
+_ZERO = Resource()
+
+# Whether a node meets an ask's constraints with the given allocations gone (the partition's check).
+Meets = Callable[[Allocation, Node, Collection[str]], bool]
+
+
+class _Chooser:
+    """One ask's victim search: the preemptor's context and the per-queue verdicts it caches."""
+
+    def __init__(self, queues: dict[str, Queue], app_id: str, queue: Queue, ask: Allocation, meets: Meets) -> None:
+        self.queues = queues
+        self.app_id = app_id
+        self.queue = queue
+        self.ask = ask
+        self.meets = meets
+        self.preemptor_path = {q.path for q in queue.chain()}
+        fence = next((q for q in queue.chain() if q.preemption_policy == "fence"), None)
+        self.fence_prefix = fence.path + "." if fence is not None and fence.parent is not None else ""
+        self.eligible_queue: dict[str, Queue | None] = {}
+
+    def _inside(self, path: str, ancestor: str) -> bool:
+        return path == ancestor or path.startswith(ancestor + ".")
+
+    def victim_queue(self, path: str) -> Queue | None:
+        """The victim's leaf queue when its pods may be victims of this ask at all (laws 3 and 5)."""
+        if path in self.eligible_queue:
+            return self.eligible_queue[path]
+        queue = self.queues.get(path)
+        own = self.queue.path
+        if queue is None or path == own:
+            queue = None
+        elif self.fence_prefix and not (path + ".").startswith(self.fence_prefix):
+            queue = None
+        else:
+            for q in queue.chain():
+                if q.preemption_policy == "disabled" or (
+                        q.preemption_policy == "fence" and q.parent is not None and not self._inside(own, q.path)):
+                    queue = None
+                    break
+        self.eligible_queue[path] = queue
+        return queue
+
+    def victim_ok(self, victim: Allocation, queue: Queue, freed_in: dict[str, Resource]) -> bool:
+        """Law 2: taking ``victim`` leaves each of its queues not shared with the preemptor at or above
+        its guarantee."""
+        for q in queue.chain():
+            if q.path in self.preemptor_path:
+                break
+            guaranteed = q.guaranteed
+            if guaranteed is None:
+                continue
+            left = q.allocated - q.preempting - freed_in.get(q.path, _ZERO) - victim.resource
+            for name, amount in victim.resource.items():
+                if amount > 0 and name in guaranteed and left.get(name, 0) < guaranteed[name]:
+                    return False
+        return True
+
+    def candidates(self, node: Node, apps: Mapping[str, Application]) -> list[tuple[Allocation, Queue]]:
+        ask = self.ask
+        found = []
+        for victim in node.allocations.values():
+            if (not victim.preemptable or victim.placeholder or victim.preempted or victim.eviction_refused
+                    or victim.application_id == self.app_id or victim.priority > ask.priority):
+                continue
+            app = apps.get(victim.application_id)
+            queue = self.victim_queue(app.queue_path) if app is not None else None
+            if queue is not None:
+                found.append((victim, queue))
+        found.sort(key=lambda pair: (pair[0].priority, -pair[0].allocation_time, pair[0].key))
+        return found
+
+    def on_node(self, node: Node, apps: Mapping[str, Application]) -> tuple[Allocation, ...] | None:
+        """The smallest preferred victim set on ``node`` after which the ask fits there, or None."""
+        ask = self.ask.resource
+        available = node.available
+        if ask.fits_in(available):
+            return None  # it fits without preemption: the predicates refused it, victims would not help
+        found = self.candidates(node, apps)
+        if not found:
+            return None
+        chosen: list[tuple[Allocation, Queue]] = []
+        freed = Resource()
+        freed_in: dict[str, Resource] = {}
+        for victim, queue in found:
+            short = {n for n, v in ask.items() if v > 0 and v > available.get(n, 0) + freed.get(n, 0)}
+            if not any(victim.resource.get(n, 0) > 0 for n in short):
+                continue
+            if not self.victim_ok(victim, queue, freed_in):
+                continue
+            chosen.append((victim, queue))
+            freed = freed + victim.resource
+            for q in queue.chain():
+                freed_in[q.path] = freed_in.get(q.path, _ZERO) + victim.resource
+            if ask.fits_in(available + freed):
+                break
+        else:
+            return None
+        for pair in reversed(chosen[:-1]):  # fewest pods: drop any the others make unnecessary
+            if ask.fits_in(available + freed - pair[0].resource):
+                chosen.remove(pair)
+                freed = freed - pair[0].resource
+                for q in pair[1].chain():
+                    freed_in[q.path] = freed_in[q.path] - pair[0].resource
+        if not preemptor_within_guarantee(self.queue.chain(), ask, freed_in):
+            return None
+        victims = tuple(v for v, _ in chosen)
+        if not self.meets(self.ask, node, {v.key for v in victims}):
+            return None
+        return victims
+
+
+def on_required_node(node: Node, ask: Allocation, meets: Meets) -> Plan | None:
+    """Victims for a DaemonSet pod's ask on its node: pods of lower priority that did not opt out,
+    never another required-node pod; the queues' guarantees do not count (upstream's simple preemptor)."""
+    available = node.available
+    if ask.resource.fits_in(available):
+        return None
+    found = sorted((v for v in node.allocations.values()
+                    if v.priority < ask.priority and v.preemptable and not v.required_node and not v.placeholder
+                    and not v.preempted and not v.eviction_refused),
+                   key=lambda v: (v.priority, -v.allocation_time, v.key))
+    chosen: list[Allocation] = []
+    freed = Resource()
+    for victim in found:
+        short = {n for n, v in ask.resource.items() if v > 0 and v > available.get(n, 0) + freed.get(n, 0)}
+        if not any(victim.resource.get(n, 0) > 0 for n in short):
+            continue
+        chosen.append(victim)
+        freed = freed + victim.resource
+        if ask.resource.fits_in(available + freed):
+            break
+    else:
+        return None
+    for victim in reversed(chosen[:-1]):
+        if ask.resource.fits_in(available + freed - victim.resource):
+            chosen.remove(victim)
+            freed = freed - victim.resource
+    if not meets(ask, node, {v.key for v in chosen}):
+        return None
+    return Plan(node, tuple(chosen))
+
+
+def plan(nodes: dict[str, Node], node_order: Iterable[str], queues: dict[str, Queue], apps: Mapping[str, Application],
+         app_id: str, queue: Queue, ask: Allocation, meets: Meets) -> Plan | None:
+    """The preemption that lets ``ask`` run, or None. Laws 1-5 and 7; the caller checks the delay and the
+    partition's and the ask's switches. ``apps``: the partition's applications by id."""
+    if not guarded_types(queue, ask) or not preemptor_within_guarantee((queue,), ask.resource, {}):
+        return None
+    chooser = _Chooser(queues, app_id, queue, ask, meets)
+    candidates = [ask.required_node] if ask.required_node else node_order
+    best: tuple | None = None
+    feasible = 0
+    for node_id in candidates:
+        node = nodes.get(node_id)
+        if node is None or not node.schedulable or (node.held_by and node.held_by != ask.key):
+            continue
+        victims = chooser.on_node(node, apps)
+        if victims is None:
+            continue
+        score = (len(victims), max(v.priority for v in victims), -min(v.allocation_time for v in victims))
+        if best is None or score < best[0]:
+            best = (score, Plan(node, victims))
+        feasible += 1
+        if feasible >= FEASIBLE_NODES:
+            break
+    return best[1] if best is not None else None

@@ -1,0 +1,161 @@
+"""Reservations through the core's SI interface: a large ask that waits reserves a node, which takes
+no other ask until the reservation ends."""
+
+from actors.core.partition import Timing
+from actors.core.scheduler import Tuning
+from si import si_pb2
+from si.constants import TAG_REQUIRED_NODE
+from si.resources import Resource
+from tests.waiting import wait_for
+
+GIB = 2**30
+E = si_pb2.EventRecord
+
+
+def placed(core, key):
+    return [a.nodeID for a in core.callback.new() if a.allocationKey == key]
+
+
+def reserved_nodes(core):
+    return {n.node_id: n.reservations for n in core.snapshot().partitions[0].nodes if n.is_reserved}
+
+
+def full_cluster(core, nodes=2):
+    """``nodes`` nodes of 8 vcore, each full of one-vcore pods of application "small"."""
+    core.nodes(nodes, vcore=8000, memory=64 * GIB)
+    core.app("small", queue="root.q")
+    core.asks("small", 8 * nodes, vcore=1000, memory=GIB)
+    core.settle()
+    return {a.allocationKey: a.nodeID for a in core.callback.new()}
+
+
+def test_a_large_ask_among_a_stream_of_small_ones_is_placed(core_factory):
+    core = core_factory()
+    running = full_cluster(core)
+    core.app("big", queue="root.q")
+    core.asks("big", 1, vcore=8000, memory=GIB, prefix="big-")
+    wait_for(lambda: reserved_nodes(core), timeout=5, message="the large ask reserves a node once it waited 2 s")
+    [(node, holders)] = reserved_nodes(core).items()
+    assert holders == ("big-0",)
+    health = core.scheduler.check_health()
+    assert next(c for c in health.checks if c.name == "Reservation check").diagnosis_message == \
+        "Reservation/node nr ratio: [0.500000]"
+    # The stream: each step a small pod ends, alternately on each node, and a new small ask arrives.
+    order = sorted(running, key=lambda key: (int(key.rsplit("-", 1)[1]) % 2, key))
+    for step, key in enumerate(order):
+        core.release("small", key)
+        core.asks("small", 1, vcore=1000, memory=GIB, prefix=f"stream-{step}-")
+        core.settle()
+        if placed(core, "big-0"):
+            break
+    assert placed(core, "big-0") == [node]
+    stream_nodes = {a.nodeID for a in core.callback.new() if a.allocationKey.startswith("stream-")}
+    assert node not in stream_nodes, "no small ask took the reserved node's room"
+    assert all("big-0" not in holders for holders in reserved_nodes(core).values())
+
+
+def test_a_reservation_is_satisfied_on_another_node_and_its_node_freed(core_factory):
+    core = core_factory()
+    full_cluster(core, nodes=1)
+    core.app("big", queue="root.q")
+    core.asks("big", 1, vcore=4000, memory=GIB, prefix="big-")
+    wait_for(lambda: reserved_nodes(core), timeout=5, message="a reservation")
+    core.nodes(1, vcore=8000, memory=64 * GIB, prefix="new-")
+    core.settle()
+    assert placed(core, "big-0") == ["new-0"]
+    assert reserved_nodes(core) == {}
+    core.release("small", "small-0")
+    core.asks("small", 1, vcore=1000, memory=GIB, prefix="after-")
+    core.settle()
+    assert placed(core, "after-0") != [], "the node takes asks again"
+    details = [(e.eventChangeType, e.eventChangeDetail) for e in core.callback.events if e.objectID == "node-0"]
+    assert (E.ADD, E.NODE_RESERVATION) in details and (E.REMOVE, E.NODE_RESERVATION) in details
+
+
+def test_a_cancelled_ask_releases_its_reservation(core_factory):
+    core = core_factory()
+    full_cluster(core, nodes=1)
+    core.app("big", queue="root.q")
+    core.asks("big", 1, vcore=4000, memory=GIB, prefix="big-")
+    wait_for(lambda: reserved_nodes(core), timeout=5, message="a reservation")
+    apps = {a.application_id: a for a in core.snapshot().partitions[0].applications}
+    assert apps["big"].reservations == ("big-0",)
+    core.release("big", "big-0")
+    core.settle()
+    assert reserved_nodes(core) == {}
+
+
+def test_a_reservation_times_out(core_factory):
+    core = core_factory(tuning=Tuning(timing=Timing(completing=0.2, retention=0.5, reservation_delay=0.1,
+                                                    reservation_timeout=0.5)))
+    full_cluster(core, nodes=1)
+    core.app("big", queue="root.q")
+    core.asks("big", 1, vcore=4000, memory=GIB, prefix="big-")
+    wait_for(lambda: reserved_nodes(core), timeout=5, message="a reservation")
+    wait_for(lambda: any(e.objectID == "node-0" and e.eventChangeDetail == E.NODE_RESERVATION
+                         and e.message == "reservation timed out" for e in core.callback.events),
+             timeout=5, message="the reservation times out")
+
+
+def required_node_ask(core, app_id, key, node, vcore=1000, priority=1000):
+    message = si_pb2.Allocation(allocationKey=key, applicationID=app_id, partitionName="default", priority=priority,
+                                allocationTags={TAG_REQUIRED_NODE: node},
+                                resourcePerAlloc=Resource.of(vcore=vcore, memory=GIB).to_proto())
+    core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[message]))
+
+
+def test_a_daemonset_pod_on_a_full_node_reserves_it_and_preempts_lower_priority_pods(core_factory):
+    core = core_factory()
+    core.nodes(2, vcore=4000, memory=64 * GIB)
+    core.app("work", queue="root.q")
+    opted_out = si_pb2.Allocation(allocationKey="keep", applicationID="work", partitionName="default", priority=0,
+                                  resourcePerAlloc=Resource.of(vcore=1000, memory=GIB).to_proto(),
+                                  preemptionPolicy=si_pb2.PreemptionPolicy(allowPreemptSelf=False,
+                                                                           allowPreemptOther=True))
+    core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[opted_out]))
+    core.settle()
+    core.asks("work", 7, vcore=1000, memory=GIB)  # both nodes full
+    core.settle()
+    target = placed(core, "keep")[0]
+    core.app("daemons", queue="root.system")
+    required_node_ask(core, "daemons", "ds-equal", target, priority=0)  # not above anyone: reserves only
+    core.settle()
+    assert reserved_nodes(core) == {target: ("ds-equal",)}
+    assert not [r for r in core.callback.released() if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
+    core.release("daemons", "ds-equal")
+    required_node_ask(core, "daemons", "ds-0", target, vcore=2000)
+    core.settle()
+    victims = [r for r in core.callback.released() if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
+    work_on_target = {a.allocationKey for a in core.callback.new() if a.nodeID == target}
+    assert len(victims) == 2 and {v.allocationKey for v in victims} <= work_on_target - {"keep"}
+    assert reserved_nodes(core) == {target: ("ds-0",)}, "held for the DaemonSet pod meanwhile"
+    for victim in victims:
+        core.release(victim.applicationID, victim.allocationKey, si_pb2.PREEMPTED_BY_SCHEDULER)
+    core.settle()
+    assert placed(core, "ds-0") == [target]
+
+
+def test_an_ask_that_reserved_a_node_preempts_there_once_its_delay_ends(core_factory):
+    core = core_factory("""
+partitions:
+  - name: default
+    placementrules: [{name: provided, create: true}]
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+            resources: {guaranteed: {vcore: 4}}
+            properties: {preemption.delay: 600ms}
+          - name: q
+""", tuning=Tuning(timing=Timing(completing=0.2, retention=0.5, reservation_delay=0.1)))
+    full_cluster(core, nodes=1)
+    core.app("a", queue="root.a")
+    core.asks("a", 1, vcore=2000, memory=GIB, prefix="a-")
+    wait_for(lambda: reserved_nodes(core), timeout=5, message="a reservation before the preemption delay ends")
+    wait_for(lambda: [r for r in core.callback.released() if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER],
+             timeout=5, message="the reserving ask preempts on its node")
+    for victim in [r for r in core.callback.released() if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]:
+        core.release(victim.applicationID, victim.allocationKey, si_pb2.PREEMPTED_BY_SCHEDULER)
+    core.settle()
+    assert placed(core, "a-0") == ["node-0"] and reserved_nodes(core) == {}
