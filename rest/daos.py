@@ -6,6 +6,8 @@ Fields this core has nothing for are documented in the README ("Fields with noth
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from actors.core.history import HistorySample
 from actors.core.snapshot import (
     AllocationSnapshot,
@@ -28,6 +30,9 @@ def go_duration(seconds: float) -> str:
     if hours:
         return f"{int(hours)}h{int(minutes)}m{text}"
     return f"{int(minutes)}m{text}" if minutes else text
+
+
+GO_ZERO_TIME = "0001-01-01T00:00:00Z"
 
 
 def resource(value) -> dict | None:
@@ -79,7 +84,17 @@ def application(app: ApplicationSnapshot) -> dict:
             "stateLog": [{"time": t, "applicationState": s} for t, s in app.state_log],
             "placeholderData": placeholder_data(app), "hasReserved": bool(app.reservations),
             "reservations": list(app.reservations),
-            "maxRequestPriority": max((r.priority for r in app.requests), default=0), "startTime": start_time(app)}
+            "maxRequestPriority": max((r.priority for r in app.requests), default=0), "startTime": start_time(app),
+            "backoffDeadline": go_time(app.backoff_deadline)}
+
+
+def go_time(ns: int) -> str:
+    """A time as Go's JSON writes a ``time.Time`` (RFC 3339, UTC, nanoseconds; Go's zero time when unset)."""
+    if not ns:
+        return GO_ZERO_TIME
+    seconds, fraction = divmod(ns, 1_000_000_000)
+    stamp = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{fraction:09d}".rstrip("0").rstrip(".") + "Z"
 
 
 def queue(q: QueueSnapshot, subtree: bool = True) -> dict:

@@ -70,7 +70,8 @@ class Application:
     __slots__ = ("application_id", "partition", "queue_path", "user", "groups", "tags", "state", "state_since",
                  "state_log", "submission_time", "finished_time", "asks", "ask_index", "allocations", "used", "max_used",
                  "pending", "rejected_message", "state_aware", "placeholder_ask", "placeholder_timeout", "gang_style",
-                 "placeholders", "allocated_placeholder", "placeholder_deadline", "replacing", "version")
+                 "placeholders", "allocated_placeholder", "placeholder_deadline", "replacing", "version",
+                 "unplaced_attempts", "backoff_until")
 
     def __init__(self, request: si_pb2.AddApplicationRequest, partition: str, queue_path: str) -> None:
         now = time.time_ns()
@@ -103,6 +104,8 @@ class Application:
         self.placeholder_deadline = 0  # ns since the epoch when the reservation times out; 0: no timer
         self.replacing: dict[str, Allocation] = {}  # real ask key -> the placeholder it takes over
         self.version = 0  # bumped on every change, so snapshots rebuild only what changed
+        self.unplaced_attempts = 0  # scheduling attempts in a row that placed none of its asks
+        self.backoff_until = 0  # ns since the epoch: skipped until then (its queue's unschedulable-ask backoff)
 
     def transition(self, state: str, now: int | None = None) -> bool:
         """Move to ``state``; False when already there. Raises on a transition YuniKorn forbids."""

@@ -209,6 +209,17 @@ def preemption_delay(properties: Mapping[str, str]) -> float:
     return duration_seconds(properties.get("preemption.delay", "30s"))
 
 
+def ask_backoff(properties: Mapping[str, str]) -> int:
+    """``application.unschedasks.backoff``: scheduling attempts without a placement before an application
+    waits (0, the default: never)."""
+    return int(properties.get("application.unschedasks.backoff", "0"))
+
+
+def ask_backoff_delay(properties: Mapping[str, str]) -> float:
+    """``application.unschedasks.backoff.delay`` in seconds (default 30): how long it then waits."""
+    return duration_seconds(properties.get("application.unschedasks.backoff.delay", "30s"))
+
+
 def quota_preemption_delay(properties: Mapping[str, str]) -> float:
     """``quota.preemption.delay`` in seconds (default 0: a queue over its max is never preempted)."""
     return duration_seconds(properties.get("quota.preemption.delay", "0"))

@@ -733,9 +733,16 @@ class Partition(NodeHolds):
         apps = self._sorted_apps(queue)
         cycle.sort_apps += perf_counter() - began
         cycle.sort_apps_n += 1
+        now = 0
         for app in apps:
             if id(app) in cycle.exhausted:
                 continue
+            if app.backoff_until:
+                now = now or time.time_ns()
+                if now < app.backoff_until:
+                    continue
+                app.backoff_until = 0
+                app.version += 1
             if not self.usage.tracks(app.application_id):
                 if not queue.can_run_another_app():
                     self._note_waiting(app, f"queue {queue.path}: maxapplications reached")
@@ -746,9 +753,25 @@ class Partition(NodeHolds):
                     cycle.exhausted.add(id(app))
                     continue
             if self._allocate_for_app(app, queue, cycle):
+                app.unplaced_attempts = 0
                 return True
             cycle.exhausted.add(id(app))
+            if queue.ask_backoff:
+                self._count_unplaced(app, queue)
         return False
+
+    def _count_unplaced(self, app: Application, queue: Queue) -> None:
+        """The unschedulable-ask backoff: after ``application.unschedasks.backoff`` attempts in a row that
+        placed nothing, the application is not tried for ``application.unschedasks.backoff.delay``."""
+        app.unplaced_attempts += 1
+        if app.unplaced_attempts < queue.ask_backoff:
+            return
+        app.unplaced_attempts = 0
+        app.backoff_until = time.time_ns() + int(queue.ask_backoff_delay * 1e9)
+        app.version += 1
+        self._wake_at(app.backoff_until)
+        self._event(E.APP, app.application_id, E.DETAILS_NONE, E.SET,
+                    f"backs off for {queue.ask_backoff_delay:g}s after {queue.ask_backoff} attempts without a placement")
 
     def _note_waiting(self, app: Application, reason: str) -> None:
         for ask in app.asks:

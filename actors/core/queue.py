@@ -22,7 +22,7 @@ class Queue:
                  "max_apps", "properties", "submit_acl", "admin_acl", "template", "allocated", "pending",
                  "apps", "running_apps", "pending_priorities", "sort_policy", "priority_sorting", "priority_fence", "priority_offset",
                  "containers", "app_totals", "preemption_policy", "preemption_delay", "preempting", "awaiting", "quota_preemption_delay",
-                 "over_max_since")
+                 "over_max_since", "ask_backoff", "ask_backoff_delay")
 
     def __init__(self, name: str, parent: Queue | None, managed: bool, leaf: bool) -> None:
         self.name = name
@@ -63,6 +63,8 @@ class Queue:
         self.preemption_policy = cfg.preemption_policy(self.properties)
         self.preemption_delay = cfg.preemption_delay(self.properties)
         self.quota_preemption_delay = cfg.quota_preemption_delay(self.properties)
+        self.ask_backoff = cfg.ask_backoff(self.properties)
+        self.ask_backoff_delay = cfg.ask_backoff_delay(self.properties)
 
     def apply_limits(self, guaranteed: Resource | None, maximum: Resource | None, max_apps: int) -> None:
         """Limits an application brings for its dynamic queue (a namespace's annotations), as upstream:

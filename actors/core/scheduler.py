@@ -40,7 +40,7 @@ from actors.core.messages import (
 )
 from actors.core.partition import Outbox, Partition, Timing
 from actors.core.plugins import NodePredicates, ResourceManagerCallback
-from actors.core.settings import CoreSettings, SettingsError, UnsupportedReport, unsupported, unsupported_in
+from actors.core.settings import CoreSettings, SettingsError, UnsupportedReport, unsupported
 from actors.core.snapshot import ALL_AREAS, HEALTH, CoreSnapshot, HealthReport
 from actors.core.views import partition_snapshot, running_applications
 from si import si_pb2
@@ -224,7 +224,7 @@ class CoreScheduler(Actor):
 
     def _take_settings(self, settings: CoreSettings, extra: dict[str, str]) -> None:
         self.extra, self.settings = extra, settings
-        self.unsupported = tuple(unsupported(extra)) + tuple(unsupported_in(self.config))
+        self.unsupported = tuple(unsupported(extra))
         self._unsupported_report.report(self.unsupported)
         self.ring.configure(settings.event_tracking, settings.event_ring_capacity, settings.event_request_capacity,
                             settings.event_max_streams, settings.event_max_streams_per_host,

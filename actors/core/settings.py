@@ -5,8 +5,7 @@ extra configuration. The core reads its keys (``CORE_KEYS``) from there, the shi
 (``SHIM_KEYS``, ``log.*``: see ``actors.shim.settings``) and the admission controller the
 ``admissionController.*`` keys. ``NOT_YET`` are upstream's keys of features this scheduler does not
 have yet. Any other key, and every ``NOT_YET`` key, is unsupported: the core logs it once and
-``/ws/v1/config`` lists it, so no setting is accepted and silently ignored. The same holds for what
-a queues YAML sets that the core does not apply yet (``unsupported_in``).
+``/ws/v1/config`` lists it, so no setting is accepted and silently ignored.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from actors import loglevels
-from actors.core.config import SchedulerConfig, duration_seconds
+from actors.core.config import duration_seconds
 from si.bounded import shown
 
 log = logging.getLogger(__name__)
@@ -34,10 +33,6 @@ ADMISSION_KEYS = frozenset(f"admissionController.{key}" for key in (  # webhook.
     "accessControl.externalGroups"))
 NOT_YET: frozenset[str] = frozenset()
 NOT_YET_PREFIXES: tuple[str, ...] = ()
-# Upstream's queue configuration this core does not apply yet (the unschedulable-ask backoff): set in
-# a queues YAML, each is reported as unsupported like a key above.
-NOT_YET_PROPERTIES = ("application.unschedasks.backoff", "application.unschedasks.backoff.delay")
-CONFIG_PREFIX = "partitions."
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}  # Go's strconv.ParseBool, as upstream reads booleans
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
@@ -123,20 +118,6 @@ def unsupported(extra: Mapping[str, str]) -> list[str]:
     return sorted(key for key in extra if not supported(key))
 
 
-def unsupported_in(config: SchedulerConfig | None) -> list[str]:
-    """What a queues configuration sets that this core does not apply yet, as dotted paths
-    (``partitions.default.root.a.properties.quota.preemption.delay``)."""
-    found = []
-    for partition in config.partitions if config is not None else ():
-        prefix = f"{CONFIG_PREFIX}{partition.name}."
-        pending = [(partition.root, partition.root.name)]
-        while pending:
-            queue, path = pending.pop()
-            found.extend(f"{prefix}{path}.properties.{key}" for key in NOT_YET_PROPERTIES if key in queue.properties)
-            pending.extend((child, f"{path}.{child.name}") for child in queue.queues)
-    return sorted(found)
-
-
 class UnsupportedReport:
     """Logs each unsupported key once (per key, not per configuration update)."""
 
@@ -147,6 +128,5 @@ class UnsupportedReport:
         for key in keys:
             if key not in self._logged:
                 self._logged.add(key)
-                kind = ("is not supported yet"
-                        if key in NOT_YET or key.startswith((*NOT_YET_PREFIXES, CONFIG_PREFIX)) else "is unknown")
+                kind = "is not supported yet" if key in NOT_YET or key.startswith(NOT_YET_PREFIXES) else "is unknown"
                 log.warning("configuration key %s %s: it has no effect", key, kind)

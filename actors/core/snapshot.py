@@ -92,6 +92,7 @@ class ApplicationSnapshot:
     tags: Mapping[str, str]
     placeholder_data: tuple[PlaceholderSnapshot, ...] = ()
     reservations: tuple[str, ...] = ()  # its asks holding a node (reserved, or waiting for victims)
+    backoff_deadline: int = 0  # ns since the epoch until which its queue's ask backoff skips it; 0: none
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,7 +55,7 @@ def application_snapshot(app: Application, shared: dict[str, AllocationSnapshot]
         tuple(app.state_log), MappingProxyType(dict(app.tags)),
         tuple(PlaceholderSnapshot(d.task_group, d.count, d.min_resource, d.replaced, d.timed_out)
               for d in app.placeholders.values()),
-        tuple(a.key for a in app.asks if a.reserved is not None or a.preempting is not None))
+        tuple(a.key for a in app.asks if a.reserved is not None or a.preempting is not None), app.backoff_until)
 
 
 def _shared(allocation: Allocation, shared: dict[str, AllocationSnapshot]) -> AllocationSnapshot:

@@ -73,20 +73,3 @@ def test_a_bad_value_refuses_the_update_and_keeps_the_settings(core_factory):
         rmID="rm", config=OPEN_CONFIG, extraConfig={"event.RESTResponseSize": "0"}))
     assert refused == "event.RESTResponseSize: '0' is not usable: must be at least 1"
     assert core.scheduler.events.rest_response_size == 5
-
-
-def test_queue_configuration_not_applied_yet_is_reported(core_factory):
-    core = core_factory("""
-partitions:
-  - name: default
-    preemption: {quotapreemptionenabled: true}
-    queues:
-      - name: root
-        queues:
-          - name: a
-            properties: {quota.preemption.delay: 10s, application.unschedasks.backoff: "3",
-                         preemption.delay: 5s, preemption.policy: fence}
-""")
-    assert core.snapshot().unsupported == ("partitions.default.root.a.properties.application.unschedasks.backoff",)
-    core.configure("partitions: [{name: default, queues: [{name: root}]}]")
-    assert core.snapshot().unsupported == ()
