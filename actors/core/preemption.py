@@ -117,6 +117,8 @@ class _Chooser:
             queue = None
         elif self.fence_prefix and not (path + ".").startswith(self.fence_prefix):
             queue = None
+        elif not self._claim_against(queue):
+            queue = None
         else:
             for q in queue.chain():
                 if q.preemption_policy == "disabled" or (
@@ -125,6 +127,18 @@ class _Chooser:
                     break
         self.eligible_queue[path] = queue
         return queue
+
+    def _claim_against(self, victim_queue: Queue) -> bool:
+        """Whether a guarantee of the ask's types lies on the preemptor's path below the queue it shares
+        with ``victim_queue``: two queues that only share a guaranteed parent have no claim on each other
+        (else they would take the room from each other in turn)."""
+        shared = next(q.path for q in victim_queue.chain() if q.path in self.preemptor_path)
+        for q in self.queue.chain():
+            if q.path == shared:
+                return False
+            if q.guaranteed is not None and any(v > 0 and n in q.guaranteed for n, v in self.ask.resource.items()):
+                return True
+        return False
 
     def victim_ok(self, victim: Allocation, queue: Queue, freed_in: dict[str, Resource]) -> bool:
         """Law 2: taking ``victim`` leaves each of its queues not shared with the preemptor at or above

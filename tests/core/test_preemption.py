@@ -387,3 +387,37 @@ def test_quota_change_preemption_needs_the_partition_switch_and_a_delay(enabled,
     released = [r for r in partition.take_outbox().released if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
     assert len(released) == victims
     assert partition.queues.get("root.b").preempting["vcore"] == 2000 * victims
+
+
+def test_queues_that_only_share_a_guaranteed_parent_never_preempt_each_other(core_factory):
+    core = core_factory("""
+partitions:
+  - name: default
+    placementrules: [{name: provided, create: true}]
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: x
+            resources: {guaranteed: {vcore: 2}}
+            queues:
+              - name: a
+                properties: {preemption.delay: 0s}
+              - name: b
+                properties: {preemption.delay: 0s}
+          - name: c
+""")
+    core.nodes(1, vcore=4000, memory=64 * GIB)
+    core.app("app-c", queue="root.c")
+    for i in range(4):
+        ask(core, "app-c", f"c-{i}")
+    core.app("app-a", queue="root.x.a")
+    core.app("app-b", queue="root.x.b")
+    core.settle()
+    ask(core, "app-a", "a-0")
+    wait_for(lambda: preempted(core), message="a preempts c")
+    confirm(core)
+    wait_for(lambda: "a-0" in {a.allocationKey for a in core.callback.new()})
+    ask(core, "app-b", "b-0")  # x has room under its guarantee: b takes it from c, not from its sibling a
+    wait_for(lambda: len(preempted(core)) == 2, message="b preempts")
+    assert {r.applicationID for r in preempted(core)} == {"app-c"}
