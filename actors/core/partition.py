@@ -362,12 +362,7 @@ class Partition(NodeHolds):
                 allocationKey=ask.key, applicationID=app.application_id,
                 reason=f"negative resource request {ask.resource.negative_components()}"))
             return
-        replaced = app.add_ask(ask)
-        queue = self.queues.get(app.queue_path)
-        queue.add_pending(ask.resource - (replaced.resource if replaced else Resource()))
-        queue.count_priority(ask.priority, 1)
-        if replaced is not None:
-            queue.count_priority(replaced.priority, -1)
+        replaced = self._pend(app, ask)
         if ask.placeholder and replaced is None:
             app.count_placeholder(ask, time.time_ns())
         if app.state == states.NEW:
@@ -426,6 +421,17 @@ class Partition(NodeHolds):
         elif allocation.placeholder:
             app.count_placeholder(allocation, time.time_ns())
         self._place(app, queue, allocation, node, decided=False)
+
+    def _pend(self, app: Application, ask: Allocation) -> Allocation | None:
+        """Put ``ask`` among the application's pending asks, counted in its queues; the ask it replaced."""
+        replaced = app.add_ask(ask)
+        queue = self.queues.get(app.queue_path)
+        if queue is not None:
+            queue.add_pending(ask.resource - (replaced.resource if replaced else Resource()))
+            queue.count_priority(ask.priority, 1)
+            if replaced is not None:
+                queue.count_priority(replaced.priority, -1)
+        return replaced
 
     def _remove_ask(self, app: Application, ask: Allocation) -> None:
         if ask.preempting is not None or ask.reserved is not None:
@@ -613,10 +619,7 @@ class Partition(NodeHolds):
             self._place(app, queue, real, node, decided=True)
         else:  # the node went meanwhile: the real pod is asked for again, as any other
             real.last_failure = ""
-            app.add_ask(real)
-            if queue is not None:
-                queue.add_pending(real.resource)
-                queue.count_priority(real.priority, 1)
+            self._pend(app, real)
 
     def _placeholders_timed_out(self, app: Application) -> None:
         """The reservation's timer ran out. A gang that got all its room gives back the placeholders no
