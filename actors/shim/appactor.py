@@ -28,7 +28,7 @@ placement kube-scheduler did not carry out, and the handoff is told when a place
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pykka
@@ -225,7 +225,7 @@ class ApplicationActor(PooledActor):
             self._task_placed_elsewhere(task)
         elif state == TaskState.BOUND and task.placed_by_core and pod.resource != previous.resource:
             self._to_core.append(translate.allocation(pod, task.priority, PARTITION, task.node))
-        elif state == TaskState.PENDING and previous.held and not pod.held and self._may_ask(task):
+        elif state == TaskState.PENDING and previous.held and not pod.held and self._asking()(task):
             self._submit(task)
         elif state == TaskState.SCHEDULING and pod.constraints != previous.constraints:
             self._to_core.append(translate.allocation(pod, task.priority, PARTITION))  # its volumes changed
@@ -255,7 +255,7 @@ class ApplicationActor(PooledActor):
             self._delete(task, "the gang's reservation ended")
         elif pod.placeholder and self.state == AppState.RESERVING:
             self._submit_pending()
-        elif not pod.held and self._may_ask(task):
+        elif not pod.held and self._asking()(task):
             self._submit(task)
 
     def _task_gone(self, pod: PodRecord) -> None:
@@ -287,16 +287,21 @@ class ApplicationActor(PooledActor):
                                 f"GangScheduling: task group {pod.task_group} is not declared by application "
                                 f"{self.app_id}: the pod is scheduled on its own")
 
-    def _may_ask(self, task: Task) -> bool:
-        """Asks go to the core only once it has accepted the application (as upstream's shim does: an
-        application it rejects never had asks to refuse); while the gang reserves, only placeholders."""
-        if self.state == AppState.RESERVING:  # all together, so that two gangs do not split a queue between them
-            return task.pod.placeholder and len(self._placeholders()) >= self._gang.size
-        return self.state in _ASKING and not task.pod.placeholder
+    def _asking(self) -> Callable[[Task], bool]:
+        """Which tasks may be asked for now. Asks go to the core only once it has accepted the application
+        (as upstream's shim does: an application it rejects never had asks to refuse); while the gang
+        reserves, only its placeholders, all together once every one is seen, so that two gangs do not
+        split a queue between them. Decided once per call: a large gang is not counted per task."""
+        if self.state == AppState.RESERVING:
+            complete = len(self._placeholders()) >= self._gang.size
+            return lambda task: complete and task.pod.placeholder
+        asking = self.state in _ASKING
+        return lambda task: asking and not task.pod.placeholder
 
     def _submit_pending(self) -> None:
+        may_ask = self._asking()
         for task in sorted(self._tasks.values(), key=lambda t: (t.pod.created, t.pod.uid)):
-            if task.state == TaskState.PENDING and not task.pod.held and self._may_ask(task):
+            if task.state == TaskState.PENDING and not task.pod.held and may_ask(task):
                 self._submit(task)
 
     def _placeholders(self) -> list[Task]:
