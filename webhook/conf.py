@@ -14,15 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from si.bounded import shown
+from si.gobool import parse_bool
 from si.kubernetes import CONF_HOT_REFRESH, CONF_POLICY_GROUP, binary_entry
 
 log = logging.getLogger(__name__)
 
 PREFIX = "admissionController."
-_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
-_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
-
-
 def _patterns(text: str) -> tuple[re.Pattern, ...]:
     return tuple(re.compile(item.strip()) for item in text.split(",") if item.strip())
 
@@ -87,11 +84,10 @@ def _convert(text: str, kind: str):
     if kind == "regex":
         return _patterns(text)
     if kind == "bool":
-        if text.strip() in _TRUE:
-            return True
-        if text.strip() in _FALSE:
-            return False
-        raise ValueError(f"not a boolean: {text!r}")
+        try:
+            return parse_bool(text.strip())
+        except ValueError:
+            raise ValueError(f"not a boolean: {text!r}") from None
     if kind == "any-str":
         return text.strip()
     if not text.strip():

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from actors import loglevels
 from actors.core.config import duration_seconds
 from si.bounded import shown
+from si.gobool import parse_bool
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,6 @@ ADMISSION_KEYS = frozenset(f"admissionController.{key}" for key in (  # webhook.
     "accessControl.externalGroups"))
 NOT_YET: frozenset[str] = frozenset()
 NOT_YET_PREFIXES: tuple[str, ...] = ()
-_TRUE = {"1", "t", "T", "TRUE", "true", "True"}  # Go's strconv.ParseBool, as upstream reads booleans
-_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
 
 class SettingsError(ValueError):
@@ -72,19 +71,13 @@ def _count(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def _bool(text: str) -> bool:
-    if text in _TRUE or text in _FALSE:
-        return text in _TRUE
-    raise ValueError("must be true or false")
-
-
 # key -> (CoreSettings field, parser); health.checkInterval is read as upstream reads it (scheduler.py)
 SCHEDULING_INTERVAL = "service.schedulingInterval"
 CORE_KEYS: Mapping[str, tuple[str, Callable[[str], object]]] = {
     SCHEDULING_INTERVAL: ("scheduling_interval", _duration),
     "service.eventChannelCapacity": ("event_channel_capacity", _count(1)),
     "service.dispatchTimeout": ("dispatch_timeout", _duration),
-    "event.trackingEnabled": ("event_tracking", _bool),
+    "event.trackingEnabled": ("event_tracking", parse_bool),
     "event.requestCapacity": ("event_request_capacity", _count(1)),
     "event.ringBufferCapacity": ("event_ring_capacity", _count(1)),
     "event.maxStreams": ("event_max_streams", _count(0)),

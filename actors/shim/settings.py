@@ -32,6 +32,7 @@ from actors.shim.messages import InstanceTypeLabel, VolumeBindTimeout
 from actors.shim.placeholders import DEFAULT_IMAGE, PlaceholderSettings
 from actors.shim.volumes import DEFAULT_BIND_TIMEOUT
 from si.bounded import shown
+from si.gobool import parse_bool
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,6 @@ DEFAULT_INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 DISABLE_GANG, PLACEHOLDER_IMAGE = "service.disableGangScheduling", "service.placeholderImage"
 PLACEHOLDER_IDS = {"service.placeholderRunAsUser": "run_as_user", "service.placeholderRunAsGroup": "run_as_group",
                    "service.placeholderFsGroup": "fs_group"}
-GO_BOOLEANS = {**dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),  # strconv.ParseBool, as upstream
-               **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False)}
 VOLUME_BIND_TIMEOUT = "service.volumeBindTimeout"
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -80,10 +79,12 @@ def _placeholders(extra: Mapping[str, str]) -> PlaceholderSettings:
             if not text.isdigit():
                 raise ValueError(f"{key}: {shown(text)} is not a user or group id (a whole number of at least 0)")
             ids[field] = int(text)
-    disabled = extra.get(DISABLE_GANG, "false").strip()
-    if disabled not in GO_BOOLEANS:
-        raise ValueError(f"{DISABLE_GANG}: {shown(disabled)} is not true or false")
-    return PlaceholderSettings(image=image, disabled=GO_BOOLEANS[disabled], **ids)
+    text = extra.get(DISABLE_GANG, "false").strip()
+    try:
+        disabled = parse_bool(text)
+    except ValueError:
+        raise ValueError(f"{DISABLE_GANG}: {shown(text)} is not true or false") from None
+    return PlaceholderSettings(image=image, disabled=disabled, **ids)
 
 
 def _duration(extra: Mapping[str, str], key: str, default: float) -> float:
