@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from si import si_pb2
 from si.resources import Resource
@@ -71,3 +72,11 @@ def clean_heap() -> None:
     """Collect what earlier runs left, so a run does not pay for the previous scheduler's garbage
     (with the scheduler's collector thresholds, a full collection may not come on its own for minutes)."""
     gc.collect()
+
+
+def create_pods(client, bodies: list[dict], threads: int) -> None:
+    """Create the pods ``bodies`` in the default namespace through ``client`` (a ``KubeClient``), from
+    ``threads`` threads."""
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda body: client.request_retrying("POST", "/api/v1/namespaces/default/pods", body=body),
+                      bodies))

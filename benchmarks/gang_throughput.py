@@ -22,7 +22,6 @@ import resource
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,6 +29,7 @@ SPAWN = multiprocessing.get_context("spawn")
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from benchmarks_common import create_pods  # noqa: E402
 from e2e_throughput import start_kubesim  # noqa: E402
 
 from actors.heap import tune_collector  # noqa: E402
@@ -76,9 +76,7 @@ def create(kubeconfig: str, gangs: int, members: int, plain: int, threads: int, 
     client = KubeClient.connect(kubeconfig, pool_size=threads)
     bodies = manifests(gangs, members, plain)
     times.put(time.time())
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(lambda body: client.request_retrying("POST", "/api/v1/namespaces/default/pods", body=body),
-                      bodies))
+    create_pods(client, bodies, threads)
     times.put(time.time())
     client.close()
 

@@ -22,7 +22,6 @@ import multiprocessing
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +29,7 @@ SPAWN = multiprocessing.get_context("spawn")
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from benchmarks_common import CountingCallback, clean_heap, feed  # noqa: E402
+from benchmarks_common import CountingCallback, clean_heap, create_pods, feed  # noqa: E402
 from e2e_throughput import start_kubesim  # noqa: E402
 
 from actors.base import stop_all  # noqa: E402
@@ -64,12 +63,6 @@ def pod(name: str, queue: str, app: str, node: str = "") -> dict:
     return body
 
 
-def create(client: KubeClient, bodies: list[dict], threads: int) -> None:
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(lambda body: client.request_retrying("POST", "/api/v1/namespaces/default/pods", body=body),
-                      bodies))
-
-
 def through_kubesim(args: argparse.Namespace) -> dict:
     from actors.core.scheduler import Scheduler
     from actors.shim.predicates import KubernetesPredicates
@@ -86,7 +79,7 @@ def through_kubesim(args: argparse.Namespace) -> dict:
             running = [pod(f"run-{i:06d}", "root.b", f"b-{i // 1000}", f"node-{i // PER_NODE:05d}")
                        for i in range(args.running)]
             began = time.monotonic()
-            create(client, running, args.threads)
+            create_pods(client, running, args.threads)
             print(f"{args.running} running pods created in {time.monotonic() - began:.1f} s", file=sys.stderr)
             core = Scheduler(predicates=KubernetesPredicates())
             service = SchedulerService(client, core, ServiceSettings(bind_workers=16)).start()
@@ -94,7 +87,7 @@ def through_kubesim(args: argparse.Namespace) -> dict:
                 raise SystemExit(f"scheduler did not reach Running: {service.latest_state()}")
             asks = [pod(f"ask-{i:04d}", "root.a", "a-app") for i in range(args.asks)]
             first = time.monotonic()
-            create(client, asks, args.threads)
+            create_pods(client, asks, args.threads)
             bound: set[str] = set()
             deadline = time.monotonic() + args.timeout
             while len(bound) < args.asks and time.monotonic() < deadline:
