@@ -59,10 +59,13 @@ class InFlight:
 
 def guarded_types(queue: Queue, ask: Allocation) -> bool:
     """Whether some queue on the ask's path guarantees a type the ask needs (else it cannot preempt)."""
-    for q in queue.chain():
-        if q.guaranteed is not None and any(v > 0 and n in q.guaranteed for n, v in ask.resource.items()):
-            return True
-    return False
+    return any(guarantees_some(q, ask.resource) for q in queue.chain())
+
+
+def guarantees_some(queue: Queue, wanted: Resource) -> bool:
+    """Whether ``queue`` guarantees a type ``wanted`` needs."""
+    guaranteed = queue.guaranteed
+    return guaranteed is not None and any(v > 0 and n in guaranteed for n, v in wanted.items())
 
 
 def _after(q: Queue, ask: Resource, freed: Resource) -> Resource:
@@ -136,7 +139,7 @@ class _Chooser:
         for q in self.queue.chain():
             if q.path == shared:
                 return False
-            if q.guaranteed is not None and any(v > 0 and n in q.guaranteed for n, v in self.ask.resource.items()):
+            if guarantees_some(q, self.ask.resource):
                 return True
         return False
 
