@@ -31,8 +31,6 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-import pykka
-
 from actors import embedded
 from actors.base import Supervision
 from actors.core.scheduler import Scheduler
@@ -255,13 +253,10 @@ def _start_rest(core, service: SchedulerService, host: str, port: int, elector: 
 
 
 def _leadership(elector: LeaderElector, service: SchedulerService):
-    """The elector's status, warm once every informer has listed."""
+    """The elector's status, warm once the shim has recovered (a standby recovers ahead of leading)."""
     def read() -> Leadership:
-        try:
-            warm = all(status.synced for status in service.informer_status())
-        except pykka.ActorDeadError:  # shutting down
-            warm = False
-        return dataclasses.replace(elector.status(), warm=warm)
+        state = service.latest_state()
+        return dataclasses.replace(elector.status(), warm=state is not None and state.recovered)
     return read
 
 

@@ -1,8 +1,8 @@
 """Leader election as the REST API shows it: readiness and the ``yunikorn_leader`` gauge.
 
 With leader election both schedulers of a pair serve the API. A standby is alive but not ready
-(``/ws/v1/health/ready`` answers 503 with ``"standby": true``, whether its caches are ``warm``, and the
-leader's identity), so anything routed by readiness reaches the leader. Asked ``?standby=ready`` (the
+(``/ws/v1/health/ready`` answers 503 with ``"standby": true``, whether it is ``warm`` (recovered
+ahead), and the leader's identity), so anything routed by readiness reaches the leader. Asked ``?standby=ready`` (the
 chart's kubelet probe), a warm standby answers 200: the pair is then two Ready pods, which rolling
 updates and a PodDisruptionBudget need, and the chart's Service routes by the leader's pod label. The process entry
 point gives :class:`~rest.app.SchedulerView` a callable returning the elector's ``Leadership``.

@@ -44,6 +44,14 @@ class Reconfigure:
 
 
 @message
+class Hold:
+    """``held``: decide nothing (no scheduling cycle, no timer) until told otherwise; what arrives
+    meanwhile is booked as usual. A standby's core is held while it keeps up with the cluster."""
+
+    held: bool
+
+
+@message
 class ScheduleCycle:
     """Schedule one bounded batch (the partition tells itself while there is work)."""
 

@@ -32,6 +32,7 @@ from actors.core.messages import (
     Barrier,
     CheckHealth,
     Counts,
+    Hold,
     NodeUpdates,
     Reconfigure,
     ScheduleCycle,
@@ -71,6 +72,7 @@ class PartitionActor(Actor):
         self.ring = ring
         self.tuning = tuning
         self.cycle_queued = False
+        self.held = False
 
     def on_NodeUpdates(self, msg: NodeUpdates) -> None:
         self.partition.update_nodes(msg.nodes)
@@ -89,12 +91,19 @@ class PartitionActor(Actor):
         self.partition.apply_config(msg.config)
         self._after()
 
+    def on_Hold(self, msg: Hold) -> None:
+        self.held = msg.held
+        self._after()
+
     def on_Tick(self, msg: Tick) -> None:
-        self.partition.tick()
+        if not self.held:
+            self.partition.tick()
         self._after()
 
     def on_ScheduleCycle(self, msg: ScheduleCycle) -> None:
         self.cycle_queued = False
+        if self.held:
+            return  # queued before the hold: the cycle runs once it is let go
         try:
             self.partition.schedule(self.tuning.batch_allocations, self.tuning.batch_seconds)
         except Exception:
@@ -122,7 +131,7 @@ class PartitionActor(Actor):
 
     def _after(self) -> None:
         self._flush(self.partition.take_outbox())
-        if self.partition.dirty and not self.cycle_queued:
+        if self.partition.dirty and not self.cycle_queued and not self.held:
             self.cycle_queued = True
             self.actor_ref.tell(ScheduleCycle())
 
@@ -170,6 +179,7 @@ class CoreScheduler(Actor):
         self.partitions: dict[str, pykka.ActorRef] = {} if partitions is None else partitions  # shared: see _admit
         # What the core counts itself: requests naming a partition it does not have.
         self.counters = {"errors": 0, "failed_nodes": 0}
+        self.held = False
 
     def on_stop(self) -> None:
         self._stop_partitions()
@@ -178,6 +188,12 @@ class CoreScheduler(Actor):
         for ref in self.partitions.values():
             ref.stop()
         self.partitions.clear()
+
+    def hold(self, held: bool) -> None:
+        """Hold every partition's decisions (see :class:`~actors.core.messages.Hold`), or let them go."""
+        self.held = held
+        for ref in self.partitions.values():
+            ref.tell(Hold(held))
 
     def register(self, request: si_pb2.RegisterResourceManagerRequest, callback: ResourceManagerCallback) -> None:
         config = cfg.parse(request.config)  # a bad configuration refuses the registration
@@ -192,8 +208,10 @@ class CoreScheduler(Actor):
             self._start_partition(partition)
 
     def _start_partition(self, partition: PartitionConfig) -> None:
-        self.partitions[partition.name] = PartitionActor.start(partition, self.rm_id, self.callback, self.ring,
-                                                               self.predicates, self.tuning, self._supervisor)
+        self.partitions[partition.name] = ref = PartitionActor.start(
+            partition, self.rm_id, self.callback, self.ring, self.predicates, self.tuning, self._supervisor)
+        if self.held:
+            ref.tell(Hold(True))
 
     def unregister(self) -> None:
         self._stop_partitions()
@@ -473,6 +491,12 @@ class Scheduler:
         if refused is None:
             self._configure(request.extraConfig)
         return refused
+
+    def hold(self, held: bool) -> None:
+        """``True``: the core books what it is told but decides nothing (no allocation, preemption or
+        timeout) until ``hold(False)``; a warm standby keeps its core so. Returns once every partition
+        has been told."""
+        self._core.hold(held).get()
 
     def barrier(self) -> None:
         """Return once every request sent before has been processed (and its answers sent)."""

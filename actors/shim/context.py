@@ -7,8 +7,11 @@ core (``Registered``) and recovers (``Recovering``): the applications of the pod
 created first (each sends its ``AddApplicationRequest`` as it is created), then one actor per node,
 each registering its node draining and reporting the pods on it; once every node has recovered the
 context is ``Running`` and hands the pending pods to their applications. With leader election
-(``await_lead``) it stays ``New`` with warm caches, and touches neither the core nor the cluster, until
-it is told ``Lead``; it then starts up from what it holds, without listing again. ``Shutdown`` moves it to
+(``await_lead``) a standby recovers ahead: it registers with its own core, held (the core books but
+decides nothing), recovers, and stays ``Recovering``, following the cluster, until it is told ``Lead``;
+then the core is let go and, once every node has recovered, it runs. It writes nothing to the cluster
+meanwhile (the write fence), so a takeover costs the hand-over of the pending pods, not a recovery of
+every running pod. ``Shutdown`` moves it to
 ``Draining``; cluster changes are then ignored. A start-up error leads to ``Failed``.
 
 Pods: ``spec.schedulerName == yunikorn`` pods are tasks of applications (``appactor``); other pods on
@@ -98,7 +101,7 @@ class ContextSettings:
     plugin_mode: bool = False
     node_lost_after: float = 300.0
     apply_settings: Any = None  # called with the shim's settings of each configuration taken (shim.settings)
-    await_lead: bool = False  # leader election: start up only once told ``Lead``
+    await_lead: bool = False  # leader election: recover ahead, run only once told ``Lead``
 
 
 class ShimContext(Actor):
@@ -134,6 +137,7 @@ class ShimContext(Actor):
         self._registered_at = 0
         self._recovering: set[str] = set()
         self._nodes_total = 0
+        self._recovery_started = False  # every node of the recovery has its actor, its count is known
         self._pods_recovered = 0
         self._published: tuple | None = None
         self._leading = not settings.await_lead
@@ -213,11 +217,14 @@ class ShimContext(Actor):
 
     def on_Lead(self, message: Lead) -> None:
         self._leading = True
-        self._start_up_when_ready()
+        if self._machine.state != SchedulerState.RECOVERING:
+            return  # still listing (it starts up when done) or failed to start
+        self._core.hold(False)
+        if not self._recovering:
+            self._recovery_done()
 
     def _start_up_when_ready(self) -> None:
-        if (self._leading and self._machine.state == SchedulerState.NEW
-                and self._listed >= self._settings.required_kinds):
+        if self._machine.state == SchedulerState.NEW and self._listed >= self._settings.required_kinds:
             self._start_up()
 
     def _remember(self, kind: str, record: Any, deleted: bool = False) -> None:
@@ -275,6 +282,8 @@ class ShimContext(Actor):
 
     def _start_up(self) -> None:
         try:
+            if not self._leading:
+                self._core.hold(True)  # a standby's core decides nothing until it leads
             self._register()
         except Exception as error:  # any refusal or failure of the core ends start-up in Failed
             log.exception("registration with the core failed")
@@ -342,16 +351,22 @@ class ShimContext(Actor):
         for name, pods in on_node.items():  # named by pods, not listed: lost until they appear
             self._start_node(name, None, tuple(pods))
         self._nodes_total = len(self._recovering)
+        self._recovery_started = True
         self._publish()
-        if not self._recovering:
+        if not self._recovering and self._leading:
             self._recovery_done()
 
     def on_NodeRecovered(self, message: NodeRecovered) -> None:
         if message.name in self._recovering:
             self._recovering.discard(message.name)
             self._pods_recovered += message.pods
-            if not self._recovering and self._machine.state == SchedulerState.RECOVERING:
+            if self._recovering or self._machine.state != SchedulerState.RECOVERING:
+                return
+            if self._leading:
                 self._recovery_done()
+            else:
+                log.info("recovered ahead of leading: standing by")
+                self._publish()
 
     def _recovery_done(self) -> None:
         self._fire("recovered")
@@ -582,7 +597,7 @@ class ShimContext(Actor):
 
     def _snapshot(self) -> ShimStateSnapshot:
         recovery = RecoveryProgress(self._nodes_total, self._nodes_total - len(self._recovering),
-                                    self._pods_recovered)
+                                    self._pods_recovered, self._recovery_started and not self._recovering)
         return self._board.snapshot(self._machine.state, self._registered_at, recovery)
 
 

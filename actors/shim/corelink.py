@@ -38,6 +38,9 @@ class CoreLink(Protocol):
     def barrier(self) -> None:
         """Return once the core has processed every request sent before."""
 
+    def hold(self, held: bool) -> None:
+        """Let the core book what it is told but decide nothing until ``hold(False)``."""
+
 
 
 class ShimCallback:

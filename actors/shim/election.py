@@ -69,7 +69,7 @@ class ElectionSettings:
 @dataclass(frozen=True, slots=True)
 class Leadership:
     """What a reader (REST) shows: who this candidate is, whether it leads, who leads (``""``: nobody
-    known), and whether its caches are warm (every informer has listed; the process fills it in)."""
+    known), and whether it is warm (recovered ahead of leading; the process fills it in)."""
 
     identity: str
     leading: bool

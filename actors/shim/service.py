@@ -53,7 +53,8 @@ class ServiceSettings:
     ``publish_period``: how often a changed state is published for readers. ``node_lost_after``: seconds
     a node may stay NotReady before its pods are taken out of the scheduler (it is lost).
     ``plugin_mode``: kube-scheduler binds YuniKorn's decisions (see ``actors.shim.handoff``).
-    ``await_lead``: leader election; the shim lists and watches but starts up only at ``lead()``."""
+    ``await_lead``: leader election; the shim lists, watches and recovers into a held core, and runs only
+    at ``lead()``."""
 
     namespace: str = "default"
     bind_workers: int = 16
@@ -107,7 +108,7 @@ class SchedulerService:
         return self
 
     def lead(self) -> None:
-        """This scheduler now leads: register with the core, recover from the warm caches, run."""
+        """This scheduler now leads: its core is let go and, once its recovery is done, it runs."""
         tell_if_alive(self.context, Lead())  # a context stopped meanwhile (shutdown) has nothing to lead
 
     def latest_state(self) -> ShimStateSnapshot | None:

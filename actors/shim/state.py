@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from actors.shim.lifecycle import TaskState
+from actors.shim.lifecycle import SchedulerState, TaskState
 from si.resources import Resource
 
 FOREIGN = "Foreign"  # the state shown for a pod of another scheduler
@@ -27,6 +27,7 @@ class RecoveryProgress:
     nodes_total: int
     nodes_recovered: int
     pods_recovered: int
+    complete: bool = False  # every node the recovery started with has recovered
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,12 @@ class ShimStateSnapshot:
     pods: tuple[PodView, ...]
     applications: tuple[AppView, ...]
     taken_at: int
+
+    @property
+    def recovered(self) -> bool:
+        """Every node has recovered: ``Running``, or a standby that recovered ahead of leading."""
+        return self.state == SchedulerState.RUNNING or (self.state == SchedulerState.RECOVERING
+                                                        and self.recovery.complete)
 
 
 class PodViews:

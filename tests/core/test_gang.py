@@ -1,5 +1,7 @@
 """Gang scheduling in the core, through SI: placeholders, their replacement and their timeout."""
 
+import time
+
 from si import si_pb2
 from si.resources import Resource
 from tests.waiting import wait_for
@@ -125,3 +127,24 @@ def test_timeout_of_an_incomplete_gang_resumes_soft_and_fails_hard(core_factory)
     core.release("soft", held)
     wait_for(lambda: "s-real" in {a.allocationKey for a in core.callback.new()}, message="an ordinary allocation")
     assert core.callback.app_states("soft")[-3:] == ["Resuming", "Accepted", "Running"]
+
+
+def test_a_held_core_books_but_decides_nothing_until_let_go(core_factory):
+    """A warm standby's core: asks and nodes are booked, no allocation is made and no timer fires
+    (here a placeholder timeout) while it is held; let go, it decides at once."""
+    core = core_factory(QUEUE)
+    core.nodes(2, vcore=2000)
+    gang_app(core, "gang", 2, timeout_ms=300)
+    asks(core, "gang", ["ph-0", "ph-1"], placeholder=True)
+    wait_for(lambda: "Running" in core.callback.app_states("gang"))
+    core.scheduler.hold(True)
+    gang_app(core, "later", 1)
+    asks(core, "later", ["later-ph-0"], placeholder=True)
+    time.sleep(1.0)  # three times the placeholder timeout: a timer that is not held would have fired
+    core.settle()
+    assert released(core, "ph-0") == [] and "later-ph-0" not in {a.allocationKey for a in core.callback.new()}
+    partition = core.scheduler.snapshot(0.0).partition("default")
+    assert "later-ph-0" in {ask.allocation_key for app in partition.applications for ask in app.requests}
+    core.scheduler.hold(False)
+    wait_for(lambda: "later-ph-0" in {a.allocationKey for a in core.callback.new()})
+    wait_for(lambda: released(core, "ph-0") == [si_pb2.TIMEOUT], timeout=5)

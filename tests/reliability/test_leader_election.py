@@ -105,7 +105,7 @@ def test_one_scheduler_leads_and_the_other_stands_by_warm(cluster, tmp_path):
         wait_for(lambda: _find_lease(cluster)["spec"]["renewTime"] > spec["renewTime"], timeout=10,
                  message="the leader renewing its lease")
         ready = b.readiness()
-        assert ready["ready"] is False and ready["standby"] is True and ready["shimState"] == "New"
+        assert ready["ready"] is False and ready["standby"] is True and ready["shimState"] == "Recovering"
         assert ready["warm"] is True
         assert ready["leader"] == "yunikorn-a" and ready["identity"] == "yunikorn-b"
         assert "standby" in ready["reason"]

@@ -11,6 +11,7 @@ from actors.base import Supervision
 from actors.core.partition import Timing
 from actors.core.scheduler import Scheduler, Tuning
 from actors.shim.client import KubeClient, RetryPolicy
+from actors.shim.fence import OPEN, LeaderFence
 from actors.shim.informer import WatchSettings
 from actors.shim.predicates import KubernetesPredicates
 from actors.shim.service import SchedulerService, ServiceSettings
@@ -36,15 +37,22 @@ class Cluster:
     # ---- the scheduler -------------------------------------------------------------------------
 
     def start_scheduler(self, running_timeout: float = 30.0, plugin_mode: bool = False,
-                        node_lost_after: float = 300.0) -> SchedulerService:
-        self.client = KubeClient.connect(self.kubeconfig, pool_size=32, retry=FAST_RETRY)
+                        node_lost_after: float = 300.0, standby: LeaderFence | None = None) -> SchedulerService:
+        """``standby``: start as a leader-election standby whose writes pass ``standby`` (a fence that
+        stays closed until the test opens it), and return once it has recovered ahead of leading."""
+        self.client = KubeClient.connect(self.kubeconfig, pool_size=32, retry=FAST_RETRY, fence=standby or OPEN)
         supervision = Supervision()  # of the core's and the shim's actors, as the command does
         self.scheduler = Scheduler(predicates=KubernetesPredicates(), tuning=Tuning(timing=Timing(completing=0.5)),
                                    tick_interval=0.2, supervisor=supervision)
         self.service = SchedulerService(self.client, self.scheduler, ServiceSettings(
             bind_workers=8, event_qps=500, event_burst=500, publish_period=0.2, watch=FAST_WATCH,
-            plugin_mode=plugin_mode, node_lost_after=node_lost_after), supervision).start()
-        assert self.service.wait_until("Running", running_timeout), self.service.latest_state()
+            plugin_mode=plugin_mode, node_lost_after=node_lost_after, await_lead=standby is not None),
+            supervision).start()
+        if standby is not None:
+            wait_for(lambda: (state := self.service.latest_state()) is not None and state.recovered,
+                     timeout=running_timeout, message="the standby recovering ahead of leading")
+        else:
+            assert self.service.wait_until("Running", running_timeout), self.service.latest_state()
         return self.service
 
     def stop_scheduler(self) -> None:

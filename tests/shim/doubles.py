@@ -25,6 +25,7 @@ class RecordingCore:
         self.refuse_config_with = refuse_config_with  # a registration whose queues YAML holds this is refused
         self.accept_applications = accept_applications  # answer each new application as accepted
         self.barriers = 0
+        self.held = False
 
     def _record(self, method: str, message: Any) -> None:
         copy = type(message)()
@@ -39,6 +40,9 @@ class RecordingCore:
             raise ValueError(f"bad configuration: {self.refuse_config_with}")
         self.callback = callback
         self._record("register", request)
+
+    def hold(self, held: bool) -> None:
+        self.held = held
 
     def update_node(self, request: si_pb2.NodeRequest) -> None:
         self._record("node", request)
