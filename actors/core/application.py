@@ -90,7 +90,7 @@ class Application:
         self.ask_index: dict[str, Allocation] = {}
         self.allocations: dict[str, Allocation] = {}
         self.used = Resource()
-        self.max_used = Resource()
+        self.max_used = self.used  # the same object while usage is at its peak (add_allocation)
         self.pending = Resource()
         self.rejected_message = ""
         disable = (self.tags.get(APP_TAG_DISABLE_STATE_AWARE, "") or self.tags.get("disableStateAware", ""))
@@ -156,8 +156,14 @@ class Application:
     def add_allocation(self, allocation: Allocation) -> None:
         self.version += 1
         self.allocations[allocation.key] = allocation
+        at_peak = self.max_used is self.used
         self.used = self.used + allocation.resource
-        self.max_used = component_max(self.max_used, self.used)
+        # Usage that only grew is its own peak: the common case (a recovery, a burst) skips the comparison.
+        if at_peak and all(value >= 0 for value in allocation.resource.values()):
+            self.max_used = self.used
+        else:
+            peak = component_max(self.max_used, self.used)
+            self.max_used = self.used if peak == self.used else peak
 
     def remove_allocation(self, key: str) -> Allocation | None:
         self.version += 1

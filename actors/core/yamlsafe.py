@@ -37,6 +37,7 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 MAX_CHARACTERS = 4 * 2**20
 MAX_DEPTH = 100  # a queue level costs two (its mapping and its queues list): about 45 levels of queues
 MAX_ALIAS_NODES = 100_000
+_LIBYAML_NESTING = "exceeded maximum nesting depth"  # libyaml 0.2.6 and later, at 1,000 levels
 
 
 class YamlError(ValueError):
@@ -122,7 +123,10 @@ def load(text: str) -> Any:
         raise
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or str(error)
-        raise YamlError(f"not valid YAML{_at(getattr(error, 'problem_mark', None))}: {elide(problem)}") from None
+        mark = _at(getattr(error, "problem_mark", None))
+        if problem == _LIBYAML_NESTING:  # libyaml reads ahead of the composer and has a limit of its own
+            raise YamlError(f"nested deeper than {MAX_DEPTH} levels{mark}") from None
+        raise YamlError(f"not valid YAML{mark}: {elide(problem)}") from None
     except (ValueError, TypeError, OverflowError) as error:  # a scalar Python cannot hold, e.g. year 0
         raise YamlError(f"not valid YAML: {elide(str(error))}") from None
     finally:

@@ -198,9 +198,21 @@ def encode(spec: Mapping, namespace: str, labels: Mapping[str, str] | None = Non
         document["spread"] = spread
     if not document:
         return ""
+    if len(document) == 1 and "nodeName" in document:
+        return _bound_only(document["nodeName"])
+    return _checked(document)
+
+
+def _checked(document: dict) -> str:
     text = orjson.dumps(document, option=orjson.OPT_SORT_KEYS).decode()
     decode(text)  # refuse now what could not be compiled later
     return text
+
+
+@functools.lru_cache(maxsize=16384)
+def _bound_only(node_name: str) -> str:
+    """The tag of a pod whose only constraint is the node it is bound to: most pods of a recovery."""
+    return _checked({"nodeName": node_name})
 
 
 def ignored(spec: Mapping) -> tuple[str, ...]:
