@@ -1,6 +1,6 @@
 """Request bodies in Kubernetes' protobuf encoding, read into the JSON object a JSON client would have sent.
 
-client-go's typed clients (``kubectl create namespace|configmap|secret|...``, ``kubectl drain``'s
+client-go's typed clients (``kubectl create namespace|configmap|secret|...``, and Go controllers'
 evictions) write ``application/vnd.kubernetes.protobuf``: the magic ``k8s\\x00``, then a
 ``runtime.Unknown`` envelope {1: typeMeta {1: apiVersion, 2: kind}, 2: raw, 3: contentEncoding,
 4: contentType} whose ``raw`` is the object's own message. The messages kubesim reads are listed in
