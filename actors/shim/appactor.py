@@ -59,6 +59,7 @@ from actors.shim.messages import (
     FailPod,
     Feedback,
     KubeEvent,
+    Leading,
     PlacedElsewhere,
     PlacedPod,
     PlaceholdersCreated,
@@ -161,6 +162,7 @@ class ApplicationActor(PooledActor):
         self._originator = first
         self._gang: Gang | None = None
         self._timeout_told = False
+        self._reserve_fenced = False  # placeholders a standby could not make: made once it leads
         if not placeholders.disabled:
             self._gang, problems = read_gang(first.task_groups, first.policy_parameters)
             if problems:
@@ -375,6 +377,14 @@ class ApplicationActor(PooledActor):
         """Accepted with a gang that has not started: make the placeholders that are not there yet (a
         restart finds some or all of them) and ask only for them."""
         self._machine.fire("reserve")
+        self._make_missing_placeholders()
+
+    def on_Leading(self, message: Leading) -> None:
+        if self._reserve_fenced and self.state == AppState.RESERVING:
+            self._reserve_fenced = False
+            self._make_missing_placeholders()
+
+    def _make_missing_placeholders(self) -> None:
         present: dict[str, int] = {}
         for task in self._placeholders():
             present[task.pod.task_group] = present.get(task.pod.task_group, 0) + 1
@@ -385,6 +395,9 @@ class ApplicationActor(PooledActor):
                                                  self.actor_ref))
 
     def on_PlaceholdersCreated(self, message: PlaceholdersCreated) -> None:
+        if message.fenced:
+            self._reserve_fenced = True
+            return
         if not message.error:
             return
         # Never half a gang: what was made goes, and the application fails, as upstream's.

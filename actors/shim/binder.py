@@ -23,6 +23,7 @@ import pykka
 
 from actors.base import Actor, Supervisor, message, tell_if_alive
 from actors.shim.client import BindError, KubeClient
+from actors.shim.fence import Fenced
 from actors.shim.messages import (
     BinderStatsRequest,
     BindOutcome,
@@ -297,6 +298,9 @@ class Binder(Actor):
                     manifest = placeholder_pod(request.originator, request.queue, group, request.settings)
                     metadata = self._client.create_pod(namespace, manifest).get("metadata") or {}
                     created.append((metadata.get("uid", ""), namespace, metadata.get("name", "")))
+        except Fenced as refused:
+            tell_if_alive(request.reply_to, PlaceholdersCreated(tuple(created), str(refused), fenced=True))
+            return
         except Exception as failure:  # the application hears of it whatever went wrong
             error = str(failure) or type(failure).__name__
             log.warning("creating placeholders for %s failed: %s", request.originator.app_id, error)

@@ -31,7 +31,7 @@ from typing import Any
 
 import pykka
 
-from actors.base import Actor, Supervisor
+from actors.base import Actor, Supervisor, tell_if_alive
 from actors.shim import kinds, translate
 from actors.shim.appactor import ApplicationActor
 from actors.shim.corelink import CoreLink, ShimCallback
@@ -47,6 +47,7 @@ from actors.shim.messages import (
     FlushToCore,
     KubeEvent,
     Lead,
+    Leading,
     Listed,
     NodeChanged,
     NodeDeleted,
@@ -373,6 +374,10 @@ class ShimContext(Actor):
         for pod in sorted(self._pods.values(), key=_age):
             if not pod.assigned and not pod.terminated and self._managed(pod) and pod.uid not in self._pod_app:
                 self._to_app(pod)
+        if self._settings.await_lead:  # a standby's applications may now write what they could not
+            self._flush()
+            for ref in self._apps.values():
+                tell_if_alive(ref, Leading())
 
     # ---- pods ----------------------------------------------------------------------------------
 

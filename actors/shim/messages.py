@@ -102,10 +102,12 @@ class CreatePlaceholders:
 @message
 class PlaceholdersCreated:
     """``error``: why creating stopped ("" when every placeholder was created); ``created`` are the
-    (uid, namespace, name) of those made, for the application to delete after a failure."""
+    (uid, namespace, name) of those made, for the application to delete after a failure. ``fenced``:
+    nothing was tried, this scheduler does not lead (a standby recovering ahead)."""
 
     created: tuple[tuple[str, str, str], ...]
     error: str = ""
+    fenced: bool = False
 
 
 @message
@@ -310,6 +312,12 @@ class TaskUpdate:
 @message
 class TaskUpdates:
     updates: tuple[TaskUpdate, ...]
+
+
+@message
+class Leading:
+    """The scheduler runs as the leader now (told after the pending pods were routed): what a standby
+    could not write, it may now (a gang's missing placeholders)."""
 
 
 # ---- ShimContext ---------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from kubernetes import client as k8s
 
 from actors.shim.fence import LeaderFence
 from tests.shim.doubles import wait_for
+from tests.shim.test_gang import SPARK, bound_placeholders, gang_pod, phase, placeholders, start
 
 
 def _allocated(cluster) -> dict[str, str]:
@@ -57,3 +58,27 @@ def test_a_standby_recovers_ahead_decides_nothing_and_schedules_at_once_when_it_
     cluster.wait_bound(*pending)
     cluster.assert_consistent()
     assert set(cluster.binds_per_pod()) == {"late", *pending}
+
+
+def test_a_standby_short_of_a_gangs_placeholders_makes_them_only_once_it_leads(cluster):
+    start(cluster, nodes=2, cpu="5")
+    gang_pod(cluster, "driver", "spark-s", "driver", SPARK)
+    wait_for(lambda: len(bound_placeholders(cluster, "spark-s")) == 10, message="10 placeholders bound")
+    cluster.stop_scheduler()
+    made = len(placeholders(cluster, "spark-s"))  # one driver and ten executors
+    for name in sorted(placeholders(cluster, "spark-s"))[:3]:  # caught while they were being replaced
+        cluster.core_api.delete_namespaced_pod(name, "default", grace_period_seconds=0)
+    fence = LeaderFence()
+    service = cluster.start_scheduler(standby=fence)
+    wait_for(lambda: any(a.application_id == "spark-s" and a.state == "Reserving"
+                         for a in service.state().applications), message="the standby's gang reserving")
+    assert len(placeholders(cluster, "spark-s")) == made - 3  # it made none: the leader would
+
+    fence.open_until(math.inf)
+    service.lead()
+    assert service.wait_until("Running", 10)
+    wait_for(lambda: len(placeholders(cluster, "spark-s")) == made, message="the 3 missing placeholders made")
+    cluster.node("n2", cpu="4", memory="64Gi")
+    cluster.wait_bound("driver")
+    assert phase(cluster, "driver") != "Failed"
+    cluster.assert_consistent()
