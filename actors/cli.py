@@ -20,7 +20,6 @@ import argparse
 import dataclasses
 import logging
 import os
-import re
 import signal
 import socket
 import sys
@@ -43,23 +42,20 @@ from actors.shim.lifecycle import SchedulerState, TaskState
 from actors.shim.predicates import KubernetesPredicates
 from actors.shim.service import SchedulerService, ServiceSettings
 from actors.shim.state import ShimStateSnapshot
+from si.goduration import parse_duration
 
 log = logging.getLogger("yunikorn.scheduler")
 READER_SHARE = 0.1  # REST readers may take at most this share of the scheduler's time (see SchedulerView)
 LOST_LEASE_EXIT = 3
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
-_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def duration(text: str) -> float:
     """Seconds from a Go duration (``15s``, ``1m30s``, ``500ms``) or a plain number of seconds."""
     try:
         seconds = float(text)
     except ValueError:
-        parts = _DURATION.findall(text)
-        if not parts or "".join(number + unit for number, unit in parts) != text:
+        try:
+            seconds = parse_duration(text)
+        except ValueError:
             raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 15s, 500ms, 1m30s)") from None
-        seconds = sum(float(number) * _UNIT[unit] for number, unit in parts)
     if seconds <= 0:
         raise argparse.ArgumentTypeError(f"a duration must be positive: {text!r}")
     return seconds

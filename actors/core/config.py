@@ -32,6 +32,7 @@ import yaml
 from actors.core import usergroups, yamlsafe
 from actors.core.acl import ACL, GROUP_NAME, USER_NAME, WILDCARD
 from si.bounded import LIMIT, elide, shown
+from si.goduration import parse_duration
 from si.quantity import QuantityError, format_quantity, to_si_value
 from si.resources import Resource, min_limit
 
@@ -46,10 +47,6 @@ DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType({"vcore": 1.0, "memory":
 # Characters that make a filter entry a regular expression rather than a name (as upstream decides).
 _REGEXP_CHARS = re.compile(r"[\^$*+?()\[{}|]")
 # A Go duration such as 30s, 1m30s, 1.5h or 0.
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 # Upstream's default (a queue per namespace, created on demand), with one more rule first: a namespace
@@ -226,17 +223,10 @@ def quota_preemption_delay(properties: Mapping[str, str]) -> float:
 
 
 def duration_seconds(text: str) -> float:
-    """A Go duration (``30s``, ``1m30s``, ``1.5h``, ``0``) in seconds; ValueError when malformed."""
-    if text == "0":
-        return 0.0
-    position, seconds = 0, 0.0
-    for match in _DURATION_PART.finditer(text):
-        if match.start() != position:
-            break
-        seconds += float(match[1]) * _DURATION_UNITS[match[2]]
-        position = match.end()
-    if position != len(text) or not text:
-        raise ValueError(f"not a duration such as 30s, 1m30s or 0: {shown(text)}")
+    """A Go duration (``30s``, ``1m30s``, ``1.5h``, ``0``) in seconds; ValueError when malformed or negative."""
+    seconds = parse_duration(text)
+    if seconds < 0:
+        raise ValueError(f"must not be negative: {shown(text)}")
     return seconds
 
 

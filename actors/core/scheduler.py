@@ -46,6 +46,7 @@ from actors.core.snapshot import ALL_AREAS, HEALTH, CoreSnapshot, HealthReport
 from actors.core.views import partition_snapshot, running_applications
 from si import si_pb2
 from si.constants import DEFAULT_PARTITION, NODE_ATTR_PARTITION
+from si.goduration import parse_duration
 
 log = logging.getLogger(__name__)
 HEALTH_INTERVAL_KEY = "health.checkInterval"
@@ -342,12 +343,12 @@ def health_interval(extra: dict[str, str]) -> float:
     if not text:
         return DEFAULT_HEALTH_INTERVAL
     try:
-        seconds = cfg.duration_seconds(text.removeprefix("-"))
+        seconds = parse_duration(text)
     except ValueError:
         log.warning("%s: %r is not a duration such as 30s; using %ss", HEALTH_INTERVAL_KEY, text,
                     DEFAULT_HEALTH_INTERVAL)
         return DEFAULT_HEALTH_INTERVAL
-    return 0.0 if text.startswith("-") else seconds
+    return max(seconds, 0.0)
 
 
 class Scheduler:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -33,6 +32,7 @@ from actors.shim.placeholders import DEFAULT_IMAGE, PlaceholderSettings
 from actors.shim.volumes import DEFAULT_BIND_TIMEOUT
 from si.bounded import shown
 from si.gobool import parse_bool
+from si.goduration import parse_duration
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +43,6 @@ DISABLE_GANG, PLACEHOLDER_IMAGE = "service.disableGangScheduling", "service.plac
 PLACEHOLDER_IDS = {"service.placeholderRunAsUser": "run_as_user", "service.placeholderRunAsGroup": "run_as_group",
                    "service.placeholderFsGroup": "fs_group"}
 VOLUME_BIND_TIMEOUT = "service.volumeBindTimeout"
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 @dataclass(frozen=True, slots=True)
 class ShimSettings:
     qps: float = DEFAULT_QPS
@@ -92,13 +88,11 @@ def _duration(extra: Mapping[str, str], key: str, default: float) -> float:
     text = extra.get(key, "").strip()
     if not text:
         return default
-    position, seconds = 0, 0.0
-    for match in _DURATION.finditer(text):
-        if match.start() != position:
-            break
-        seconds += float(match[1]) * _UNITS[match[2]]
-        position = match.end()
-    if position != len(text) or seconds <= 0:
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        seconds = 0.0
+    if seconds <= 0:
         raise ValueError(f"{key}: {shown(text)} is not a positive duration such as 30s or 10m")
     return seconds
 
