@@ -204,8 +204,7 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
                 if args.exit_when_done:
                     return 0
         while not stop.wait(0.5):
-            latest = service.latest_state()
-            if latest is not None and latest.state == SchedulerState.FAILED:
+            if service.scheduler_state() == SchedulerState.FAILED:
                 log.error("scheduler start-up failed; exiting")
                 return 1
         return 0
@@ -251,8 +250,7 @@ def _start_rest(core, service: SchedulerService, host: str, port: int, elector: 
 def _leadership(elector: LeaderElector, service: SchedulerService):
     """The elector's status, warm once the shim has recovered (a standby recovers ahead of leading)."""
     def read() -> Leadership:
-        state = service.latest_state()
-        return dataclasses.replace(elector.status(), warm=state is not None and state.recovered)
+        return dataclasses.replace(elector.status(), warm=service.recovered())
     return read
 
 

@@ -57,9 +57,9 @@ from actors.shim.messages import (
     PlacedPod,
     PodsLeft,
     PodsOnNode,
-    Publish,
     Registered,
     RetractTask,
+    SendMail,
     Settle,
     ShimStateRequest,
     Shutdown,
@@ -140,7 +140,6 @@ class ShimContext(Actor):
         self._nodes_total = 0
         self._recovery_started = False  # every node of the recovery has its actor, its count is known
         self._pods_recovered = 0
-        self._published: tuple | None = None
         self._leading = not settings.await_lead
 
     # ---- dispatch ------------------------------------------------------------------------------
@@ -164,10 +163,8 @@ class ShimContext(Actor):
         self._settle()  # what a reader sees has been sent to the core
         return self._snapshot()
 
-    def on_Publish(self, msg: Publish) -> None:
+    def on_SendMail(self, msg: SendMail) -> None:
         self._flush()
-        if self._published != self._board.version:
-            self._publish()
 
     def on_Connect(self, msg: Connect) -> None:
         self._peers = msg
@@ -597,13 +594,14 @@ class ShimContext(Actor):
         self._event("Node", "", name, "", type_, reason, message)
 
     def _publish(self) -> None:
-        self._published = self._board.version
-        self._board.publish(self._snapshot())
+        self._board.publish(self._machine.state, self._registered_at, self._progress())
 
     def _snapshot(self) -> ShimStateSnapshot:
-        recovery = RecoveryProgress(self._nodes_total, self._nodes_total - len(self._recovering),
-                                    self._pods_recovered, self._recovery_started and not self._recovering)
-        return self._board.snapshot(self._machine.state, self._registered_at, recovery)
+        return self._board.snapshot(self._machine.state, self._registered_at, self._progress())
+
+    def _progress(self) -> RecoveryProgress:
+        return RecoveryProgress(self._nodes_total, self._nodes_total - len(self._recovering), self._pods_recovered,
+                                self._recovery_started and not self._recovering)
 
 
 def _age(pod: PodRecord) -> tuple[float, str]:

@@ -417,8 +417,9 @@ class Stopped:
 
 
 @message
-class Publish:
-    """Publish a snapshot if something changed (told by the service's timer)."""
+class SendMail:
+    """Send what the context collected for its actors (told by the service's timer, so a quiet moment
+    never leaves mail waiting)."""
 
 
 @message

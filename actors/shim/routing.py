@@ -28,12 +28,14 @@ class Mail:
         self._ended: dict[str, pykka.ActorRef] = {}  # by application id
         self._stopping: dict[str, pykka.Future] = {}  # by application id: stops sent, maybe not done
         self._nodes: dict[str, list[Any]] = {}
+        self._count = 0  # messages collected (read after every message the context handles)
 
     def __len__(self) -> int:
-        return sum(len(updates) for _, updates in self._apps.values()) + sum(map(len, self._nodes.values()))
+        return self._count
 
     def to_app(self, ref: pykka.ActorRef, update: TaskUpdate) -> None:
         self._apps.setdefault(ref.actor_urn, (ref, []))[1].append(update)
+        self._count += 1
 
     def end_app(self, app_id: str, ref: pykka.ActorRef) -> None:
         """Stop the application's actor once it has its last updates."""
@@ -50,6 +52,7 @@ class Mail:
 
     def to_node(self, name: str, message: Any) -> None:
         self._nodes.setdefault(name, []).append(message)
+        self._count += 1
 
     def send(self, node_actors: dict[str, pykka.ActorRef]) -> None:
         """Applications first: a node reporting a pod of ours needs its application in the core."""
@@ -64,7 +67,7 @@ class Mail:
             if ref is not None:
                 for message in _joined(mail):
                     ref.tell(message)
-        self._apps, self._ended, self._nodes = {}, {}, {}
+        self._apps, self._ended, self._nodes, self._count = {}, {}, {}, 0
 
 
 def _done(future: pykka.Future) -> bool:

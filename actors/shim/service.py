@@ -26,13 +26,14 @@ from actors.shim.extender import Extender
 from actors.shim.handoff import AllocationHandoff
 from actors.shim.informer import Informer, InformerStatus, WatchSettings
 from actors.shim.kinds import watched_kinds
+from actors.shim.lifecycle import SchedulerState
 from actors.shim.messages import (
     Connect,
     Drain,
     InformerStatusRequest,
     Lead,
-    Publish,
     RecorderStatsRequest,
+    SendMail,
     ShimStateRequest,
     Shutdown,
     Stopped,
@@ -40,7 +41,7 @@ from actors.shim.messages import (
 from actors.shim.outlet import CoreOutlet
 from actors.shim.recorder import EventRecorder, RecorderStats
 from actors.shim.settings import SettingsApplier
-from actors.shim.state import ShimStateSnapshot, StateBoard
+from actors.shim.state import ShimStateSnapshot, StateBoard, recovered
 from actors.shim.ticker import Alarms, Ticker
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ log = logging.getLogger(__name__)
 class ServiceSettings:
     """``namespace``: where the scheduler's configmaps live. ``bind_workers``: concurrent binds.
     ``event_qps``/``event_burst``: the API write budget of events and pod conditions.
-    ``publish_period``: how often a changed state is published for readers. ``node_lost_after``: seconds
+    ``publish_period``: how old the state readers see may be (and how often waiting mail is sent). ``node_lost_after``: seconds
     a node may stay NotReady before its pods are taken out of the scheduler (it is lost).
     ``plugin_mode``: kube-scheduler binds YuniKorn's decisions (see ``actors.shim.handoff``).
     ``await_lead``: leader election; the shim lists, watches and recovers into a held core, and runs only
@@ -76,7 +77,7 @@ class SchedulerService:
         self.core = core
         self.settings = settings
         self.supervision = supervision or Supervision()
-        self.board = StateBoard()
+        self.board = StateBoard(max_age=settings.publish_period)
         self.context: pykka.ActorRef | None = None
         self.binder: pykka.ActorRef | None = None
         self.recorder: pykka.ActorRef | None = None
@@ -84,7 +85,7 @@ class SchedulerService:
         self.alarms: Alarms | None = None
         self.informers: list[pykka.ActorRef] = []
         self.extender: Extender | None = None
-        self._publisher: Ticker | None = None
+        self._mail_sender: Ticker | None = None
 
     def start(self) -> SchedulerService:
         s, supervisor = self.settings, self.supervision
@@ -102,7 +103,7 @@ class SchedulerService:
         self.outlet = applier.outlet = CoreOutlet.start(self.core, supervisor)
         self.alarms = Alarms("node-alarms")
         self.context.tell(Connect(self.binder, self.recorder, self.outlet, self.alarms))
-        self._publisher = Ticker(self.context, Publish(), s.publish_period, "shim-state-publisher").start()
+        self._mail_sender = Ticker(self.context, SendMail(), s.publish_period, "shim-mail-sender").start()
         self.informers = [Informer.start(self.client, kind, self.context, s.watch, supervisor)
                           for kind in watched_kinds(s.namespace)]
         return self
@@ -110,6 +111,16 @@ class SchedulerService:
     def lead(self) -> None:
         """This scheduler now leads: its core is let go and, once its recovery is done, it runs."""
         tell_if_alive(self.context, Lead())  # a context stopped meanwhile (shutdown) has nothing to lead
+
+    def scheduler_state(self) -> str:
+        """``New`` ... ``Running`` (cheap: no views are pictured)."""
+        current = self.board.scheduler_state()
+        return current[0] if current else SchedulerState.NEW
+
+    def recovered(self) -> bool:
+        """Every node recovered: running, or a standby that recovered ahead of leading."""
+        current = self.board.scheduler_state()
+        return current is not None and recovered(*current)
 
     def latest_state(self) -> ShimStateSnapshot | None:
         """The last published state; never waits on the shim."""
@@ -138,8 +149,8 @@ class SchedulerService:
             log.warning("shim context was already gone at shutdown")
         for informer in self.informers:
             informer.stop(timeout=timeout)
-        if self._publisher is not None:
-            self._publisher.stop()
+        if self._mail_sender is not None:
+            self._mail_sender.stop()
         try:
             self.binder.ask(Drain(), timeout=timeout)
         except pykka.ActorDeadError:

@@ -3,8 +3,10 @@
 Node and application actors publish the views of what they own on the ``StateBoard`` as it changes
 (immutable records, under the board's locks: a publication channel, never state an actor reads back).
 ``ShimContext`` answers ``ShimStateRequest`` with a fresh ``ShimStateSnapshot`` once the actors have
-handled what they were told, and publishes one on every scheduler transition and at most once per
-period while something changes, so REST reads ``board.latest()`` without stopping the shim.
+handled what they were told, and publishes its own part (the scheduler state and the recovery's
+progress) on every change. ``board.latest()`` pictures the views on the reader's thread, at most once
+per ``max_age`` while only views change (at once when the scheduler state does), so REST reads without
+stopping the shim, and nothing is pictured while nobody reads.
 """
 
 from __future__ import annotations
@@ -77,9 +79,12 @@ class ShimStateSnapshot:
 
     @property
     def recovered(self) -> bool:
-        """Every node has recovered: ``Running``, or a standby that recovered ahead of leading."""
-        return self.state == SchedulerState.RUNNING or (self.state == SchedulerState.RECOVERING
-                                                        and self.recovery.complete)
+        return recovered(self.state, self.recovery)
+
+
+def recovered(state: str, recovery: RecoveryProgress) -> bool:
+    """Every node has recovered: ``Running``, or a standby that recovered ahead of leading."""
+    return state == SchedulerState.RUNNING or (state == SchedulerState.RECOVERING and recovery.complete)
 
 
 class PodViews:
@@ -156,12 +161,17 @@ class StateBoard:
     """The views the shim's actors publish as they change (``pods``, ``nodes``, ``apps``), and the
     latest snapshot taken of them; reading the snapshot is one attribute load, safe from any thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_age: float = 1.0) -> None:
         self.pods = PodViews()
         self.nodes = Views()
         self.apps = Views()
-        self._latest: ShimStateSnapshot | None = None
+        self.max_age = max_age
+        self._header: tuple[str, int, RecoveryProgress] | None = None  # the context's part
         self._changed = threading.Condition()
+        self._latest: ShimStateSnapshot | None = None
+        self._latest_of: tuple | None = None  # the header and views version it pictures
+        self._latest_at = 0.0
+        self._picturing = threading.Lock()
 
     @property
     def version(self) -> tuple[int, int, int]:
@@ -173,16 +183,32 @@ class StateBoard:
                       for n in self.nodes.all())
         return ShimStateSnapshot(state, registered_at, recovery, nodes, pods, self.apps.all(), time.time_ns())
 
-    def publish(self, snapshot: ShimStateSnapshot) -> None:
+    def publish(self, state: str, registered_at: int, recovery: RecoveryProgress) -> None:
+        """The context's part of the state, as it changes."""
         with self._changed:
-            self._latest = snapshot
+            self._header = (state, registered_at, recovery)
             self._changed.notify_all()
 
+    def scheduler_state(self) -> tuple[str, RecoveryProgress] | None:
+        """The context's part alone (nothing pictured): the scheduler state and the recovery's progress."""
+        header = self._header
+        return None if header is None else (header[0], header[2])
+
     def latest(self) -> ShimStateSnapshot | None:
-        return self._latest
+        """The state as last pictured: pictured again when the context's part changed, or when views
+        changed and the last picture is ``max_age`` seconds old; ``None`` before the context published."""
+        header = self._header
+        if header is None:
+            return None
+        with self._picturing:
+            latest, pictured = self._latest, (header, self.version)
+            if latest is None or (self._latest_of != pictured and (
+                    self._latest_of[0] != header or time.monotonic() - self._latest_at >= self.max_age)):
+                latest = self._latest = self.snapshot(*header)
+                self._latest_of, self._latest_at = pictured, time.monotonic()
+            return latest
 
     def wait_for_state(self, state: str, timeout: float) -> bool:
         """Block until a snapshot in ``state`` is published (or ``timeout`` seconds pass)."""
         with self._changed:
-            return self._changed.wait_for(lambda: self._latest is not None and self._latest.state == state,
-                                          timeout)
+            return self._changed.wait_for(lambda: self._header is not None and self._header[0] == state, timeout)

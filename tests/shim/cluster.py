@@ -49,8 +49,7 @@ class Cluster:
             plugin_mode=plugin_mode, node_lost_after=node_lost_after, await_lead=standby is not None),
             supervision).start()
         if standby is not None:
-            wait_for(lambda: (state := self.service.latest_state()) is not None and state.recovered,
-                     timeout=running_timeout, message="the standby recovering ahead of leading")
+            wait_for(self.service.recovered, timeout=running_timeout, message="the standby recovering ahead of leading")
         else:
             assert self.service.wait_until("Running", running_timeout), self.service.latest_state()
         return self.service
