@@ -41,7 +41,7 @@ REQUEST_TIMEOUT = 10.0
 MAX_BUFFERED = 64 * 1024 * 1024
 _READ_SIZE = 64 * 1024
 _DRAIN_LIMIT = 1024 * 1024  # what a refused client may still send (an over-long head, say) before it is cut
-_STOP_LINGER = 2.0  # how long a stopping worker keeps idle kept-alive connections (gunicorn's choice too)
+_STOP_LINGER = 2.0  # how long a stopping worker waits for requests still to arrive (gunicorn's choice too)
 
 
 class _Connection(TConn):
@@ -228,12 +228,14 @@ class IntakeWorker(ThreadWorker):
         super().wait_for_and_dispatch_events(timeout)
 
     def murder_keepalived(self, force: bool = False) -> None:
-        """Close connections whose request is late (all of them if ``force``), shut down the sockets of
-        answers that are late, and give idle connections of a stopping worker a short linger only."""
+        """Close connections whose request is late (all of them if ``force``) and shut down the sockets
+        of answers that are late. A stopping worker gives requests still to arrive a short linger only:
+        one already on its way is answered (with ``Connection: close``), a stalled one does not hold up
+        the exit."""
         super().murder_keepalived(force)
         now = time.monotonic()
         for conn in list(self._arriving):
-            if not self.alive and conn.idle:
+            if not self.alive:
                 conn.deadline = min(conn.deadline, now + _STOP_LINGER)
             if force or conn.deadline <= now:
                 self._close(conn)

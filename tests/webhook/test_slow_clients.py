@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import socket
 import ssl
 import threading
@@ -17,6 +18,7 @@ import time
 import pytest
 
 from kubesim import KubeSim
+from tests.waiting import wait_for
 from tests.webhook.harness import SERVER_NAME, Controller, HttpsClient, pod, registered_bundle, review
 from webhook import constants as c
 from webhook.app import MAX_BODY
@@ -180,3 +182,27 @@ def test_bytes_arriving_beyond_the_workers_budget_are_refused_with_503(server):
     assert answer.startswith(b"HTTP/1.1 503 ")
     body = review(pod())
     assert HttpsClient(port, bundle).review(c.MUTATE_PATH, body)["uid"] == body["request"]["uid"], "freed again"
+
+
+def test_a_stopping_server_answers_a_request_on_its_way_and_does_not_wait_for_stalled_ones(kubesim, start_controller):
+    controller = start_controller(workers=1)  # the default request timeout: 10 s
+    port, bundle = controller.port, registered_bundle(kubesim)
+    with contextlib.ExitStack() as stack:
+        stalled = [stack.enter_context(open_(port, bundle)) for open_ in STALLED.values()]
+        idle = HttpsClient(port, bundle)
+        assert idle.get(c.HEALTH_PATH)[0] == 200
+        stack.callback(idle.close)
+        request = _post(json.dumps(review(pod())).encode())
+        on_its_way = stack.enter_context(_tls(port, bundle, request[:-10]))
+        assert HttpsClient(port, bundle).get(c.HEALTH_PATH)[0] == 200, "the partial request has reached the server"
+
+        stopping = time.monotonic()
+        controller.process.send_signal(signal.SIGTERM)
+        wait_for(lambda: "Handling signal: term" in controller.log(), timeout=5, message="the SIGTERM taken")
+        on_its_way.sendall(request[-10:])
+        on_its_way.settimeout(5)
+        assert on_its_way.recv(65536).startswith(b"HTTP/1.1 200 ")
+
+        assert controller.process.wait(timeout=8) == 0
+        assert time.monotonic() - stopping < 6, "the stalled clients did not hold up the exit"
+        assert all(_closed_by_server(sock, time.monotonic() + 1) for sock in stalled)
