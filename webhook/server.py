@@ -136,7 +136,7 @@ class IntakeWorker(ThreadWorker):
             return self._watch(conn, selectors.EVENT_WRITE)
         except Refusal as refusal:
             return self._refuse(conn, refusal)
-        except OSError:  # TLS errors included
+        except (OSError, ValueError):  # TLS errors included; ValueError: a socket closed under us
             return self._close(conn)
         self._hand_over(conn)
 
@@ -164,7 +164,7 @@ class IntakeWorker(ThreadWorker):
                 conn.discarded += len(chunk)
         except BlockingIOError:
             return self._watch(conn, selectors.EVENT_READ)
-        except OSError:
+        except (OSError, ValueError):
             pass
         self._close(conn)
 

@@ -1,8 +1,8 @@
 """The admission controller against slow clients: they hold sockets, never threads, and are cut at their deadline.
 
 One single-worker controller with 2 threads, a 2 s request timeout and 3 MiB for requests still arriving
-serves every test here; each stalled kind is opened several times over, so together they outnumber the
-threads tenfold.
+serves the tests here but the last (which stops its own); each stalled kind is opened several times over,
+so together they outnumber the threads tenfold.
 """
 
 from __future__ import annotations
