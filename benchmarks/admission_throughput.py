@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import http.client
 import json
 import multiprocessing
@@ -212,16 +213,9 @@ def drive(port: int, bundle: bytes, processes: int, connections: int, seconds: f
             "server_us": server_cpu / len(latencies) * 1e6, "client_us": client_cpu / len(latencies) * 1e6}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--connections", type=int, default=8, help="keep-alive connections in total")
-    parser.add_argument("--processes", type=int, default=2, help="client processes")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--server-key", choices=("ecdsa", "rsa"), default="ecdsa")
-    args = parser.parse_args()
-
+@contextlib.contextmanager
+def running_controller(workers: int, threads: int, *extra: str):
+    """A kubesim and a healthy ``yunikorn-admission-controller``: yields (process, port, caBundle)."""
     sim = KubeSim().start()
     workdir = Path(tempfile.mkdtemp(prefix="admission-bench-"))
     sim.write_kubeconfig(workdir / "kubeconfig")
@@ -232,8 +226,8 @@ def main() -> int:
     log = open(workdir / "controller.log", "wb")  # noqa: SIM115
     controller = subprocess.Popen(
         [sys.executable, "-m", "webhook", "--kubeconfig", str(workdir / "kubeconfig"), "--listen",
-         f"127.0.0.1:{port}", "--workers", str(args.workers), "--threads", str(args.threads),
-         "--server-key", args.server_key, "--log-level", "warning"],
+         f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads), "--log-level", "warning",
+         *extra],
         cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
         deadline = time.monotonic() + 60
@@ -251,6 +245,25 @@ def main() -> int:
             if time.monotonic() > deadline or controller.poll() is not None:
                 raise SystemExit(f"controller did not start:\n{(workdir / 'controller.log').read_text()}")
             time.sleep(0.1)
+        yield controller, port, bundle
+    finally:
+        controller.send_signal(signal.SIGTERM)
+        controller.wait(timeout=30)
+        log.close()
+        sim.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--connections", type=int, default=8, help="keep-alive connections in total")
+    parser.add_argument("--processes", type=int, default=2, help="client processes")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--server-key", choices=("ecdsa", "rsa"), default="ecdsa")
+    args = parser.parse_args()
+
+    with running_controller(args.workers, args.threads, "--server-key", args.server_key) as (controller, port, bundle):
         drive(port, bundle, 1, 2, 1.0, True, controller.pid)  # warm-up
 
         print(f"admission /mutate over HTTPS: {args.workers} gunicorn workers x {args.threads} threads, "
@@ -266,11 +279,6 @@ def main() -> int:
         print(f"new TLS connection per request: {result['rate']:.0f} req/s, p50 {result['p50']:.2f} ms, "
               f"p99 {result['p99']:.2f} ms, {result['errors']} errors")
         print(f"  CPU per request: server {result['server_us']:.0f} us, client {result['client_us']:.0f} us")
-    finally:
-        controller.send_signal(signal.SIGTERM)
-        controller.wait(timeout=30)
-        log.close()
-        sim.stop()
     return 0
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
+import math
 import os
 import shutil
 import sys
@@ -27,6 +28,13 @@ from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 log = logging.getLogger(__name__)
 
 
+def _positive(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="yunikorn-admission-controller",
                                      description="YuniKorn admission controller (mutation and validation webhooks)")
@@ -36,8 +44,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--listen", default="0.0.0.0:9089", help="HTTPS address (default 0.0.0.0:9089)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default 2)")
     parser.add_argument("--threads", type=int, default=16, help="threads per worker (default 16)")
-    parser.add_argument("--request-timeout", type=float, default=10.0,
-                        help="seconds a connection may keep a thread before it is cut (default 10)")
+    parser.add_argument("--request-timeout", type=_positive, default=10.0,
+                        help="seconds a request may take to arrive (from the connection, or from its first byte "
+                             "on a kept-alive one) and again to be answered; slower connections are cut (default 10)")
+    parser.add_argument("--max-buffered-mib", type=_positive, default=64,
+                        help="MiB of requests still arriving a worker may hold; beyond it, 503 (default 64)")
     parser.add_argument("--remove-webhooks", action="store_true",
                         help="delete both webhook configurations and exit (uninstall)")
     parser.add_argument("--server-key", choices=("ecdsa", "rsa"), default="ecdsa",
@@ -143,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         log.info("admission controller stopped")
 
     settings = ServerSettings(bind=args.listen, cert_file=cert_file, workers=args.workers, threads=args.threads,
-                              request_timeout=args.request_timeout, log_level=args.log_level)
+                              request_timeout=args.request_timeout,
+                              max_buffered=int(args.max_buffered_mib * 2**20), log_level=args.log_level)
     WebhookServer(settings, _worker_app_factory(args), on_exit).run()
     return 0
 

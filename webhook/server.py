@@ -1,9 +1,12 @@
-"""Serving the webhook app with gunicorn: HTTPS, threaded workers, certificates re-read when replaced.
+"""Serving the webhook app with gunicorn: HTTPS, threads only for whole requests, certificates re-read.
 
-Each worker serves with a pool of threads; idle connections wait in its poller without a thread, and
-a connection a thread has served for ``--request-timeout`` seconds (10) is cut, so slow clients cannot
-hold the pool. Request lines, header counts and sizes are limited by gunicorn (400/431 beyond), bodies
-by the app (413 before reading when the Content-Length is over the limit).
+Each worker's main loop does every connection's TLS handshake and reads each request without blocking
+(:class:`IntakeWorker`); only a request that has fully arrived, head and body, goes to the pool of
+threads running the app. A stalled or dribbling client therefore holds a socket, never a thread, and is
+cut once its request has taken ``--request-timeout`` seconds (10) to arrive. What a request may be is
+decided from its head (:mod:`webhook.framing`: 413, 431, 411 before its body is kept) and then by
+gunicorn's parser (400/431); what all arriving requests may hold together, by ``--max-buffered-mib``
+per worker (503 beyond).
 
 The parent (arbiter) process has done the startup work before :meth:`WebhookServer.run`; each worker
 builds its own cluster view, informers and Falcon app after the fork (:meth:`WebhookServer.load`),
@@ -12,70 +15,234 @@ because forked workers share nothing with the parent but the certificate file.
 
 from __future__ import annotations
 
-import logging
+import errno
+import selectors
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
+from gunicorn import http, util
 from gunicorn.app.base import BaseApplication
-from gunicorn.workers.gthread import ThreadWorker
+from gunicorn.workers.gthread import TConn, ThreadWorker
 
+from webhook.app import MAX_BODY
+from webhook.framing import Refusal, request_length
 from webhook.tls import ReloadingContext
 
-log = logging.getLogger(__name__)
-
-_contexts: dict[str, ReloadingContext] = {}  # per worker process, keyed by certificate file
-_contexts_lock = threading.Lock()
-
-
-def _ssl_context(config, default_ssl_context_factory) -> ssl.SSLContext:
-    """gunicorn's per-connection hook: the cached context, rebuilt only when the file changed."""
-    reloading = _contexts.get(config.certfile)
-    if reloading is None:
-        with _contexts_lock:
-            reloading = _contexts.setdefault(config.certfile, ReloadingContext(Path(config.certfile)))
-    return reloading.get()
-
-
-# The API server gives up on a webhook after 10 s by default: a connection busy longer than this is of
-# no use to anyone, and its thread is worth more to the next request.
+# The API server gives up on a webhook after 10 s by default: a request that takes longer than this to
+# arrive, or to be answered, is of no use to anyone.
 REQUEST_TIMEOUT = 10.0
+# Bytes a worker holds for requests still arriving: beyond it, 503. Without a bound, a thousand clients
+# each sending most of a 3 MiB body would buffer gigabytes.
+MAX_BUFFERED = 64 * 1024 * 1024
+_READ_SIZE = 64 * 1024
+_DRAIN_LIMIT = 1024 * 1024  # what a refused client may still send (an over-long head, say) before it is cut
+_STOP_LINGER = 2.0  # how long a stopping worker waits for requests still to arrive (gunicorn's choice too)
 
 
-class DeadlineWorker(ThreadWorker):
-    """gunicorn's gthread worker with a deadline on every connection a thread is serving.
+class _Connection(TConn):
+    """A client connection, with the request arriving on it while the main loop owns it."""
 
-    gthread keeps idle kept-alive connections in its poller, but a client that sends half a request
-    and stalls holds a thread for as long as it likes. Here the main loop, which wakes at least once a
-    second, shuts down the socket of any connection served for longer than ``request_timeout``
-    seconds: the blocked read returns at once and the thread is free again.
+    def __init__(self, cfg, sock: ssl.SSLSocket, client, server, deadline: float) -> None:
+        super().__init__(cfg, sock, client, server)
+        self.initialized = self.data_ready = True  # TLS is the main loop's job, never a thread's
+        self.parser = http.get_parser(cfg, sock, client)
+        self.handshaken = False
+        self.received = bytearray()
+        self.length: int | None = None  # of the request at the start of ``received``, once its head is in
+        self.deadline = deadline
+        self.idle = False  # kept alive, waiting for the next request's first byte
+        self.refused = False  # answered already; what the client still sends is read and discarded
+        self.discarded = 0
+        self.watching = 0  # the poller events it is registered for
+
+
+class IntakeWorker(ThreadWorker):
+    """gunicorn's gthread worker, but a connection gets a thread only with a whole request in hand.
+
+    The main loop accepts, shakes hands and reads with non-blocking sockets, one poller for all
+    connections. A new connection has ``request_timeout`` seconds for the handshake and its first
+    request; a kept-alive one waits ``keepalive`` seconds for the next request's first byte, then has
+    ``request_timeout`` seconds for the rest. A refused request (see :mod:`webhook.framing`) is answered
+    at once. A thread writes the answer; if that has not finished ``request_timeout`` seconds after the
+    request arrived (a client that does not read), the socket is shut down, which frees the thread.
     """
 
     request_timeout = REQUEST_TIMEOUT  # set in the parent before the workers are forked
+    max_buffered = MAX_BUFFERED
+    max_body = MAX_BODY
 
-    def init_process(self):
-        self._serving: dict[object, float] = {}
+    def init_process(self) -> None:
+        cfg = self.cfg
+        self._tls = ReloadingContext(Path(cfg.certfile))
+        self._max_head = cfg.limit_request_line + 2 + cfg.limit_request_fields * (cfg.limit_request_field_size + 2)
+        self._arriving: set[_Connection] = set()
+        self._serving: dict[_Connection, float] = {}
+        self._buffered = 0  # bytes received and not yet handed to a thread, over all connections
         super().init_process()
 
-    def handle(self, conn):  # in a pool thread; from here on the connection holds that thread
+    # Main loop: connections until their request is whole.
+    def accept(self, listener) -> None:
+        try:
+            sock, client = listener.accept()
+        except OSError as error:
+            if error.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.ECONNABORTED):
+                return
+            raise
+        self.nr_conns += 1
+        sock.setblocking(False)
+        try:
+            tls = self._tls.get().wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        except (OSError, ValueError) as error:
+            self.log.error("cannot serve TLS: %s", error)
+            self.nr_conns -= 1
+            util.close(sock)
+            return
+        conn = _Connection(self.cfg, tls, client, listener.getsockname(), time.monotonic() + self.request_timeout)
+        self._arriving.add(conn)
+        self._advance(conn)
+
+    def _advance(self, conn: _Connection) -> None:
+        """Take the connection as far as it goes without waiting; a whole request goes to a thread."""
+        if conn.refused:
+            return self._drain(conn)
+        try:
+            if not conn.handshaken:
+                conn.sock.do_handshake()
+                conn.handshaken = True
+            while True:
+                if conn.length is None:
+                    conn.length = request_length(conn.received, self._max_head, self.max_body)
+                if conn.length is not None and len(conn.received) >= conn.length:
+                    break
+                missing = _READ_SIZE if conn.length is None else conn.length - len(conn.received)
+                room = self.max_buffered - self._buffered
+                if room <= 0:
+                    raise Refusal(503, "too many requests arriving at once; try again")
+                chunk = conn.sock.recv(min(missing, _READ_SIZE, room))
+                if not chunk:
+                    return self._close(conn)
+                if conn.idle:
+                    conn.idle, conn.deadline = False, time.monotonic() + self.request_timeout
+                conn.received += chunk
+                self._buffered += len(chunk)
+        except ssl.SSLWantReadError:
+            return self._watch(conn, selectors.EVENT_READ)
+        except ssl.SSLWantWriteError:
+            return self._watch(conn, selectors.EVENT_WRITE)
+        except Refusal as refusal:
+            return self._refuse(conn, refusal)
+        except (OSError, ValueError):  # TLS errors included; ValueError: a socket closed under us
+            return self._close(conn)
+        self._hand_over(conn)
+
+    def _refuse(self, conn: _Connection, refusal: Refusal) -> None:
+        """Answer, stop writing, and read what the client still sends until it closes: closing at once
+        with its bytes unread would reset the connection and could destroy the answer on the way."""
+        self.log.debug("refused %s: %d %s", conn.client, refusal.status, refusal.reason)
+        self._buffered -= len(conn.received)
+        conn.received.clear()
+        try:
+            conn.sock.send(refusal.response())
+            conn.sock.shutdown(socket.SHUT_WR)  # from here on the socket reads plain bytes
+        except OSError:
+            return self._close(conn)
+        conn.refused = True
+        conn.deadline = min(conn.deadline, time.monotonic() + _STOP_LINGER)
+        self._drain(conn)
+
+    def _drain(self, conn: _Connection) -> None:
+        try:
+            while conn.discarded < _DRAIN_LIMIT:
+                chunk = conn.sock.recv(_READ_SIZE)
+                if not chunk:
+                    break
+                conn.discarded += len(chunk)
+        except BlockingIOError:
+            return self._watch(conn, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            pass
+        self._close(conn)
+
+    def _watch(self, conn: _Connection, events: int) -> None:
+        if conn.watching == events:
+            return
+        if conn.watching:
+            self.poller.modify(conn.sock, events, partial(self._ready, conn))
+        else:
+            self.poller.register(conn.sock, events, partial(self._ready, conn))
+        conn.watching = events
+
+    def _unwatch(self, conn: _Connection) -> None:
+        if conn.watching:
+            self.poller.unregister(conn.sock)
+            conn.watching = 0
+
+    def _ready(self, conn: _Connection, _sock) -> None:
+        self._advance(conn)
+
+    def _close(self, conn: _Connection) -> None:
+        self._unwatch(conn)
+        self._arriving.discard(conn)
+        self._buffered -= len(conn.received)
+        self.nr_conns -= 1
+        conn.close()
+
+    def _hand_over(self, conn: _Connection) -> None:
+        self._unwatch(conn)
+        self._arriving.discard(conn)
+        conn.parser.unreader.unread(bytes(conn.received[:conn.length]))
+        del conn.received[:conn.length]
+        self._buffered -= conn.length
+        conn.length = None
         self._serving[conn] = time.monotonic() + self.request_timeout
-        return super().handle(conn)
+        self.enqueue_req(conn)
 
-    def finish_request(self, conn, fs):
+    # Main loop: a request answered by its thread.
+    def finish_request(self, conn: _Connection, fs) -> None:
         self._serving.pop(conn, None)
-        super().finish_request(conn, fs)
+        try:
+            keep_alive = not fs.cancelled() and fs.result()
+        except Exception:
+            keep_alive = False
+        if not keep_alive:
+            return self._close(conn)
+        read_ahead = conn.parser.unreader.take_buffered()  # nothing, unless the parser read past the request
+        conn.received[:0] = read_ahead
+        self._buffered += len(read_ahead)
+        conn.sock.setblocking(False)
+        conn.idle = not conn.received
+        conn.deadline = time.monotonic() + (self.cfg.keepalive if conn.idle else self.request_timeout)
+        self._arriving.add(conn)
+        self._advance(conn)
 
-    def murder_keepalived(self, force=False):
+    # Main loop: deadlines.
+    def wait_for_and_dispatch_events(self, timeout: float) -> None:
+        if self._arriving:
+            soonest = min(conn.deadline for conn in self._arriving)
+            timeout = max(0.0, min(timeout, soonest - time.monotonic()))
+        super().wait_for_and_dispatch_events(timeout)
+
+    def murder_keepalived(self, force: bool = False) -> None:
+        """Close connections whose request is late (all of them if ``force``) and shut down the sockets
+        of answers that are late. A stopping worker gives requests still to arrive a short linger only:
+        one already on its way is answered (with ``Connection: close``), a stalled one does not hold up
+        the exit."""
         super().murder_keepalived(force)
         now = time.monotonic()
+        for conn in list(self._arriving):
+            if not self.alive:
+                conn.deadline = min(conn.deadline, now + _STOP_LINGER)
+            if force or conn.deadline <= now:
+                self._close(conn)
         for conn, deadline in list(self._serving.items()):
-            if deadline < now:
+            if deadline <= now:
                 del self._serving[conn]
-                try:  # the plain socket's shutdown, also under TLS: it wakes the reading thread
+                try:  # the plain socket's shutdown, also under TLS: it wakes the writing thread
                     socket.socket.shutdown(conn.sock, socket.SHUT_RDWR)
                 except OSError:
                     pass
@@ -87,9 +254,10 @@ class ServerSettings:
     cert_file: Path
     workers: int = 2
     threads: int = 16
-    keepalive: int = 5  # seconds an idle kept-alive connection waits in the poller (it holds no thread)
-    worker_connections: int = 1000  # open connections per worker, most of them idle in the poller
+    keepalive: int = 5  # seconds an idle kept-alive connection waits for its next request
+    worker_connections: int = 1000  # open connections per worker; more wait in the listen backlog
     request_timeout: float = REQUEST_TIMEOUT
+    max_buffered: int = MAX_BUFFERED  # per worker
     log_level: str = "info"
 
 
@@ -105,13 +273,13 @@ class WebhookServer(BaseApplication):
 
     def load_config(self) -> None:
         s = self._settings
-        DeadlineWorker.request_timeout = s.request_timeout
+        IntakeWorker.request_timeout, IntakeWorker.max_buffered = s.request_timeout, s.max_buffered
         for key, value in {
-            "bind": [s.bind], "workers": s.workers, "worker_class": f"{__name__}.DeadlineWorker",
+            "bind": [s.bind], "workers": s.workers, "worker_class": f"{__name__}.IntakeWorker",
             "threads": s.threads, "worker_connections": s.worker_connections, "keepalive": s.keepalive,
             "timeout": 120, "graceful_timeout": 10,
             "limit_request_line": 8190, "limit_request_fields": 100, "limit_request_field_size": 16384,
-            "certfile": str(s.cert_file), "ssl_context": _ssl_context,
+            "certfile": str(s.cert_file),  # marks the server HTTPS; the worker loads and reloads the file
             "loglevel": s.log_level, "accesslog": None, "proc_name": "yunikorn-admission-controller",
             "control_socket_disable": True,  # replicas on one host would fight over the default socket
             "on_exit": lambda arbiter: self._on_exit(),

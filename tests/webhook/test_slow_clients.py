@@ -1,33 +1,208 @@
-"""The admission controller against slow clients: they lose their connection, others keep being served."""
+"""The admission controller against slow clients: they hold sockets, never threads, and are cut at their deadline.
+
+One single-worker controller with 2 threads, a 2 s request timeout and 3 MiB for requests still arriving
+serves the tests here but the last (which stops its own); each stalled kind is opened several times over,
+so together they outnumber the threads tenfold.
+"""
+
+from __future__ import annotations
 
 import contextlib
+import json
+import signal
 import socket
 import ssl
+import threading
 import time
 
-from tests.webhook.harness import SERVER_NAME, HttpsClient, registered_bundle
+import pytest
 
-STALLED_REQUEST = b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+from kubesim import KubeSim
+from tests.waiting import wait_for
+from tests.webhook.harness import SERVER_NAME, Controller, HttpsClient, pod, registered_bundle, review
+from webhook import constants as c
+from webhook.app import MAX_BODY
+
+REQUEST_TIMEOUT = 2.0
+THREADS = 2
+BUFFER_MIB = 3
+EACH_KIND = 4
+HEAD = b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
 
 
-def _stalled(port: int, bundle: bytes) -> ssl.SSLSocket:
-    """A client that opens a TLS connection, sends the headers and one byte of a 1,000-byte body, and stalls."""
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """(port, bundle) of a controller with few threads and a short request timeout, on its own kubesim."""
+    sim = KubeSim().start()
+    folder = tmp_path_factory.mktemp("slow-clients")
+    sim.write_kubeconfig(folder / "kubeconfig")
+    controller = Controller(folder / "kubeconfig", folder / "controller.log", "--threads", str(THREADS),
+                            "--request-timeout", str(REQUEST_TIMEOUT), "--max-buffered-mib", str(BUFFER_MIB),
+                            workers=1)
+    try:
+        controller.wait_healthy(lambda port: HttpsClient(port, registered_bundle(sim)))
+        yield controller.port, registered_bundle(sim)
+    finally:
+        controller.stop()
+        sim.stop()
+
+
+def _tcp(port: int, bundle: bytes) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=10)
+
+
+def _tls(port: int, bundle: bytes, sent: bytes = b"") -> ssl.SSLSocket:
+    """A connection that has done its TLS handshake and sent ``sent``."""
     context = ssl.create_default_context(cadata=bundle.decode())
-    sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30),
+    sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10),
                                server_hostname=SERVER_NAME)
-    sock.sendall(STALLED_REQUEST)
+    sock.sendall(sent)
     return sock
 
 
-def test_stalled_clients_are_cut_at_the_deadline_and_do_not_starve_others(kubesim, start_controller):
-    controller = start_controller("--threads", "2", "--request-timeout", "2", workers=1)
-    bundle = registered_bundle(kubesim)
-    with contextlib.ExitStack() as stack:
-        stalled = [stack.enter_context(_stalled(controller.port, bundle)) for _ in range(4)]
-        started = time.monotonic()
-        assert HttpsClient(controller.port, bundle, timeout=20).get("/health") == (200, b"OK\r\n")
-        assert time.monotonic() - started < 8, "twice as many stalled clients as threads delay others briefly"
-        for sock in stalled:
-            assert sock.recv(1024) == b"", "a stalled connection is closed"
-        assert time.monotonic() - started < 10
+STALLED = {
+    "connected, no TLS handshake": _tcp,
+    "handshake, then silent": _tls,
+    "half a head": lambda port, bundle: _tls(port, bundle, HEAD[:40]),
+    "head, then part of the body": lambda port, bundle: _tls(port, bundle, HEAD + b'{"kind":'),
+}
 
+
+def _closed_by_server(sock: socket.socket, deadline: float) -> bool:
+    """Whether the server closes ``sock`` before ``deadline`` (having sent nothing)."""
+    while (remaining := deadline - time.monotonic()) > 0:
+        sock.settimeout(remaining)
+        try:
+            return sock.recv(1024) == b""
+        except TimeoutError:
+            return False
+        except (ssl.SSLError, ConnectionResetError):
+            return True
+    return False
+
+
+class _Dribblers:
+    """Clients sending a head and body one byte per interval, all from one thread, until the server cuts them."""
+
+    def __init__(self, port: int, bundle: bytes, count: int, interval: float = 0.25) -> None:
+        self.socks = [_tls(port, bundle) for _ in range(count)]
+        self.cut = threading.Event()
+        self._request = HEAD + b"x" * 1000
+        self._interval = interval
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        alive = list(self.socks)
+        for byte in self._request:
+            for sock in list(alive):
+                try:
+                    sock.sendall(bytes([byte]))
+                except OSError:
+                    alive.remove(sock)
+            if not alive:
+                self.cut.set()
+                return
+            time.sleep(self._interval)
+
+    def close(self) -> None:
+        self._thread.join(timeout=10)
+        for sock in self.socks:
+            sock.close()
+
+
+def test_a_review_is_answered_at_once_while_stalled_clients_outnumber_the_threads(server):
+    port, bundle = server
+    with contextlib.ExitStack() as stack:
+        stalled = {f"{kind} #{n}": stack.enter_context(open_(port, bundle))
+                   for kind, open_ in STALLED.items() for n in range(EACH_KIND)}
+        dribblers = _Dribblers(port, bundle, EACH_KIND)
+        stack.callback(dribblers.close)
+        opened = time.monotonic()
+        assert len(stalled) + len(dribblers.socks) >= 10 * THREADS
+
+        body = review(pod())
+        started = time.monotonic()
+        client = HttpsClient(port, bundle, timeout=3)  # well under the API server's 10 s
+        assert client.review(c.MUTATE_PATH, body)["uid"] == body["request"]["uid"]
+        assert client.get(c.HEALTH_PATH) == (200, b"OK\r\n"), "and again on the kept-alive connection"
+        client.close()
+        assert time.monotonic() - started < 3
+
+        deadline = opened + REQUEST_TIMEOUT + 3
+        still_open = [name for name, sock in stalled.items() if not _closed_by_server(sock, deadline)]
+        assert not still_open, f"not cut at the request timeout: {still_open}"
+        assert dribblers.cut.wait(max(0.0, deadline - time.monotonic())), "a byte-per-interval dribbler is cut too"
+
+
+def _exchange(port: int, bundle: bytes, data: bytes) -> bytes:
+    """Send ``data`` on a new connection and read until the server closes it."""
+    with _tls(port, bundle, data) as sock:
+        sock.settimeout(5)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def _post(body: bytes, last: bool = False) -> bytes:
+    return (b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + (b"Connection: close\r\n" if last else b"")
+            + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+def test_pipelined_requests_on_one_connection_are_each_answered(server):
+    reviews = [review(pod(name=f"p{n}")) for n in range(3)]
+    data = b"".join(_post(json.dumps(r).encode(), last=n == 2) for n, r in enumerate(reviews))
+    answer = _exchange(*server, data)
+    assert answer.count(b"HTTP/1.1 200 ") == 3
+    uids = [json.loads(part.split(b"\r\n\r\n", 1)[1])["response"]["uid"]
+            for part in answer.split(b"HTTP/1.1 ")[1:]]
+    assert uids == [r["request"]["uid"] for r in reviews]
+
+
+def test_a_chunked_body_is_refused_with_411(server):
+    answer = _exchange(*server, b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 411 ")
+
+
+def test_a_head_that_never_ends_is_refused_with_431(server):
+    endless = b"POST /mutate HTTP/1.1\r\n" + b"X-Filler: " + b"a" * 16000 + b"\r\n"
+    answer = _exchange(*server, endless * 120)  # no empty line: over the limit of 100 fields of 16 KiB
+    assert answer.startswith(b"HTTP/1.1 431 ")
+
+
+
+def test_bytes_arriving_beyond_the_workers_budget_are_refused_with_503(server):
+    port, bundle = server
+    assert MAX_BODY <= BUFFER_MIB * 2**20, "a body the app accepts, whose head takes it over the budget"
+    head = HEAD.replace(b"Content-Length: 1000", b"Content-Length: %d" % MAX_BODY)
+    answer = _exchange(port, bundle, head + b"x" * (BUFFER_MIB * 2**20))
+    assert answer.startswith(b"HTTP/1.1 503 ")
+    body = review(pod())
+    assert HttpsClient(port, bundle).review(c.MUTATE_PATH, body)["uid"] == body["request"]["uid"], "freed again"
+
+
+def test_a_stopping_server_answers_a_request_on_its_way_and_does_not_wait_for_stalled_ones(kubesim, start_controller):
+    controller = start_controller(workers=1)  # the default request timeout: 10 s
+    port, bundle = controller.port, registered_bundle(kubesim)
+    with contextlib.ExitStack() as stack:
+        stalled = [stack.enter_context(open_(port, bundle)) for open_ in STALLED.values()]
+        idle = HttpsClient(port, bundle)
+        assert idle.get(c.HEALTH_PATH)[0] == 200
+        stack.callback(idle.close)
+        request = _post(json.dumps(review(pod())).encode())
+        on_its_way = stack.enter_context(_tls(port, bundle, request[:-10]))
+        assert HttpsClient(port, bundle).get(c.HEALTH_PATH)[0] == 200, "the partial request has reached the server"
+
+        stopping = time.monotonic()
+        controller.process.send_signal(signal.SIGTERM)
+        wait_for(lambda: "Handling signal: term" in controller.log(), timeout=5, message="the SIGTERM taken")
+        on_its_way.sendall(request[-10:])
+        on_its_way.settimeout(5)
+        assert on_its_way.recv(65536).startswith(b"HTTP/1.1 200 ")
+
+        assert controller.process.wait(timeout=8) == 0
+        assert time.monotonic() - stopping < 6, "the stalled clients did not hold up the exit"
+        assert all(_closed_by_server(sock, time.monotonic() + 1) for sock in stalled)

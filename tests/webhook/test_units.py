@@ -9,6 +9,7 @@ import json
 import logging
 
 import falcon.testing
+import pytest
 from kubernetes import client
 
 from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
@@ -16,6 +17,7 @@ from tests.webhook.harness import pod, review
 from webhook.app import MAX_BODY, create_app
 from webhook.castore import Validity, load_or_create_cas
 from webhook.conf import AdmissionConf, flatten, parse
+from webhook.framing import Refusal, request_length
 from webhook.pki import generate_ca, load_ca
 from webhook.view import ClusterView
 
@@ -87,6 +89,33 @@ def test_unknown_path_is_404_and_reviews_answer_json():
     result = app.simulate_post("/mutate", body=json.dumps(review(pod())),
                                headers={"Content-Type": "application/json; charset=utf-8"})
     assert result.status_code == 200 and result.json["response"]["allowed"] is True
+
+
+# Framing: where a request ends, from its head alone.
+def test_a_request_ends_after_its_head_and_declared_body():
+    head = b"POST /mutate HTTP/1.1\r\nHost: x\r\ncontent-LENGTH: 0005\r\n\r\n"
+    assert request_length(head[:-1], 1000, 10) is None, "the head is not complete yet"
+    assert request_length(head, 1000, 10) == len(head) + 5
+    assert request_length(head + b"12", 1000, 10) == len(head) + 5, "the length is known before the body"
+    assert request_length(b"\r\n\r\n" + head + b"12345GET", 1000, 10) == 4 + len(head) + 5
+    assert request_length(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 1000, 10) == 27, "no Content-Length, no body"
+
+
+@pytest.mark.parametrize(("received", "status"), [
+    (b"GET / HTTP/1.1\r\nX: " + b"a" * 200, 431),
+    (b"GET / HTTP/1.1\r\nX: " + b"a" * 200 + b"\r\n\r\n", 431),
+    (b"POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n", 413),
+    (b"POST / HTTP/1.1\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n", 413),
+    (b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400),
+    (b"POST / HTTP/1.1\r\nContent-Length: +1\r\n\r\n", 400),
+    (b"POST / HTTP/1.1\r\nContent-Length: 0x1\r\n\r\n", 400),
+    (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 411),
+])
+def test_a_head_is_refused_before_any_body_is_kept(received, status):
+    with pytest.raises(Refusal) as refused:
+        request_length(received, 100 if len(received) < 1000 else 10_000, 10)
+    assert refused.value.status == status
+    assert refused.value.response().startswith(b"HTTP/1.1 %d " % status)
 
 
 # PKI and the CA store, with an injected clock.
