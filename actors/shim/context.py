@@ -165,6 +165,7 @@ class ShimContext(Actor):
 
     def on_SendMail(self, msg: SendMail) -> None:
         self._flush()
+        self._publish()  # the recovery's progress, counted as nodes recover
 
     def on_Connect(self, msg: Connect) -> None:
         self._peers = msg
