@@ -47,6 +47,8 @@ from si.goduration import parse_duration
 log = logging.getLogger("yunikorn.scheduler")
 READER_SHARE = 0.1  # REST readers may take at most this share of the scheduler's time (see SchedulerView)
 LOST_LEASE_EXIT = 3
+
+
 def duration(text: str) -> float:
     """Seconds from a Go duration (``15s``, ``1m30s``, ``500ms``) or a plain number of seconds."""
     try:

@@ -46,7 +46,6 @@ DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType({"vcore": 1.0, "memory":
 
 # Characters that make a filter entry a regular expression rather than a name (as upstream decides).
 _REGEXP_CHARS = re.compile(r"[\^$*+?()\[{}|]")
-# A Go duration such as 30s, 1m30s, 1.5h or 0.
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 # Upstream's default (a queue per namespace, created on demand), with one more rule first: a namespace

@@ -51,8 +51,9 @@ log = logging.getLogger(__name__)
 class ServiceSettings:
     """``namespace``: where the scheduler's configmaps live. ``bind_workers``: concurrent binds.
     ``event_qps``/``event_burst``: the API write budget of events and pod conditions.
-    ``publish_period``: how old the state readers see may be (and how often waiting mail is sent). ``node_lost_after``: seconds
-    a node may stay NotReady before its pods are taken out of the scheduler (it is lost).
+    ``publish_period``: how old the state readers see may be (and how often waiting mail is sent).
+    ``node_lost_after``: seconds a node may stay NotReady before its pods are taken out of the scheduler
+    (it is lost).
     ``plugin_mode``: kube-scheduler binds YuniKorn's decisions (see ``actors.shim.handoff``).
     ``await_lead``: leader election; the shim lists, watches and recovers into a held core, and runs only
     at ``lead()``."""

@@ -43,6 +43,8 @@ DISABLE_GANG, PLACEHOLDER_IMAGE = "service.disableGangScheduling", "service.plac
 PLACEHOLDER_IDS = {"service.placeholderRunAsUser": "run_as_user", "service.placeholderRunAsGroup": "run_as_group",
                    "service.placeholderFsGroup": "fs_group"}
 VOLUME_BIND_TIMEOUT = "service.volumeBindTimeout"
+
+
 @dataclass(frozen=True, slots=True)
 class ShimSettings:
     qps: float = DEFAULT_QPS
@@ -91,7 +93,7 @@ def _duration(extra: Mapping[str, str], key: str, default: float) -> float:
     try:
         seconds = parse_duration(text)
     except ValueError:
-        seconds = 0.0
+        seconds = 0.0  # refused below, with the setting's name
     if seconds <= 0:
         raise ValueError(f"{key}: {shown(text)} is not a positive duration such as 30s or 10m")
     return seconds

@@ -77,10 +77,6 @@ class ShimStateSnapshot:
     applications: tuple[AppView, ...]
     taken_at: int
 
-    @property
-    def recovered(self) -> bool:
-        return recovered(self.state, self.recovery)
-
 
 def recovered(state: str, recovery: RecoveryProgress) -> bool:
     """Every node has recovered: ``Running``, or a standby that recovered ahead of leading."""
@@ -158,8 +154,8 @@ class Views:
 
 
 class StateBoard:
-    """The views the shim's actors publish as they change (``pods``, ``nodes``, ``apps``), and the
-    latest snapshot taken of them; reading the snapshot is one attribute load, safe from any thread."""
+    """The views the shim's actors publish as they change (``pods``, ``nodes``, ``apps``), the context's
+    part of the state, and the latest picture of both (``latest``), safe to read from any thread."""
 
     def __init__(self, max_age: float = 1.0) -> None:
         self.pods = PodViews()
@@ -209,6 +205,6 @@ class StateBoard:
             return latest
 
     def wait_for_state(self, state: str, timeout: float) -> bool:
-        """Block until a snapshot in ``state`` is published (or ``timeout`` seconds pass)."""
+        """Block until the context publishes ``state`` (or ``timeout`` seconds pass)."""
         with self._changed:
             return self._changed.wait_for(lambda: self._header is not None and self._header[0] == state, timeout)
