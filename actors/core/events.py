@@ -13,18 +13,40 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from si import si_pb2
+from si.resources import Resource
 
 
-def record(type_: int, object_id: str, detail: int, change: int = si_pb2.EventRecord.ADD, message: str = "",
-           reference: str = "", resource=None) -> si_pb2.EventRecord:
-    event = si_pb2.EventRecord(type=type_, objectID=object_id, eventChangeDetail=detail, eventChangeType=change,
-                               message=message, referenceID=reference, timestampNano=time.time_ns())
-    if resource is not None:
-        event.resource.CopyFrom(resource.to_proto())
-    return event
+class PendingEvent(NamedTuple):
+    """An event as a partition notes it. Its EventRecord is built only if a reader takes it: a
+    recovery notes one per allocation found, and a batch keeps at most ``request_capacity``."""
+
+    type: int
+    object_id: str
+    detail: int
+    change: int
+    message: str
+    reference: str
+    resource: Resource | None
+    timestamp: int
+
+    def record(self) -> si_pb2.EventRecord:
+        event = si_pb2.EventRecord(type=self.type, objectID=self.object_id, eventChangeDetail=self.detail,
+                                   eventChangeType=self.change, message=self.message, referenceID=self.reference,
+                                   timestampNano=self.timestamp)
+        if self.resource is not None:
+            quantities = event.resource.resources
+            for name, value in self.resource.items():
+                quantities[name].value = value
+        return event
+
+
+def pending(type_: int, object_id: str, detail: int, change: int = si_pb2.EventRecord.ADD, message: str = "",
+            reference: str = "", resource: Resource | None = None) -> PendingEvent:
+    return PendingEvent(type_, object_id, detail, change, message, reference, resource, time.time_ns())
 
 
 class EventRing:
@@ -64,15 +86,15 @@ class EventRing:
         """Events added since the start (ids are 0 .. created - 1)."""
         return self._next_id
 
-    def add(self, events: Iterable[si_pb2.EventRecord]) -> None:
+    def add(self, events: Sequence[PendingEvent]) -> list[si_pb2.EventRecord]:
+        """Keep the first ``request_capacity`` of a batch (count the rest as not channeled); their records."""
         with self._lock:
             if not self.tracking:
-                return
+                return []
+            kept = [event.record() for event in events[:self.request_capacity]]
+            self.not_channeled += len(events) - len(kept)
             first = self._next_id
-            entries = list(zip(itertools.count(first), events))
-            if len(entries) > self.request_capacity:
-                self.not_channeled += len(entries) - self.request_capacity
-                del entries[self.request_capacity:]
+            entries = list(zip(itertools.count(first), kept))
             self._next_id = first + len(entries)
             self._events.extend(entries)
             for stream in self._streams:
@@ -82,6 +104,7 @@ class EventRing:
                     except queue.Full:  # a stalled reader loses events rather than holding the core back
                         self.dropped += len(entries) - entries.index(entry)
                         break
+            return kept
 
     def batch(self, start: int = 0, count: int = 10_000) -> tuple[int, int, tuple[tuple[int, si_pb2.EventRecord], ...]]:
         """``(lowest_id, highest_id, events)`` with ids from ``start``, at most ``count`` of them."""

@@ -17,7 +17,7 @@ from actors.core import application as states
 from actors.core.allocation import Allocation
 from actors.core.application import Application
 from actors.core.config import PartitionConfig
-from actors.core.events import record
+from actors.core.events import PendingEvent, pending
 from actors.core.holds import NodeHolds
 from actors.core.node import Node, NodeIndex
 from actors.core.placement import AppPlacementInfo, PlacementManager, PlacementRejected
@@ -67,7 +67,7 @@ class Outbox:
     updated_apps: list[si_pb2.UpdatedApplication] = field(default_factory=list)
     accepted_nodes: list[si_pb2.AcceptedNode] = field(default_factory=list)
     rejected_nodes: list[si_pb2.RejectedNode] = field(default_factory=list)
-    events: list[si_pb2.EventRecord] = field(default_factory=list)
+    events: list[PendingEvent] = field(default_factory=list)
     scheduling_states: list[si_pb2.UpdateContainerSchedulingStateRequest] = field(default_factory=list)
 
 
@@ -170,7 +170,7 @@ class Partition(NodeHolds):
         return outbox
 
     def _event(self, type_, object_id, detail, change=E.ADD, message="", reference="", resource=None) -> None:
-        self.outbox.events.append(record(type_, object_id, detail, change, message, reference, resource))
+        self.outbox.events.append(pending(type_, object_id, detail, change, message, reference, resource))
 
     def _set_state(self, app: Application, state: str, message: str = "") -> None:
         if app.transition(state):

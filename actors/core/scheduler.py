@@ -154,8 +154,10 @@ class PartitionActor(Actor):
         for state in out.scheduling_states:
             callback.update_container_scheduling_state(state)
         if out.events:
-            self.ring.add(out.events)
-            callback.send_events(out.events)
+            kept = self.ring.add(out.events)
+            # The resource manager hears of every ask's troubles, channeled or not (the shim's pod events).
+            beyond = [event.record() for event in out.events[len(kept):] if event.type == si_pb2.EventRecord.REQUEST]
+            callback.send_events(kept + beyond)
 
 
 class CoreScheduler(Actor):

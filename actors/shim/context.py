@@ -32,6 +32,7 @@ from typing import Any
 import pykka
 
 from actors.base import Actor, Supervisor, tell_if_alive
+from actors.heap import CollectorPause, thaw
 from actors.shim import kinds, translate
 from actors.shim.appactor import ApplicationActor
 from actors.shim.corelink import CoreLink, ShimCallback
@@ -86,6 +87,7 @@ from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 
 log = logging.getLogger(__name__)
 
+MAX_COLLECTOR_PAUSE = 60.0  # seconds a recovery may hold the garbage collector off
 FLUSH_AT = 2000  # routed messages collected before they are sent even though messages still wait
 ALL_KINDS = frozenset({kinds.PODS, kinds.NODES, kinds.CONFIGMAPS, kinds.NAMESPACES, kinds.PRIORITY_CLASSES,
                        *kinds.VOLUME_KINDS})
@@ -145,9 +147,16 @@ class ShimContext(Actor):
     # ---- dispatch ------------------------------------------------------------------------------
 
     def on_start(self) -> None:
+        self._collector_pause = CollectorPause()  # until recovered: what is built now lives on
         self._publish()
 
+    def on_failure(self, *exc_info) -> None:
+        self._collector_pause.end(freeze=False)
+        super().on_failure(*exc_info)
+
     def on_stop(self) -> None:
+        self._collector_pause.end(freeze=False)
+        thaw()
         for stopping in [ref.stop(block=False) for ref in (*self._apps.values(), *self._node_actors.values())]:
             stopping.get(timeout=10)
 
@@ -164,6 +173,8 @@ class ShimContext(Actor):
         return self._snapshot()
 
     def on_SendMail(self, msg: SendMail) -> None:
+        if time.monotonic() - self._collector_pause.began > MAX_COLLECTOR_PAUSE:
+            self._collector_pause.end(freeze=False)  # a recovery that waits on a node does not stop collection
         self._flush()
         self._publish()  # the recovery's progress, counted as nodes recover
 
@@ -352,8 +363,10 @@ class ShimContext(Actor):
         self._nodes_total = len(self._recovering)
         self._recovery_started = True
         self._publish()
-        if not self._recovering and self._leading:
-            self._recovery_done()
+        if not self._recovering:
+            self._collector_pause.end(freeze=True)
+            if self._leading:
+                self._recovery_done()
 
     def on_NodeRecovered(self, message: NodeRecovered) -> None:
         if message.name in self._recovering:
@@ -361,6 +374,7 @@ class ShimContext(Actor):
             self._pods_recovered += message.pods
             if self._recovering or self._machine.state != SchedulerState.RECOVERING:
                 return
+            self._collector_pause.end(freeze=True)
             if self._leading:
                 self._recovery_done()
             else:

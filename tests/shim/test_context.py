@@ -2,6 +2,7 @@
 Kubernetes events out (the core is a recording double here; tests/shim/test_integration.py uses the real one)."""
 
 import dataclasses
+import gc
 import json
 import threading
 from collections import Counter
@@ -9,6 +10,7 @@ from collections import Counter
 import pytest
 
 from actors.base import PooledActor, message
+from actors.shim import context as context_module
 from actors.shim import kinds
 from actors.shim.context import ContextSettings, ShimContext
 from actors.shim.messages import (
@@ -26,6 +28,7 @@ from actors.shim.messages import (
     KubeEvent,
     Listed,
     PodCondition,
+    SendMail,
     ShimStateRequest,
     Shutdown,
     Updated,
@@ -538,3 +541,24 @@ def test_constraints_reach_the_core_as_one_tag(shim):
     shim.list_all(pods=[raw], nodes=[node_json("n1")])
     tag = shim.core.allocations()[0].allocationTags["yunikorn.apache.org/constraints"]
     assert json.loads(tag) == {"nodeSelector": {"disk": "ssd"}}
+
+
+def test_the_collector_is_held_off_until_recovered_and_freezes_what_the_recovery_built(make_shim):
+    gc.enable()
+    shim = make_shim()
+    shim.state()
+    assert not gc.isenabled()  # listing and recovering build objects that live on
+    assert shim.list_all(pods=[pod_json("bound", node="n1")], nodes=[node_json("n1")]).state == "Running"
+    assert gc.isenabled() and gc.get_freeze_count() > 0
+    shim.stop()
+    assert gc.get_freeze_count() == 0  # a stopped scheduler's objects are collectable again
+
+
+def test_a_recovery_that_waits_too_long_lets_the_collector_run(make_shim, monkeypatch):
+    gc.enable()
+    shim = make_shim()
+    shim.state()
+    assert not gc.isenabled()
+    monkeypatch.setattr(context_module, "MAX_COLLECTOR_PAUSE", 0.0)
+    shim.tell_and_settle(SendMail())
+    assert shim.state().state == "New" and gc.isenabled() and gc.get_freeze_count() == 0
