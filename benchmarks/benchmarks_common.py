@@ -80,3 +80,14 @@ def create_pods(client, bodies: list[dict], threads: int) -> None:
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(lambda body: client.request_retrying("POST", "/api/v1/namespaces/default/pods", body=body),
                       bodies))
+
+
+def load_client(kubeconfig: str, pool_size: int):
+    """A ``KubeClient`` for a load generator: it stands in for the cluster's other users, so the
+    shim's client-side rate limit (``kubernetes.qps``) does not pace it."""
+    from actors.shim.client import KubeClient
+    from actors.shim.ratelimit import UNLIMITED
+
+    client = KubeClient.connect(kubeconfig, pool_size=pool_size)
+    client.rate.set_rate(UNLIMITED, 0)
+    return client

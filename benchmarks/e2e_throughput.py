@@ -38,6 +38,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SPAWN = multiprocessing.get_context("spawn")  # the scheduler's threads are running: never fork them
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from benchmarks_common import load_client  # noqa: E402
 
 from actors.heap import tune_collector  # noqa: E402
 from actors.shim.client import KubeClient  # noqa: E402
@@ -98,7 +101,7 @@ def cpu_seconds(pid: int) -> float:
 def create_pods(kubeconfig: str, count: int, queues: int, threads: int, scheduler: str, times,
                 constrained: float = 0.0) -> None:
     """The creator process: ``count`` pending pods through the API; reports its start and end times."""
-    client = KubeClient.connect(kubeconfig, pool_size=threads)
+    client = load_client(kubeconfig, pool_size=threads)
     times.put(time.time())
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(lambda i: client.request_retrying("POST", "/api/v1/namespaces/default/pods",
@@ -159,7 +162,9 @@ def run(nodes: int, args: argparse.Namespace, constrained: float = 0.0) -> dict:
             raw_creates, raw = raw_rates(kubeconfig, args.raw_binds, nodes, args)
             client = KubeClient.connect(kubeconfig, pool_size=args.bind_workers + 16)
             client.request("POST", "/api/v1/namespaces/default/configmaps", body={
-                "metadata": {"name": "yunikorn-configs"}, "data": {"queues.yaml": queues_yaml(args.queues)}})
+                "metadata": {"name": "yunikorn-configs"}, "data": {
+                    "queues.yaml": queues_yaml(args.queues),
+                    "kubernetes.qps": str(args.kube_qps), "kubernetes.burst": str(round(args.kube_qps))}})
             core = Scheduler(predicates=KubernetesPredicates())
             service = SchedulerService(client, core, ServiceSettings(bind_workers=args.bind_workers)).start()
             if not service.wait_until("Running", 120):
@@ -205,12 +210,15 @@ def main() -> None:
     parser.add_argument("--raw-binds", type=int, default=2000)
     parser.add_argument("--bind-workers", type=int, default=16)
     parser.add_argument("--create-threads", type=int, default=8)
+    parser.add_argument("--kube-qps", type=float, default=1000,
+                        help="the scheduler's kubernetes.qps and kubernetes.burst (its default: 1000)")
     parser.add_argument("--constrained", type=float, default=0.0,
                         help="fraction of pods with zone anti-affinity or zone spread (runs each size twice)")
     args = parser.parse_args()
     tune_collector()  # as the scheduler command does
     header = ("nodes", "pods", "seconds", "pods/s", "creates/s", "raw binds/s", "ratio", "raw c+b/s", "ratio",
               "sched cpu s", "kubesim cpu s", "failed", "unbound", "threads")
+    print(f"the scheduler's client-side rate limit: {args.kube_qps:g} requests/s", flush=True)
     print(" ".join(f"{h:>{max(len(h), 7)}}" for h in header), flush=True)
     for nodes in (int(n) for n in args.nodes.split(",")):
         rates = []

@@ -35,6 +35,7 @@ SPAWN = multiprocessing.get_context("spawn")
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from benchmarks_common import load_client  # noqa: E402
 from e2e_throughput import queues_yaml, start_kubesim  # noqa: E402
 from recovery import create_range  # noqa: E402
 
@@ -56,7 +57,7 @@ def pending_pod(case: str, index: int) -> dict:
 
 
 def create_pending(kubeconfig: str, case: str, start: int, stop: int) -> None:
-    client = KubeClient.connect(kubeconfig, pool_size=8)
+    client = load_client(kubeconfig, pool_size=8)
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda i: client.request_retrying("POST", "/api/v1/namespaces/default/pods",
                                                         body=pending_pod(case, i)), range(start, stop)))

@@ -29,7 +29,7 @@ SPAWN = multiprocessing.get_context("spawn")
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from benchmarks_common import create_pods  # noqa: E402
+from benchmarks_common import create_pods, load_client  # noqa: E402
 from e2e_throughput import start_kubesim  # noqa: E402
 
 from actors.heap import tune_collector  # noqa: E402
@@ -73,7 +73,7 @@ def manifests(gangs: int, members: int, plain: int) -> list[dict]:
 
 
 def create(kubeconfig: str, gangs: int, members: int, plain: int, threads: int, times) -> None:
-    client = KubeClient.connect(kubeconfig, pool_size=threads)
+    client = load_client(kubeconfig, pool_size=threads)
     bodies = manifests(gangs, members, plain)
     times.put(time.time())
     create_pods(client, bodies, threads)

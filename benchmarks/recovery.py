@@ -26,6 +26,7 @@ SPAWN = multiprocessing.get_context("spawn")  # creators are fresh interpreters,
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from benchmarks_common import load_client  # noqa: E402
 from e2e_throughput import queues_yaml, start_kubesim  # noqa: E402
 
 from actors.heap import tune_collector  # noqa: E402
@@ -46,7 +47,7 @@ def running_pod(index: int, nodes: int, foreign_every: int) -> dict:
 
 
 def create_range(kubeconfig: str, start: int, stop: int, nodes: int, foreign_every: int) -> None:
-    client = KubeClient.connect(kubeconfig, pool_size=8)
+    client = load_client(kubeconfig, pool_size=8)
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda i: client.request_retrying("POST", "/api/v1/namespaces/default/pods",
                                                         body=running_pod(i, nodes, foreign_every)),

@@ -206,7 +206,24 @@ class KubeClient:
 
     def request_retrying(self, method: str, path: str, **kwargs: Any) -> dict:
         """``request`` under the retry policy."""
-        return self._retrying(self.request, method, path, **kwargs)
+        # The first attempt runs outside tenacity: its bookkeeping cost a third of a bind's CPU time,
+        # and nearly every request succeeds at once. A transient failure enters the policy as its
+        # first failed attempt, so the waits, the attempt count and the deadline stay the same.
+        try:
+            return self.request(method, path, **kwargs)
+        except Exception as error:
+            if not is_transient(error):
+                raise
+            first_failure: BaseException | None = error
+
+        def attempt() -> dict:
+            nonlocal first_failure
+            if first_failure is not None:
+                failure, first_failure = first_failure, None
+                raise failure
+            return self.request(method, path, **kwargs)
+
+        return self._retrying(attempt)
 
     # ---- list and watch ------------------------------------------------------------------------
 
