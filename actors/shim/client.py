@@ -208,13 +208,18 @@ class KubeClient:
         """``request`` under the retry policy."""
         # The first attempt runs outside tenacity: its bookkeeping cost a third of a bind's CPU time,
         # and nearly every request succeeds at once. A transient failure enters the policy as its
-        # first failed attempt, so the waits, the attempt count and the deadline stay the same.
+        # first failed attempt, with the deadline less the time that attempt took, so the waits, the
+        # attempt count and the deadline stay the same.
+        began = time.monotonic()
         try:
             return self.request(method, path, **kwargs)
         except Exception as error:
             if not is_transient(error):
                 raise
             first_failure: BaseException | None = error
+        left = max(self.retry.deadline - (time.monotonic() - began), 0.0)
+        retrying = self._retrying.copy(stop=tenacity.stop_after_attempt(self.retry.attempts)
+                                       | tenacity.stop_after_delay(left))
 
         def attempt() -> dict:
             nonlocal first_failure
@@ -223,7 +228,7 @@ class KubeClient:
                 raise failure
             return self.request(method, path, **kwargs)
 
-        return self._retrying(attempt)
+        return retrying(attempt)
 
     # ---- list and watch ------------------------------------------------------------------------
 

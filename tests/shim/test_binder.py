@@ -4,7 +4,7 @@ import pytest
 from kubernetes import client as k8s
 
 from actors.shim.binder import Binder
-from actors.shim.client import KubeClient, RetryPolicy
+from actors.shim.client import ApiError, KubeClient, RetryPolicy
 from actors.shim.messages import (
     BindOutcome,
     BindRequest,
@@ -91,6 +91,20 @@ def test_persistent_failure_is_reported_and_nothing_is_bound(kubesim, core_api, 
     assert node_of(core_api, "p") is None
     attempts = [r for r in kubesim.request_log if r.subresource == "binding"]
     assert len(attempts) == 4
+
+
+def test_the_first_attempt_counts_against_the_retry_deadline(kubesim, tmp_path):
+    path = tmp_path / "slow-kubeconfig"
+    kubesim.write_kubeconfig(str(path))
+    client = KubeClient.connect(str(path), retry=RetryPolicy(attempts=10, deadline=0.5, initial=0.01, maximum=0.01))
+    kubesim.faults.latency(verb="get", resource="pods", seconds=0.6)
+    kubesim.faults.fail(verb="get", resource="pods", status=503, count=None, retry_after=0)
+    try:
+        with pytest.raises(ApiError):
+            client.request_retrying("GET", "/api/v1/namespaces/default/pods/slow")
+    finally:
+        client.close()
+    assert [r.name for r in kubesim.request_log if r.resource == "pods" and r.verb == "get"] == ["slow"]
 
 
 def test_already_bound_to_that_node_counts_as_bound(core_api, shim_client, nodes):
