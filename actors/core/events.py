@@ -88,10 +88,12 @@ class EventRing:
 
     def add(self, events: Sequence[PendingEvent]) -> list[si_pb2.EventRecord]:
         """Keep the first ``request_capacity`` of a batch (count the rest as not channeled); their records."""
+        if not self.tracking:
+            return []
+        kept = [event.record() for event in events[:self.request_capacity]]  # built before readers are held up
         with self._lock:
-            if not self.tracking:
+            if not self.tracking:  # switched off meanwhile
                 return []
-            kept = [event.record() for event in events[:self.request_capacity]]
             self.not_channeled += len(events) - len(kept)
             first = self._next_id
             entries = list(zip(itertools.count(first), kept))

@@ -132,8 +132,8 @@ class KubeClient:
         self.request_timeout = request_timeout
         self.rate = TokenBucket(DEFAULT_QPS, DEFAULT_BURST)
         self._transport = FastTransport(api_client, request_timeout) if FastTransport.usable(api_client) else None
+        # The policy without its stop: each retried request stops on what its first attempt left of the deadline.
         self._retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(retry.attempts) | tenacity.stop_after_delay(retry.deadline),
             wait=_WaitRetryAfterOrBackoff(retry),
             retry=tenacity.retry_if_exception(is_transient),
             reraise=True,
