@@ -65,6 +65,9 @@ class _Review:
         (the API server itself would refuse it), not answered with a 500."""
         try:
             return self._decide(request)
+        except RecursionError:  # a value nested deeper than any rule reads, wherever it is
+            log.warning("malformed %s %s/%s denied: nested too deeply", request.kind, request.namespace, request.name)
+            return Decision.deny(f"malformed {request.kind or 'object'}: nested too deeply")
         except (TypeError, AttributeError, ValueError, KeyError) as error:
             log.warning("malformed %s %s/%s denied: %s: %s", request.kind, request.namespace, request.name,
                         type(error).__name__, elide(str(error)))
