@@ -37,8 +37,13 @@ _TEMPLATE_PATHS = {  # where the pod template's metadata lives in each workload 
 _DEFAULT_TEMPLATE_PATH = ("spec", "template", "metadata")
 
 
-def mutate(request: ReviewRequest, view: ClusterView) -> Decision:
-    """The verdict for one ``/mutate`` review."""
+def mutate(request: ReviewRequest, view: ClusterView, scheduler_user: str = "") -> Decision:
+    """The verdict for one ``/mutate`` review; ``scheduler_user`` is the scheduler's user name, the only
+    one that may create placeholder pods."""
+    if not (scheduler_user and request.username == scheduler_user):
+        refusal = _placeholder_refusal(request)
+        if refusal:
+            return refusal
     if request.kind in c.WORKLOAD_KINDS and request.operation in ("CREATE", "UPDATE"):
         return _workload(request, view)
     if request.kind != "Pod" or request.operation not in ("CREATE", "UPDATE"):
@@ -142,8 +147,7 @@ def _workload(request: ReviewRequest, view: ClusterView) -> Decision:
     if request.operation == "UPDATE":
         if not isinstance(request.old_object, dict):
             return Decision.deny(f"{request.kind} update without both object and oldObject")
-        old_template = _template_metadata(request.old_object, path)
-        previous = _strings(old_template.get("annotations"), "annotation").get(ANNOTATION_USER_INFO)
+        previous = _annotations_at(request.old_object, path).get(ANNOTATION_USER_INFO)
         if user_info == previous:  # kept as it was (or never there: adding it now would roll out the pods)
             return Decision.allow()
     if user_info is not None:  # set, or changed, by the submitter: only trusted users may
@@ -164,6 +168,36 @@ def _template_metadata(workload: Mapping, path: tuple[str, ...]) -> Mapping:
     for step in path:
         node = _mapping(node.get(step))
     return node
+
+
+def _annotations_at(obj, path: tuple[str, ...]) -> dict[str, str]:
+    """The annotations of the metadata at ``path`` in ``obj`` (empty when any part is missing)."""
+    return _strings(_template_metadata(_mapping(obj), path).get("annotations"), "annotation")
+
+
+# Placeholders: the shim takes pods marked so for a gang's reservation, so only the scheduler may mark one.
+def _placeholder_refusal(request: ReviewRequest) -> Decision | None:
+    """The denial of a pod, or a workload's pod template, that a user marks as a placeholder; in every
+    namespace, since the shim schedules any pod that names it, processed or not."""
+    if request.kind == "Pod":
+        path: tuple[str, ...] = ("metadata",)
+    elif request.kind in c.WORKLOAD_KINDS:
+        path = _TEMPLATE_PATHS.get(request.kind, _DEFAULT_TEMPLATE_PATH)
+    else:
+        return None
+    if request.operation not in ("CREATE", "UPDATE"):
+        return None
+    mark = _annotations_at(request.object, path).get(c.ANNOTATION_PLACEHOLDER)
+    if request.operation == "UPDATE":
+        if mark != _annotations_at(request.old_object, path).get(c.ANNOTATION_PLACEHOLDER):
+            return Decision.deny("placeholder annotation change is not allowed")
+        return None
+    if mark is None:
+        return None
+    log.info("denied %s %s/%s: user %s may not mark a placeholder", request.kind, request.namespace, request.name,
+             request.username)
+    return Decision.deny(f"user {request.username} is not allowed to set annotation {c.ANNOTATION_PLACEHOLDER}: "
+                         "only the scheduler creates placeholder pods")
 
 
 # user.info.

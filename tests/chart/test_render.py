@@ -170,6 +170,9 @@ def test_admission_controller_deployment(render):
     container = _container(objects, "yunikorn-admission-controller")
     assert container["command"] == ["yunikorn-admission-controller"]
     assert "--listen=0.0.0.0:9089" in container["args"]
+    # Placeholders are the scheduler's: the controller refuses them from any other user.
+    assert "--scheduler-service-account=yunikorn-admin" in container["args"]
+    assert _pod_spec(objects, "yunikorn-scheduler")["serviceAccountName"] == "yunikorn-admin"
     assert container["ports"][0]["containerPort"] == 9089
     for probe in ("startupProbe", "readinessProbe"):
         assert container[probe]["httpGet"] == {"scheme": "HTTPS", "path": "/health", "port": "webhook-api"}

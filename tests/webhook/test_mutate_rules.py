@@ -284,6 +284,52 @@ def test_annotation_that_is_not_a_string_is_denied_with_a_message(rules, kind):
     assert response["status"]["message"] == f"malformed {kind}: annotation note is not a string"
 
 
+# Placeholders (F10): only the scheduler marks a pod as one.
+SCHEDULER = "system:serviceaccount:default:yunikorn-admin"  # the default --scheduler-service-account
+PLACEHOLDER = {c.ANNOTATION_PLACEHOLDER: "true"}
+
+
+@pytest.mark.parametrize("namespace", ["default", "kube-system", "ns-disabled"])
+def test_users_may_not_create_placeholders(rules, namespace):
+    response = rules.mutate(pod(annotations=PLACEHOLDER), namespace=namespace, user="mallory", groups=("devs",))
+    assert response["allowed"] is False
+    assert response["status"]["message"] == ("user mallory is not allowed to set annotation "
+                                             "internal.yunikorn.apache.org/placeholder: only the scheduler "
+                                             "creates placeholder pods")
+
+
+def test_the_scheduler_creates_placeholders(rules):
+    original = pod(name="tg-app-group-abcdefghij", annotations=PLACEHOLDER)
+    result = patched(original, rules.mutate(original, user=SCHEDULER, groups=("system:serviceaccounts",)))
+    assert annotations_of(result)[c.ANNOTATION_PLACEHOLDER] == "true"
+    assert result["spec"]["schedulerName"] == "yunikorn"
+
+
+def test_controllers_may_not_create_placeholders_either(rules):
+    response = rules.mutate(pod(annotations=PLACEHOLDER), user="system:serviceaccount:kube-system:job-controller")
+    assert response["allowed"] is False
+
+
+@pytest.mark.parametrize("mark", ["true", "false"])
+def test_marking_or_unmarking_a_pod_as_placeholder_is_denied(rules, mark):
+    old = pod(annotations={ANNOTATION_USER_INFO: '{"user":"alice"}'})
+    new = pod(annotations={ANNOTATION_USER_INFO: '{"user":"alice"}', c.ANNOTATION_PLACEHOLDER: mark})
+    for before, after in ((old, new), (new, old)):
+        response = rules.mutate(after, operation="UPDATE", old=before, user="alice")
+        assert response["allowed"] is False
+        assert response["status"]["message"] == "placeholder annotation change is not allowed"
+    assert rules.mutate(new, operation="UPDATE", old=new, user="alice")["allowed"] is True
+
+
+@pytest.mark.parametrize("kind", list(c.WORKLOAD_KINDS))
+def test_workload_templates_may_not_mark_placeholders(rules, kind):
+    marked = workload(kind, annotations=PLACEHOLDER)
+    response = rules.mutate(marked, kind=kind, user="alice")
+    assert response["allowed"] is False and c.ANNOTATION_PLACEHOLDER in response["status"]["message"]
+    updated = rules.mutate(marked, kind=kind, operation="UPDATE", old=workload(kind), user="alice")
+    assert updated["allowed"] is False
+
+
 def test_replicaset_from_a_controller_is_not_patched(rules):
     response = rules.mutate(workload("ReplicaSet"), kind="ReplicaSet",
                             user="system:serviceaccount:kube-system:deployment-controller")
