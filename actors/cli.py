@@ -71,6 +71,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rest-port", type=int, default=9080, help="REST API port (default 9080; 0 = any)")
     parser.add_argument("--rest-host", default="0.0.0.0",
                         help="address the REST API listens on (default 0.0.0.0; 127.0.0.1 for this host only)")
+    parser.add_argument("--rest-allowed-origins", default="*", metavar="ORIGINS",
+                        help="web origins whose pages may read the REST API, comma-separated "
+                             "(default '*': any may read, as upstream; only origins named may send "
+                             "validate-conf's preflighted POST; '' for none)")
     parser.add_argument("--embedded", action="store_true", help="run against an in-process kubesim")
     parser.add_argument("--nodes", type=int, default=10, help="embedded: nodes to create (default 10)")
     parser.add_argument("--pods", type=int, default=200, help="embedded: sample pods to create (default 200)")
@@ -194,7 +198,7 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
         if args.election is not None:
             elector = _start_election(client, args.election, service)
         try:
-            rest = _start_rest(core, service, args.rest_host, args.rest_port, elector)
+            rest = _start_rest(core, service, args, elector)
         except OSError as error:
             log.error("cannot serve the REST API on port %d: %s", args.rest_port, error)
             return 1
@@ -235,16 +239,18 @@ def _step_down() -> None:
     os._exit(LOST_LEASE_EXIT)
 
 
-def _start_rest(core, service: SchedulerService, host: str, port: int, elector: LeaderElector | None = None):
+def _start_rest(core, service: SchedulerService, args: argparse.Namespace, elector: LeaderElector | None = None):
     """Serve the REST API (core snapshots, plus the shim's state in the dump and readiness, the actors'
     failures in health and both probes, and with leader election who leads)."""
     from rest import server
     from rest.app import SchedulerView
+    from rest.cors import parse_origins
 
     view = SchedulerView(core, shim_state=service.latest_state, extender=service.extender,
                          actor_failures=service.supervision.failures, reader_share=READER_SHARE,
-                         leadership=_leadership(elector, service) if elector is not None else None)
-    rest = server.start(view, host=host, port=port)
+                         leadership=_leadership(elector, service) if elector is not None else None,
+                         allowed_origins=parse_origins(args.rest_allowed_origins))
+    rest = server.start(view, host=args.rest_host, port=args.rest_port)
     log.info("REST API at %s", rest.url)
     return rest
 

@@ -24,7 +24,7 @@ from actors.core import yamlsafe
 from actors.core.config import parse
 from actors.core.scheduler import Scheduler
 from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
-from rest import actor_metrics, daos, leadership, liveness, metrics
+from rest import actor_metrics, cors, daos, leadership, liveness, metrics
 from rest.fragments import Fragments
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,7 @@ class SchedulerView:
     leadership: leadership.LeadershipSource | None = None  # leader election: who leads (a standby is not ready)
     max_age: float = 2.0
     reader_share: float = 0.0
+    allowed_origins: tuple[str, ...] = (cors.ANY,)  # who may read cross-origin (rest.cors), upstream's default
     started: int = field(default_factory=time.time_ns)
     fragments: Fragments = field(default_factory=Fragments, init=False, repr=False)
     _current: dict = field(default_factory=dict, init=False, repr=False)  # areas -> the snapshot in use
@@ -488,8 +489,8 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
         ("/ws/v1/partition/{partition}/usage/group/{group}", partitions, "group", none),
         ("/ws/v1/events/batch", events, "batch", None), ("/ws/v1/events/stream", events, "stream", None),
     ]
-    app = falcon.App(cors_enable=True, middleware=[SnapshotCache(view, {path: areas for path, *_, areas in routes
-                                                                         if areas is not None})])
+    snapshots = SnapshotCache(view, {path: areas for path, *_, areas in routes if areas is not None})
+    app = falcon.App(middleware=[cors.CrossOrigin(view.allowed_origins), snapshots])
     json_handler = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler

@@ -66,6 +66,7 @@ def test_scheduler_deployment(render):
     container = _container(objects, "yunikorn-scheduler")
     assert container["command"] == ["yunikorn-scheduler"]
     assert "--rest-port=9080" in container["args"]
+    assert "--rest-allowed-origins=*" in container["args"]  # CORS as upstream's (see README, "Security")
     assert container["ports"] == [{"name": "http", "containerPort": 9080, "protocol": "TCP"}]
     assert {"name": "NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in container["env"]
     assert container["livenessProbe"]["httpGet"] == {"path": "/ws/v1/health/live", "port": "http"}
@@ -136,6 +137,12 @@ def test_three_scheduler_replicas_and_custom_lease_timing(render):
         "--leader-elect-retry-period=500ms", "--leader-elect-resource-name=yk-lease"]
     for obj in objects:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
+def test_rest_allowed_origins_reach_the_scheduler(render):
+    args = _container(render({"scheduler": {"restAllowedOrigins": "https://ui.example.com, https://b.example"}}),
+                      "yunikorn-scheduler")["args"]
+    assert "--rest-allowed-origins=https://ui.example.com, https://b.example" in args
 
 
 def test_scheduler_placement_values_reach_the_pod(render):
