@@ -8,7 +8,10 @@ import datetime as dt
 import http.client
 import ipaddress
 import json
+import socket
 import ssl
+import threading
+import time
 
 import pytest
 from cryptography import x509
@@ -132,3 +135,39 @@ def test_the_tls_flags_go_together_and_with_plugin_mode(flags, capsys):
     args = parse_args(["--plugin-mode", "--extender-tls-cert-file", "a.crt", "--extender-tls-key-file", "a.key",
                        "--extender-client-ca-file", "ca.crt", "--extender-port", "9444"])
     assert (args.extender_tls, args.extender_port) == (ExtenderTls("a.crt", "a.key", "ca.crt"), 9444)
+
+
+def test_a_client_that_dribbles_its_request_frees_its_thread_at_the_deadline(cluster, tmp_path):
+    ours = Authority(tmp_path, "extender")
+    server_cert, server_key = ours.issue("yunikorn-service", ExtendedKeyUsageOID.SERVER_AUTH, server=True)
+    service = cluster.start_scheduler(plugin_mode=True)
+    extender = ExtenderServer(service.extender, ExtenderTls(server_cert, server_key, ours.ca_file),
+                              host="127.0.0.1", port=0, threads=1, timeout=1.0)
+    kube_scheduler = ours.issue("kube-scheduler", ExtendedKeyUsageOID.CLIENT_AUTH)
+    context = ssl.create_default_context(cafile=ours.ca_file)
+    context.load_cert_chain(*kube_scheduler)
+    stop = threading.Event()
+
+    def dribble() -> None:  # the one thread's connection: a byte every 0.2 s, never a whole request
+        with socket.create_connection(("127.0.0.1", extender.port)) as raw, \
+                context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            for byte in b"POST /scheduler/extender/bind HTTP/1.1\r\nHost: x\r\n" * 10:
+                if stop.wait(0.2):
+                    return
+                try:
+                    tls.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    dribbler = threading.Thread(target=dribble)
+    dribbler.start()
+    try:
+        started = time.monotonic()
+        status, reply = post(extender.port, BIND, {"PodName": "p", "PodNamespace": "default", "PodUID": "u",
+                                                   "Node": "n"}, ours, kube_scheduler)
+        assert status == 200 and reply["Error"] == "pod default/p does not exist"
+        assert time.monotonic() - started < 5  # the dribbler held the only thread for 1 s, not 20
+    finally:
+        stop.set()
+        dribbler.join()
+        extender.stop()
