@@ -8,10 +8,15 @@ import datetime as dt
 import http.client
 import ipaddress
 import json
+import signal
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 from cryptography import x509
@@ -23,6 +28,7 @@ from actors.cli import parse_args
 from rest.app import SchedulerView
 from rest.extender_server import ExtenderServer, ExtenderTls
 from rest.server import RestServer
+from tests.reliability.process import REPO, free_port
 from tests.shim.test_plugin_mode import BIND, FILTER, approved_node
 from tests.waiting import wait_for
 
@@ -171,3 +177,42 @@ def test_a_client_that_dribbles_its_request_frees_its_thread_at_the_deadline(clu
         stop.set()
         dribbler.join()
         extender.stop()
+
+
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_the_command_serves_the_extender_on_its_tls_port_only(cluster, tmp_path):
+    ours = Authority(tmp_path, "extender")
+    server_cert, server_key = ours.issue("yunikorn-service", ExtendedKeyUsageOID.SERVER_AUTH, server=True)
+    cluster.sim.seed_nodes(2)
+    rest_port, extender_port = free_port(), free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "actors.cli", "--kubeconfig", cluster.kubeconfig, "--rest-host", "127.0.0.1",
+         "--rest-port", str(rest_port), "--plugin-mode", "--extender-port", str(extender_port),
+         "--extender-tls-cert-file", server_cert, "--extender-tls-key-file", server_key,
+         "--extender-client-ca-file", ours.ca_file], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        wait_for(lambda: process.poll() is not None or listening(extender_port), timeout=60,
+                 message="the extender port to listen")
+        cluster.pod("p", labels={"applicationId": "app"})
+        node = approved_node(cluster, "p")
+        pod = cluster.pods()["p"]
+        status, reply = post(extender_port, FILTER, {"Pod": pod, "NodeNames": ["node-00000", "node-00001"]}, ours,
+                             ours.issue("kube-scheduler", ExtendedKeyUsageOID.CLIENT_AUTH))
+        assert status == 200 and reply["NodeNames"] == [node]
+        request = urllib.request.Request(f"http://127.0.0.1:{rest_port}{FILTER}", method="POST", data=b"{}",
+                                         headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 404
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
