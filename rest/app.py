@@ -49,6 +49,7 @@ class SchedulerView:
     shim_state: Callable[[], object | None] | None = None
     actor_failures: liveness.ActorFailures | None = None  # the stopped actors: health and both probes fail
     extender: object | None = None  # plugin mode: serves kube-scheduler's extender calls (rest.extender)
+    extender_on_rest_port: bool = True  # False: the extender has an HTTPS port of its own (rest.extender_server)
     leadership: leadership.LeadershipSource | None = None  # leader election: who leads (a standby is not ready)
     max_age: float = 2.0
     reader_share: float = 0.0
@@ -499,7 +500,7 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
     app.add_error_handler(Exception, _unexpected)
     for path, resource, suffix, _ in routes:
         app.add_route(path, resource, suffix=suffix)
-    if view.extender is not None:
+    if view.extender is not None and view.extender_on_rest_port:
         from rest import extender
 
         extender.add_routes(app, view.extender)

@@ -104,7 +104,7 @@ def test_scheduler_pair_with_leader_election_by_default(render):
     assert budget["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
     role = objects.one("Role", "yunikorn-scheduler")
     assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-            "verbs": ["get", "create", "update"]} in role["rules"]
+            "verbs": ["get", "watch", "create", "update"]} in role["rules"]
     assert {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]} in role["rules"]
 
 
