@@ -213,34 +213,35 @@ class _Chooser:
 
 
 def on_required_node(node: Node, ask: Allocation, meets: Meets) -> Plan | None:
-    """Victims for a DaemonSet pod's ask on its node: pods of lower priority that did not opt out,
-    never another required-node pod; the queues' guarantees do not count (upstream's simple preemptor)."""
-    available = node.available
-    if ask.resource.fits_in(available):
-        return None
+    """Victims for a DaemonSet pod's ask on its node, as upstream's required-node preemptor: any pod
+    there of the same or a lower priority that shares a resource type with the ask, except other
+    required-node pods and pods already leaving; those that opted out (``allowPreemptSelf`` false)
+    come after the others and originators (an application's driver) last, then the lowest priority,
+    the youngest and the smallest first, until together they hold at least what the ask needs. The
+    queues' guarantees do not count."""
+    wanted = {name for name, value in ask.resource.items() if value > 0}
     found = sorted((v for v in node.allocations.values()
-                    if v.priority < ask.priority and v.preemptable and not v.required_node and not v.placeholder
-                    and not v.preempted and not v.eviction_refused),
-                   key=lambda v: (v.priority, -v.allocation_time, v.key))
+                    if not v.required_node and v.priority <= ask.priority and not v.preempted
+                    and not v.eviction_refused and not v.placeholder_released
+                    and any(v.resource.get(name, 0) > 0 for name in wanted)),
+                   key=_required_node_order)
     chosen: list[Allocation] = []
     freed = Resource()
     for victim in found:
-        short = {n for n, v in ask.resource.items() if v > 0 and v > available.get(n, 0) + freed.get(n, 0)}
-        if not any(victim.resource.get(n, 0) > 0 for n in short):
-            continue
+        if ask.resource.fits_in(freed):
+            break
         chosen.append(victim)
         freed = freed + victim.resource
-        if ask.resource.fits_in(available + freed):
-            break
-    else:
+    if not chosen or not ask.resource.fits_in(node.available + freed):
         return None
-    for victim in reversed(chosen[:-1]):
-        if ask.resource.fits_in(available + freed - victim.resource):
-            chosen.remove(victim)
-            freed = freed - victim.resource
     if not meets(ask, node, {v.key for v in chosen}):
         return None
     return Plan(node, tuple(chosen))
+
+
+def _required_node_order(victim: Allocation) -> tuple:
+    kind = 3 if victim.originator else 1 if victim.preemptable else 2
+    return (kind, victim.priority, -victim.allocation_time, sum(victim.resource.values()), victim.key)
 
 
 def plan(nodes: dict[str, Node], node_order: Iterable[str], queues: dict[str, Queue], apps: Mapping[str, Application],
