@@ -45,7 +45,6 @@ from actors.shim.state import ShimStateSnapshot
 from si.goduration import parse_duration
 
 log = logging.getLogger("yunikorn.scheduler")
-READER_SHARE = 0.1  # REST readers may take at most this share of the scheduler's time (see SchedulerView)
 LOST_LEASE_EXIT = 3
 
 
@@ -242,7 +241,7 @@ def _start_rest(core, service: SchedulerService, host: str, port: int, elector: 
     from rest.app import SchedulerView
 
     view = SchedulerView(core, shim_state=service.latest_state, extender=service.extender,
-                         actor_failures=service.supervision.failures, reader_share=READER_SHARE,
+                         actor_failures=service.supervision.failures,
                          leadership=_leadership(elector, service) if elector is not None else None)
     rest = server.start(view, host=host, port=port)
     log.info("REST API at %s", rest.url)

@@ -235,18 +235,20 @@ def test_unknown_paths_answer_json_errors(rest, path):
     assert status == 404 and body["status_code"] == 404
 
 
-def test_reads_share_a_snapshot_for_max_age_seconds(core_factory):
+def test_reads_share_a_snapshot_until_the_core_changes(core_factory):
     import falcon.testing
 
+    from actors.core.snapshot import NODES
     from rest.app import SchedulerView, create_app
 
     core = core_factory()
     core.nodes(1)
-    view = SchedulerView(core.scheduler, max_age=3600)
-    client = falcon.testing.TestClient(create_app(view))
+    core.settle()
+    client = falcon.testing.TestClient(create_app(SchedulerView(core.scheduler)))
     first = client.simulate_get("/ws/v1/partition/default/nodes")
+    taken = core.scheduler.snapshot(frozenset({NODES}))
+    assert client.simulate_get("/ws/v1/partition/default/nodes").content == first.content
+    assert core.scheduler.snapshot(frozenset({NODES})) is taken, "nothing changed: the same snapshot"
     core.nodes(1, prefix="later-")
     core.settle()
-    assert client.simulate_get("/ws/v1/partition/default/nodes").content == first.content, "same snapshot, same bytes"
-    view.max_age = 0.0
-    assert len(client.simulate_get("/ws/v1/partition/default/nodes").json) == 2, "a new snapshot is read afresh"
+    assert len(client.simulate_get("/ws/v1/partition/default/nodes").json) == 2, "a read after a change sees it"

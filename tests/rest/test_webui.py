@@ -34,7 +34,7 @@ def served(core_factory):
 
     def serve(**options):
         core = core_factory(CONFIG, **options)
-        server = RestServer(SchedulerView(core.scheduler, max_age=0.0), host="127.0.0.1", port=0)
+        server = RestServer(SchedulerView(core.scheduler), host="127.0.0.1", port=0)
         servers.append(server)
         return core, Client(server.url)
 

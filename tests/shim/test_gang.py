@@ -53,7 +53,7 @@ def bound_placeholders(cluster, app: str | None = None) -> dict[str, str]:
 
 
 def core_app(cluster, app: str):
-    partition = cluster.scheduler.snapshot(0.0).partition("default")
+    partition = cluster.scheduler.snapshot().partition("default")
     return next((a for a in partition.applications if a.application_id == app), None)
 
 
