@@ -292,16 +292,7 @@ def test_a_gang_shows_its_placeholders_and_their_replacement(tmp_path):
         assert queue["allocatedResource"]["vcore"] == 1000  # the placeholder left counts in the queue
 
 
-FRESHNESS_QUEUES = """\
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: false
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
+FRESHNESS_QUEUES = QUEUES + """\
           - name: team
             limits:
               - limit: developers
