@@ -184,6 +184,7 @@ class Partition(NodeHolds):
                 queue = self.queues.get(app.queue_path)
                 if queue is not None:
                     queue.app_totals[label] += 1
+                self._forget(app)  # as upstream, on entering either: among the completed applications
 
     # Nodes.
     def update_nodes(self, infos) -> None:
@@ -257,10 +258,12 @@ class Partition(NodeHolds):
     def add_applications(self, requests) -> None:
         self.stats.add("apps_new", len(requests))
         for request in requests:
-            if request.applicationID in self.apps:
-                self.outbox.rejected_apps.append(si_pb2.RejectedApplication(
-                    applicationID=request.applicationID,
-                    reason=f"application {request.applicationID} already exists"))
+            existing = self.apps.get(request.applicationID)
+            if existing is not None:
+                # The shim submits an application again when a new actor takes it over (its last pod went
+                # and a new one came before the core completed it): it goes on, as upstream's shim would
+                # have kept it. Its first answer may come before the old actor's last releases.
+                self.outbox.accepted_apps.append(si_pb2.AcceptedApplication(applicationID=existing.application_id))
                 continue
             tags = dict(request.tags)
             tags.setdefault(APP_TAG_NAMESPACE, tags.get(TAG_NAMESPACE, ""))
@@ -326,16 +329,19 @@ class Partition(NodeHolds):
                 self._remove_ask(app, ask)
             for allocation in list(app.allocations.values()):
                 self._release(allocation, si_pb2.STOPPED_BY_RM, "application removed", notify=False)
-            if app.state in (states.NEW, states.ACCEPTED):
+            if app.state == states.FAILING:
+                self._set_state(app, states.FAILED, "removed by the resource manager")
+            elif app.state in (states.NEW, states.ACCEPTED, states.RESUMING):
+                if app.state == states.RESUMING:
+                    self._set_state(app, states.ACCEPTED)
                 self._set_state(app, states.COMPLETED, "removed before it ran")
-            else:
-                if app.state in (states.STARTING, states.RUNNING):
-                    self._set_state(app, states.COMPLETING)
+            elif app.state in (states.STARTING, states.RUNNING, states.COMPLETING):
+                self._set_state(app, states.COMPLETING)
                 self._set_state(app, states.COMPLETED, "removed by the resource manager")
-            self._forget(app)
         self.dirty = True
 
     def _forget(self, app: Application) -> None:
+        """A terminated application leaves its queue for the partition's completed ones."""
         queue = self.queues.get(app.queue_path)
         if queue is not None:
             queue.apps.pop(app.application_id, None)
@@ -953,7 +959,6 @@ class Partition(NodeHolds):
             age = (now - app.state_since) / 1e9
             if app.state == states.COMPLETING and age >= self.timing.completing:
                 self._set_state(app, states.COMPLETED, "no new requests")
-                self._forget(app)
             elif app.state == states.STARTING and age >= self.timing.starting:
                 self._set_state(app, states.RUNNING, "starting timed out")
                 self.dirty = True

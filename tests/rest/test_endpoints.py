@@ -9,6 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from si import si_pb2
 from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
 from si.resources import Resource
+from tests.waiting import wait_for
 
 BAD = sorted((pathlib.Path(__file__).parents[1] / "core" / "configs" / "bad").glob("*.yaml"))
 
@@ -252,3 +253,22 @@ def test_reads_share_a_snapshot_until_the_core_changes(core_factory):
     core.nodes(1, prefix="later-")
     core.settle()
     assert len(client.simulate_get("/ws/v1/partition/default/nodes").json) == 2, "a read after a change sees it"
+
+
+def test_a_failed_application_is_among_the_completed_ones(rest):
+    """As upstream, an application that enters Failed moves to the partition's completed applications."""
+    core, client = rest
+    core.nodes(1, vcore=500)  # none of the gang's placeholders fits
+    ask = Resource.of(vcore=2000, memory=2**30)
+    core.scheduler.update_application(si_pb2.ApplicationRequest(rmID="rm", new=[si_pb2.AddApplicationRequest(
+        applicationID="hard-gang", queueName="root.batch", partitionName="default",
+        ugi=si_pb2.UserGroupInformation(user="alice"), placeholderAsk=ask.to_proto(),
+        executionTimeoutMilliSeconds=200, gangSchedulingStyle="Hard")]))
+    core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[si_pb2.Allocation(
+        allocationKey=f"ph-{i}", applicationID="hard-gang", partitionName="default", taskGroupName="workers",
+        placeholder=True, resourcePerAlloc=Resource.of(vcore=1000, memory=2**29).to_proto()) for i in range(2)]))
+    wait_for(lambda: core.callback.app_states("hard-gang")[-1:] == ["Failed"], message="the gang fails")
+    status, completed = client.get("/ws/v1/partition/default/applications/completed")
+    assert status == 200 and [(a["applicationID"], a["applicationState"]) for a in completed] == [
+        ("hard-gang", "Failed")]
+    assert client.get("/ws/v1/partition/default/applications/active")[1] == []

@@ -324,3 +324,32 @@ def test_a_read_right_after_a_pod_runs_sees_its_usage(tmp_path):
         (group,) = http.ok("/ws/v1/partition/default/usage/groups")
         assert group["groupName"] == "developers" and group["applications"] == ["fresh-app"]
         assert group["queues"]["resourceUsage"]["vcore"] == 300
+
+
+def test_an_application_whose_last_pod_goes_completes_on_the_core_timer(tmp_path):
+    """As upstream: the shim keeps the application, the core moves it Completing, a pod that comes
+    meanwhile runs in it again, and only the core's timer (paced here by the scheduling interval)
+    makes it Completed, among the completed applications."""
+    def prepare(cluster: Cluster) -> None:
+        cluster.node("node-a", cpu="4", memory="8Gi")
+        cluster.configure(FRESHNESS_QUEUES, **{"service.schedulingInterval": "1h"})
+
+    with served(tmp_path, prepare) as (cluster, http):
+        def state() -> str:
+            status, app = http.get("/ws/v1/partition/default/application/short-app")
+            return app["applicationState"] if status == 200 else "Gone"
+
+        labels = {"applicationId": "short-app", "queue": "root.team"}
+        cluster.pod("first", labels=labels)
+        cluster.wait_bound("first")
+        cluster.core_api.delete_namespaced_pod("first", "default")
+        wait_for(lambda: state() == "Completing", message="Completing once its last pod is gone")
+        cluster.pod("again", labels=labels)
+        cluster.wait_bound("again")
+        assert state() == "Running"
+        cluster.core_api.delete_namespaced_pod("again", "default")
+        wait_for(lambda: state() == "Completing", message="Completing again")
+        cluster.configure(FRESHNESS_QUEUES, **{"service.schedulingInterval": "50ms"})
+        wait_for(lambda: state() == "Completed", message="Completed on the core's timer")
+        completed = http.ok("/ws/v1/partition/default/applications/completed")
+        assert [(a["applicationID"], a["applicationState"]) for a in completed] == [("short-app", "Completed")]
