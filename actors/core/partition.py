@@ -27,7 +27,13 @@ from actors.core.stats import PartitionStats
 from actors.core.ugm import UsageTracker
 from actors.core.usergroups import GroupResolver, UnknownUser
 from si import si_pb2
-from si.constants import APP_TAG_NAMESPACE, RECOVERY_QUEUE, TAG_NAMESPACE
+from si.constants import (
+    APP_TAG_NAMESPACE,
+    NOT_ENOUGH_QUEUE_QUOTA,
+    NOT_ENOUGH_USER_QUOTA,
+    RECOVERY_QUEUE,
+    TAG_NAMESPACE,
+)
 from si.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -838,10 +844,15 @@ class Partition(NodeHolds):
                 ask.attempted = True
                 app.version += 1
             if user_headroom is not None and not ask.resource.fits_in_max(user_headroom):
-                self._note_failure(app, ask, f"user {app.user}: resource limit reached in {queue.path}")
+                self._note_failure(app, ask, f"user {app.user}: resource limit reached in {queue.path}",
+                                   NOT_ENOUGH_USER_QUOTA)
                 continue
             if headroom is not None and not ask.resource.fits_in_max(headroom):
-                self._note_failure(app, ask, queue.limiting_max(ask.resource) or f"queue {queue.path}: max reached")
+                # As upstream, victims inside the queue whose max it would break may make room.
+                if self._try_preempt(app, queue, ask, cycle, headroom, user_headroom):
+                    return True
+                self._note_failure(app, ask, queue.limiting_max(ask.resource) or f"queue {queue.path}: max reached",
+                                   NOT_ENOUGH_QUEUE_QUOTA)
                 continue
             began = perf_counter()
             node, shape_decided = self._find_node(ask, cycle)
@@ -937,11 +948,12 @@ class Partition(NodeHolds):
         reasons = sorted(f"{n} {reason}" for reason, n in counts.items())
         return f"0/{len(self.nodes)} nodes are available: {', '.join(reasons)}."
 
-    def _note_failure(self, app: Application | None, ask: Allocation, reason: str) -> None:
-        """Remember why ``ask`` waits; tell the resource manager once per change of reason."""
+    def _note_failure(self, app: Application | None, ask: Allocation, reason: str, logged: str = "") -> None:
+        """Remember why ``ask`` waits; tell the resource manager once per change of reason. The allocation
+        log counts ``logged`` (upstream's constant text) for it when given."""
         if ask.last_failure == reason:
             return
-        ask.note_failure(reason, time.time_ns())
+        ask.note_failure(reason, time.time_ns(), logged)
         if is_node_failure(reason):  # it fits its quotas but no node: the autoscaler's signal
             ask.scale_up_triggered = True
         owner = app or self.apps.get(ask.application_id)

@@ -197,6 +197,8 @@ def test_user_limits_hold_and_extra_apps_wait(core_factory):
     placed = Counter(a.applicationID for a in core.callback.new())
     assert placed == {"bob-1": 2, "eve-1": 3}, "bob's own limit replaces the wildcard for him"
     assert core.callback.failures("bob-2-0")[-1] == "user bob: resource limit reached in root.q"
+    bob = next(a for a in core.snapshot().partitions[0].applications if a.application_id == "bob-1")
+    assert {reason for a in bob.requests for reason, _, _ in a.failure_log} == {"Not enough user quota"}, "upstream's"
     assert core.callback.failures("eve-2-0")[-1] == "user eve: maxapplications limit reached in root.q"
     assert not core.callback.rejected_apps(), "over a limit an application waits; it is not rejected"
     usage = {u["userName"]: u for u in core.snapshot().partitions[0].user_usage}
