@@ -273,7 +273,6 @@ class _Chooser:
         chosen = list(local)
         freed = Resource()
         freed_in: dict[str, Resource] = {}
-        queue_of = {v.key: q for v, q in everywhere}
 
         def take(victim: Allocation, queue: Queue) -> None:
             nonlocal freed
@@ -281,8 +280,8 @@ class _Chooser:
             for q in queue.chain():
                 freed_in[q.path] = freed_in.get(q.path, _ZERO) + victim.resource
 
-        for victim in local:
-            take(victim, queue_of[victim.key])
+        for victim in local:  # on_node took them from eligible queues only
+            take(victim, self.victim_queue(apps[victim.application_id].queue_path))
         for victim, queue in everywhere:
             short = {n for n, v in shortfall.items() if v > freed.get(n, 0)}
             if not short:

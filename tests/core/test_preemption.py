@@ -442,12 +442,14 @@ def allocation_log(core, app_id, key):
     return {reason: count for reason, _, count in next(a for a in app.requests if a.allocation_key == key).failure_log}
 
 
-def test_an_ask_its_queue_max_holds_back_preempts_inside_that_max_as_its_queue_priority_allows(core_factory):
+@pytest.mark.parametrize("node_vcore", [8000, 3000], ids=["room on the node", "the node full too"])
+def test_an_ask_its_queue_max_holds_back_preempts_inside_that_max_as_its_queue_priority_allows(core_factory,
+                                                                                             node_vcore):
     """Upstream's e2e Verify_preemption_on_priority_queue: the parent's max is used up by a sibling over
     its guarantee; the queue of offset 100 preempts one of its pods, the one of offset -100 cannot and
     logs upstream's constant texts."""
     core = core_factory(PRIORITY_QUEUES)
-    core.nodes(1, vcore=8000, memory=64 * GIB)  # the nodes have room: only the parent's max is in the way
+    core.nodes(1, vcore=node_vcore, memory=64 * GIB)
     core.app("sandbox", queue="root.parent.sandbox")
     for i in range(3):
         ask(core, "sandbox", f"s-{i}")
