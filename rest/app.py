@@ -384,7 +384,10 @@ class SnapshotCache:
     each snapshot is serialized at most once per path, however many clients poll it.
     """
 
-    UNCACHED = ("/ws/v1/events/", "/ws/v1/health/", "/ws/v1/openapi.json", "/ws/v1/metrics")
+    # The dumps also read what no snapshot holds (the shim's state, the history, the actors' failures),
+    # and a snapshot lives until the core changes: they are built afresh (from cached fragments).
+    UNCACHED = ("/ws/v1/events/", "/ws/v1/health/", "/ws/v1/openapi.json", "/ws/v1/metrics", "/ws/v1/fullstatedump",
+                "/debug/fullstatedump")
 
     def __init__(self, view: SchedulerView, areas: dict[str, frozenset[str]], size: int = 64) -> None:
         self.view = view
