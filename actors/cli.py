@@ -47,7 +47,6 @@ from rest.extender_server import ExtenderServer, ExtenderTls
 from si.goduration import parse_duration
 
 log = logging.getLogger("yunikorn.scheduler")
-READER_SHARE = 0.1  # REST readers may take at most this share of the scheduler's time (see SchedulerView)
 LOST_LEASE_EXIT = 3
 
 
@@ -273,7 +272,7 @@ def _start_rest(core, service: SchedulerService, args: argparse.Namespace, elect
 
     view = SchedulerView(core, shim_state=service.latest_state, extender=service.extender,
                          extender_on_rest_port=args.extender_tls is None,
-                         actor_failures=service.supervision.failures, reader_share=READER_SHARE,
+                         actor_failures=service.supervision.failures,
                          leadership=_leadership(elector, service) if elector is not None else None,
                          allowed_origins=parse_origins(args.rest_allowed_origins))
     rest = server.start(view, host=args.rest_host, port=args.rest_port)

@@ -21,7 +21,7 @@ def serve(core_factory):
     core, servers = core_factory(), []
 
     def start(origins: str) -> Client:
-        view = SchedulerView(core.scheduler, max_age=0.0, allowed_origins=parse_origins(origins))
+        view = SchedulerView(core.scheduler, allowed_origins=parse_origins(origins))
         servers.append(RestServer(view, host="127.0.0.1", port=0))
         return Client(servers[-1].url)
 

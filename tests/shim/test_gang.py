@@ -53,8 +53,9 @@ def bound_placeholders(cluster, app: str | None = None) -> dict[str, str]:
 
 
 def core_app(cluster, app: str):
-    partition = cluster.scheduler.snapshot(0.0).partition("default")
-    return next((a for a in partition.applications if a.application_id == app), None)
+    partition = cluster.scheduler.snapshot().partition("default")
+    return next((a for a in partition.applications + partition.terminated_applications if a.application_id == app),
+                None)
 
 
 def phase(cluster, name: str) -> str:

@@ -109,7 +109,7 @@ def plugin(kubesim, tmp_path):
             cluster.configure(queues)
         service = cluster.start_scheduler(plugin_mode=True)
         started["rest"] = RestServer(SchedulerView(cluster.scheduler, shim_state=service.latest_state,
-                                                   max_age=0.0, extender=service.extender),
+                                                   extender=service.extender),
                                      host="127.0.0.1", port=0)
         return KubeScheduler(cluster, started["rest"].url)
 
