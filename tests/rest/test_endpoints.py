@@ -152,7 +152,8 @@ def test_event_stream_is_ndjson_and_bounded(rest):
     assert response.status == 200
     first = json.loads(response.readline())
     assert "InstanceUUID" in first
-    threading.Thread(target=lambda: (core.nodes(2), core.settle())).start()
+    feeder = threading.Thread(target=lambda: (core.nodes(2), core.settle()))
+    feeder.start()
     lines = []
     while len(lines) < 2:
         line = response.readline()
@@ -160,6 +161,7 @@ def test_event_stream_is_ndjson_and_bounded(rest):
             lines.append(json.loads(line))
     assert all("eventChangeDetail" in line for line in lines)
     connection.close()
+    feeder.join(timeout=10)  # the core must outlive the feeder's settle: the fixture stops it after the test
 
 
 def test_event_stream_limit_answers_503(rest, core_factory):
