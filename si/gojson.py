@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import types
 from collections.abc import Iterable, Mapping
 
 from si.bounded import elide, shown
@@ -29,6 +30,7 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # encoding/json compares names with bytes.EqualFold: ASCII letters, plus the four runes whose
 # upper(lower(r)) is an ASCII letter.
+_EMPTY: Mapping = types.MappingProxyType({})
 _FOLD = {"\u212a": "K", "\u017f": "S", "\u0131": "I", "\u0130": "I"}
 
 
@@ -110,6 +112,17 @@ def go_object(value: object, what: str) -> dict:
     if not isinstance(value, dict):
         raise JSONError(f"{what} must be a JSON object, not {_kind(value)}")
     return value
+
+
+def text(value: object) -> str:
+    """``value`` when it is a string, else ``""``: a field of a Kubernetes object read as absent when it
+    has the wrong type."""
+    return value if isinstance(value, str) else ""
+
+
+def mapping(value: object) -> Mapping:
+    """``value`` when it is a mapping (an object), else an empty one."""
+    return value if isinstance(value, Mapping) else _EMPTY
 
 
 def string_map(value: object) -> Mapping[str, str] | None:

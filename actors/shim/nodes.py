@@ -19,7 +19,7 @@ from actors.shim import keys
 from actors.shim.constraints import FILTERING_EFFECTS
 from si import constants
 from si.bounded import shown
-from si.gojson import string_map
+from si.gojson import mapping, string_map, text
 from si.quantity import QuantityError, from_kubernetes
 from si.resources import ZERO, Resource
 
@@ -75,8 +75,8 @@ class NodeRecord:
 def parse_node(raw: Mapping) -> NodeRecord:
     """A ``NodeRecord`` from a node's JSON, whatever its content. Raises ``ValueError`` only when the
     node has no name."""
-    metadata = _object(raw.get("metadata"))
-    spec, status = _object(raw.get("spec")), _object(raw.get("status"))
+    metadata = mapping(raw.get("metadata"))
+    spec, status = mapping(raw.get("spec")), mapping(raw.get("status"))
     name = metadata.get("name")
     if not name or not isinstance(name, str):
         raise ValueError(f"node without a name: {shown(metadata)}")
@@ -97,10 +97,9 @@ def parse_node(raw: Mapping) -> NodeRecord:
         taints = ()
     filtering = [{"key": t.get("key", ""), "value": t.get("value", ""), "effect": t["effect"]}
                  for t in taints if t.get("effect") in FILTERING_EFFECTS]
-    version = metadata.get("resourceVersion")
     return NodeRecord(
         name=name,
-        resource_version=version if isinstance(version, str) else "",
+        resource_version=text(metadata.get("resourceVersion")),
         allocatable=ZERO if problems else allocatable,
         labels=types.MappingProxyType(dict(labels or {})),
         taints=json.dumps(filtering, separators=(",", ":"), sort_keys=True) if filtering else "",
@@ -108,10 +107,6 @@ def parse_node(raw: Mapping) -> NodeRecord:
         invalid="; ".join(problems),
         ready=_ready(status),
     )
-
-
-def _object(value: object) -> Mapping:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _ready(status: Mapping) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from actors.shim import keys
 from actors.shim.namespaces import namespace_app_tags, read_annotations
 from si.bounded import shown
-from si.gojson import string_map
+from si.gojson import string_map, text
 from si.gonumber import INT32_MAX, INT32_MIN, in_range
 
 log = logging.getLogger(__name__)
@@ -100,6 +100,5 @@ def _metadata(raw: Mapping, kind: str) -> Mapping:
 
 
 def _version(metadata: Mapping) -> str:
-    version = metadata.get("resourceVersion")
-    return version if isinstance(version, str) else ""
+    return text(metadata.get("resourceVersion"))
 

@@ -114,7 +114,7 @@ class PodRecord:
 def parse_pod(raw: Mapping) -> PodRecord:
     """A ``PodRecord`` from a pod's JSON, whatever its content. Raises ``ValueError`` only when the pod
     has no identity (a uid, namespace and name, each a string)."""
-    metadata = _object(raw.get("metadata"))
+    metadata = gojson.mapping(raw.get("metadata"))
     uid, namespace, name = metadata.get("uid"), metadata.get("namespace"), metadata.get("name")
     if not (uid and namespace and name and isinstance(uid, str) and isinstance(namespace, str)
             and isinstance(name, str)):
@@ -155,10 +155,10 @@ def parse_pod(raw: Mapping) -> PodRecord:
         uid=uid,
         namespace=namespace,
         name=name,
-        resource_version=_text(metadata.get("resourceVersion")),
-        scheduler_name=_text(spec.get("schedulerName")) or "default-scheduler",
-        node_name=_text(spec.get("nodeName")),
-        phase=_text(_object(raw.get("status")).get("phase")) or "Pending",
+        resource_version=gojson.text(metadata.get("resourceVersion")),
+        scheduler_name=gojson.text(spec.get("schedulerName")) or "default-scheduler",
+        node_name=gojson.text(spec.get("nodeName")),
+        phase=gojson.text(gojson.mapping(raw.get("status")).get("phase")) or "Pending",
         deleting=bool(metadata.get("deletionTimestamp")),
         labels=types.MappingProxyType(dict(labels)) if labels else _EMPTY,
         app_id=application_id(labels, annotations, namespace, uid),
@@ -169,7 +169,7 @@ def parse_pod(raw: Mapping) -> PodRecord:
         disable_state_aware=labels.get(LABEL_DISABLE_STATE_AWARE) == "true",
         resource=resource,
         priority=priority,
-        priority_class=_text(spec.get("priorityClassName")),
+        priority_class=gojson.text(spec.get("priorityClassName")),
         static=static,
         created=_timestamp(metadata.get("creationTimestamp")),
         constraints=constraint_tag,
@@ -270,14 +270,6 @@ def _raise_to(target: dict[str, int], floor: Mapping[str, int]) -> None:
     for name, value in floor.items():
         if value > target.get(name, 0):
             target[name] = value
-
-
-def _object(value: object) -> Mapping:
-    return value if isinstance(value, Mapping) else _EMPTY
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _strings(metadata: Mapping, field: str, problems: list[str]) -> Mapping[str, str]:
