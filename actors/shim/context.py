@@ -253,6 +253,9 @@ class ShimContext(Actor):
                 self._no_preemption_classes.add(record.name)
         if cache is None:
             return
+        if kind == kinds.NAMESPACES and not deleted and record.problems and (
+                getattr(cache.get(record.key), "problems", "") != record.problems):
+            self._event("Namespace", "", record.name, "", WARNING, "NamespaceAnnotationIgnored", record.problems[:1024])
         if deleted:
             cache.pop(record.key, None)
         else:
@@ -283,10 +286,6 @@ class ShimContext(Actor):
                 self._config_changed()
             elif kind in kinds.VOLUME_KINDS or kind == kinds.NAMESPACES:
                 related_changed = True
-                if kind == kinds.NAMESPACES and not deleted and record.problems and (
-                        old is None or old.problems != record.problems):
-                    self._event("Namespace", "", record.name, "", WARNING, "NamespaceAnnotationIgnored",
-                                record.problems[:1024])
         if live and kind in kinds.VOLUME_KINDS and related_changed:
             self._claims_changed()
         elif live and kind == kinds.NAMESPACES and related_changed:

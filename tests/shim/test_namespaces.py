@@ -104,3 +104,15 @@ def test_annotated_namespaces_get_their_queues_limits_end_to_end(cluster):
         cluster.assert_consistent()
     finally:
         server.stop()
+
+
+def test_an_annotation_left_out_is_a_warning_on_the_namespace_and_its_pods_run(cluster):
+    cluster.node("node-a")
+    namespace(cluster, "listed", namespace_maxApps="-1")  # seen when the scheduler lists namespaces
+    cluster.start_scheduler()
+    namespace(cluster, "odd", namespace_maxApps="\u00b2", namespace_quota='{"cpu": 2}')
+    cluster.pod("runs", namespace="odd")
+    cluster.wait_bound("runs")
+    message = wait_for(lambda: cluster.events("NamespaceAnnotationIgnored", "odd"))[0].message
+    assert "namespace.maxApps" in message and "namespace.quota" in message
+    assert "negative" in wait_for(lambda: cluster.events("NamespaceAnnotationIgnored", "listed"))[0].message
