@@ -198,6 +198,7 @@ class TenantProbe:
     def __init__(self, cluster: Cluster, rest_url: str) -> None:
         self.cluster, self.rest_url = cluster, rest_url
         self._canaries = itertools.count()
+        self._made: list[str] = []  # API paths of what the current case made
         capacity = {"cpu": "1000", "memory": "1000Gi", "pods": "100000"}
         self.cluster.core_api.create_node({
             "metadata": {"name": "stable", "labels": {"kubernetes.io/hostname": "stable"}},
@@ -210,25 +211,38 @@ class TenantProbe:
             body["metadata"]["name"] = f"{body['metadata'].get('name', 'tenant')}-{next(self._canaries)}"
         method = "PUT" if case.kind == "configmap" else "POST"
         path = _PATHS[case.kind].format(namespace=(body.get("metadata") or {}).get("namespace", "default"))
-        request = urllib.request.Request(self.cluster.sim.url + path, data=json.dumps(body).encode(), method=method,
-                                         headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=10) as answer:
-                status = answer.status
-        except urllib.error.HTTPError as error:
-            return error.code
+        status = self._request(method, path, body)
+        if status >= 300:
+            return status
+        if case.kind == "pod":
+            self._made.append(f"{path}/{body['metadata']['name']}")
         if case.kind == "namespace":  # its annotations reach the core with the application of a pod in it
             namespace = body["metadata"]["name"]
             self.cluster.core_api.create_namespaced_pod(namespace, pod_body(f"in-{namespace}", namespace))
+            self._made.append(f"{path}/{namespace}")
         return status
 
+    def _request(self, method: str, path: str, body: dict | None = None) -> int:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.cluster.sim.url + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
     def run(self, case: Case) -> int:
-        """Submit ``case`` and :meth:`check`; a configmap case's configuration is then undone."""
+        """Submit ``case`` and :meth:`check`, then delete the pods and namespace it made (so a long run
+        does not slow down with them; deleting is exercised too) and undo a configmap case."""
         try:
             status = self.submit(case)
             self.check()
+            for path in self._made:
+                self._request("DELETE", path)
             return status
         finally:
+            self._made.clear()
             if case.kind == "configmap":
                 self.restore()
 
@@ -236,6 +250,7 @@ class TenantProbe:
         """An ordinary pod binds, every pod of the scheduler has an outcome, and health is green."""
         name = f"canary-{next(self._canaries)}"
         self.cluster.core_api.create_namespaced_pod("default", pod_body(name))
+        self._made.append(f"/api/v1/namespaces/default/pods/{name}")
         wait_for(lambda: self.cluster.bound(name), timeout=timeout, message=f"the canary {name} to bind")
         assert_invariants(self.cluster.sim, self.rest_url, timeout=timeout)
 
