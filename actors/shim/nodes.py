@@ -75,6 +75,7 @@ class NodeRecord:
 def parse_node(raw: Mapping) -> NodeRecord:
     """A ``NodeRecord`` from a node's JSON, whatever its content. Raises ``ValueError`` only when the
     node has no name."""
+    raw = mapping(raw)
     metadata = mapping(raw.get("metadata"))
     spec, status = mapping(raw.get("spec")), mapping(raw.get("status"))
     name = metadata.get("name")

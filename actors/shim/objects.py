@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from actors.shim import keys
 from actors.shim.namespaces import namespace_app_tags, read_annotations
 from si.bounded import shown
-from si.gojson import string_map, text
+from si.gojson import mapping, string_map, text
 from si.gonumber import INT32_MAX, INT32_MIN, in_range
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ def parse_configmap(raw: Mapping) -> ConfigMapRecord:
 
 def _metadata(raw: Mapping, kind: str) -> Mapping:
     """An object's metadata; ``ValueError`` (the informer skips the object) without a name."""
-    metadata = raw.get("metadata")
+    metadata = mapping(raw).get("metadata")
     if not isinstance(metadata, Mapping) or not metadata.get("name") or not isinstance(metadata["name"], str):
         raise ValueError(f"{kind} without a name: {shown(metadata)}")
     return metadata

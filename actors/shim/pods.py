@@ -114,6 +114,7 @@ class PodRecord:
 def parse_pod(raw: Mapping) -> PodRecord:
     """A ``PodRecord`` from a pod's JSON, whatever its content. Raises ``ValueError`` only when the pod
     has no identity (a uid, namespace and name, each a string)."""
+    raw = gojson.mapping(raw)
     metadata = gojson.mapping(raw.get("metadata"))
     uid, namespace, name = metadata.get("uid"), metadata.get("namespace"), metadata.get("name")
     if not (uid and namespace and name and isinstance(uid, str) and isinstance(namespace, str)
