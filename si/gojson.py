@@ -71,6 +71,34 @@ def go_fields(document: object, fields: Iterable[str], what: str) -> dict[str, o
     return found
 
 
+# Go types for :func:`go_decode`: a dict is a struct ({json name: type}), a one-item list a slice of it.
+STRING, BOOL, INT32, INT64, STRING_MAP = "string", "bool", "int32", "int64", "map[string]string"
+_INT_RANGES = {INT32: (-(2**31), 2**31 - 1), INT64: (-(2**63), 2**63 - 1)}
+
+
+def go_decode(value: object, go_type: object, what: str) -> object:
+    """``value`` as ``encoding/json`` decodes it into ``go_type``: struct keys matched as :func:`go_fields`
+    does (so they come back in their json names), unknown keys dropped, ``null`` fields absent, a
+    ``null`` in a slice Go's zero value; a value of the wrong JSON type is a :class:`JSONError`."""
+    if isinstance(go_type, dict):
+        return {name: go_decode(item, go_type[name], f"{what}.{name}")
+                for name, item in go_fields(value, go_type, what).items()}
+    if isinstance(go_type, list):
+        element = go_type[0]
+        zero = {} if isinstance(element, dict) else [] if isinstance(element, list) else "" if element == STRING else None
+        return [zero if item is None else go_decode(item, element, f"{what}[{position}]")
+                for position, item in enumerate(go_list(value, what))]
+    if go_type == STRING:
+        return go_string(value, what)
+    if go_type == STRING_MAP:
+        return go_string_map(value, what)
+    if go_type == BOOL:
+        if not isinstance(value, bool):
+            raise JSONError(f"{what} must be true or false, not {_kind(value)}")
+        return value
+    return go_int(value, what, *_INT_RANGES[go_type])
+
+
 def go_string(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise JSONError(f"{what} must be a string, not {_kind(value)}")

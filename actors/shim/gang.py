@@ -27,6 +27,22 @@ DEFAULT_TIMEOUT = 15 * 60
 _OPTIONAL_MAPS = ("nodeSelector", "labels", "annotations")
 # Upstream's TaskGroup struct: its fields have no json tags, so Go matches these names case-insensitively.
 _FIELDS = ("name", "minMember", "minResource", *_OPTIONAL_MAPS, "tolerations", "affinity", "topologySpreadConstraints")
+# The Kubernetes types of a task group's tolerations, affinity and topology spread (k8s.io/api/core/v1):
+# Go decodes them by their json tags, as case-insensitively as the group's own fields.
+_S, _I32 = gojson.STRING, gojson.INT32
+_TOLERATION = {"key": _S, "operator": _S, "value": _S, "effect": _S, "tolerationSeconds": gojson.INT64}
+_LABEL_SELECTOR = {"matchLabels": gojson.STRING_MAP, "matchExpressions": [{"key": _S, "operator": _S, "values": [_S]}]}
+_NODE_TERM = {kind: [{"key": _S, "operator": _S, "values": [_S]}] for kind in ("matchExpressions", "matchFields")}
+_POD_TERM = {"labelSelector": _LABEL_SELECTOR, "namespaces": [_S], "topologyKey": _S,
+             "namespaceSelector": _LABEL_SELECTOR, "matchLabelKeys": [_S], "mismatchLabelKeys": [_S]}
+_POD_AFFINITY = {"requiredDuringSchedulingIgnoredDuringExecution": [_POD_TERM],
+                 "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": _I32, "podAffinityTerm": _POD_TERM}]}
+_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [_NODE_TERM]},
+                              "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": _I32,
+                                                                                   "preference": _NODE_TERM}]},
+             "podAffinity": _POD_AFFINITY, "podAntiAffinity": _POD_AFFINITY}
+_SPREAD = {"maxSkew": _I32, "topologyKey": _S, "whenUnsatisfiable": _S, "labelSelector": _LABEL_SELECTOR,
+           "minDomains": _I32, "nodeAffinityPolicy": _S, "nodeTaintsPolicy": _S, "matchLabelKeys": [_S]}
 # The SI carries the timeout in int64 milliseconds.
 MAX_TIMEOUT = INT64_MAX // 1000
 
@@ -115,9 +131,10 @@ def _task_group(item: object, position: int) -> TaskGroup:
         raise gojson.JSONError(f"{where}: minResource {error}") from None
     maps = {key: types.MappingProxyType(gojson.go_string_map(fields.get(key, {}), f"{where}: {key}"))
             for key in _OPTIONAL_MAPS}
-    tolerations = gojson.go_list(fields.get("tolerations", []), f"{where}: tolerations")
-    spread = gojson.go_list(fields.get("topologySpreadConstraints", []), f"{where}: topologySpreadConstraints")
-    affinity = gojson.go_object(fields.get("affinity", {}), f"{where}: affinity") or None
+    tolerations = gojson.go_decode(fields.get("tolerations", []), [_TOLERATION], f"{where}: tolerations")
+    spread = gojson.go_decode(fields.get("topologySpreadConstraints", []), [_SPREAD],
+                              f"{where}: topologySpreadConstraints")
+    affinity = gojson.go_decode(fields.get("affinity", {}), _AFFINITY, f"{where}: affinity") or None
     return TaskGroup(name, min_member, resource + {PODS: 1}, types.MappingProxyType(requests),
                      maps["nodeSelector"], tuple(tolerations), affinity, tuple(spread), maps["labels"],
                      maps["annotations"])

@@ -106,3 +106,33 @@ def test_timeouts_are_go_integers_of_one_second_to_the_int64_milliseconds_limit(
 def test_the_largest_timeout_still_fits_the_si_milliseconds():
     gang, problems = read_gang(json.dumps([GOOD]), "placeholderTimeoutInSeconds=9223372036854775")
     assert problems == [] and gang.timeout * 1000 <= 2**63 - 1
+
+
+def test_the_kubernetes_parts_of_a_group_are_decoded_by_their_json_tags_as_go_does():
+    group = {**GOOD, "Tolerations": [{"Key": "gpu", "OPERATOR": "Exists", "x": 1}, None],
+             "Affinity": {"NodeAffinity": {"RequiredDuringSchedulingIgnoredDuringExecution": {"NodeSelectorTerms": [
+                 {"MatchExpressions": [{"Key": "Zone", "Operator": "In", "Values": ["A"]}]}]}},
+                 "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                     {"labelSelector": {"matchLabels": {"App": "X"}}, "TopologyKey": "zone"}]}},
+             "topologySpreadConstraints": [{"MaxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": None}]}
+    gang, problems = read_gang(json.dumps([group]), "")
+    assert problems == []
+    workers = gang.group("workers")
+    assert workers.tolerations == ({"key": "gpu", "operator": "Exists"}, {})
+    assert workers.affinity == {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "Zone", "operator": "In", "values": ["A"]}]}]}},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"App": "X"}}, "topologyKey": "zone"}]}}  # label keys keep their case
+    assert workers.topology_spread == ({"maxSkew": 1, "topologyKey": "zone"},)
+
+
+@pytest.mark.parametrize(("field", "value", "problem"), [
+    ("tolerations", [{"tolerationSeconds": "5"}], "tolerations[0].tolerationSeconds must be a whole number"),
+    ("tolerations", ["gpu"], "tolerations[0] must be a JSON object"),
+    ("affinity", {"nodeAffinity": []}, "affinity.nodeAffinity must be a JSON object"),
+    ("topologySpreadConstraints", [{"maxSkew": 2**31}], "maxSkew is out of range"),
+])
+def test_a_kubernetes_part_of_the_wrong_type_is_refused_as_go_refuses_it(field, value, problem):
+    gang, problems = read_gang(json.dumps([{**GOOD, field: value}]), "")
+    assert gang is None and any(problem in p for p in problems), problems
