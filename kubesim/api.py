@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from kubesim import disruption, errors, patch
+from kubesim import disruption, errors, patch, priority
 from kubesim.paging import Pager, parse_limit
 from kubesim.resources import NAMESPACE, NODE, POD, Kind
 from kubesim.selectors import combine, field_selector, label_selector
@@ -26,8 +26,9 @@ def success(details: dict | None = None, code: int = 201) -> dict:
 class Api:
     """The verbs, as the HTTP server calls them; request bodies are the call's own (freshly decoded)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, priority_admission: bool = True) -> None:
         self.store = store
+        self.priority_admission = priority_admission
         self.budgets = disruption.Budgets(store)
         self.pager = Pager()
 
@@ -49,6 +50,10 @@ class Api:
                                    or not all(isinstance(v, str) for v in labels.values())):
             raise errors.invalid(kind, name, [("metadata.labels", "Invalid value: labels must be strings")])
         if kind is POD:
+            priority.check_int32(kind, (obj.get("spec") or {}).get("priority"), "PodSpec", "spec.priority")
+        elif kind is priority.PRIORITY_CLASS:
+            priority.check_int32(kind, obj.get("value"), "PriorityClass", "value")
+        if kind is POD:
             containers = (obj.get("spec") or {}).get("containers")
             if not containers:
                 raise errors.invalid(kind, name, [("spec.containers", "Required value")])
@@ -67,7 +72,6 @@ class Api:
             spec = obj["spec"]
             spec.setdefault("schedulerName", "default-scheduler")
             spec.setdefault("restartPolicy", "Always")
-            spec.setdefault("priority", 0)
             status = obj.setdefault("status", {})
             status.setdefault("phase", "Pending")
             status.setdefault("qosClass", "BestEffort")
@@ -76,6 +80,8 @@ class Api:
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})
         elif kind is NODE:
             obj.setdefault("status", {})
+        elif kind is priority.PRIORITY_CLASS:
+            obj.setdefault("preemptionPolicy", priority.PREEMPT_LOWER)
 
     # Verbs.
     def create(self, kind: Kind, namespace: str, body, subresource: str = "", name: str = "") -> tuple[int, dict]:
@@ -94,12 +100,25 @@ class Api:
         self._require_namespace(kind, namespace)
         obj["metadata"].pop("resourceVersion", None)
         self._defaults(kind, obj)
-        created = self.store.create(kind, namespace, obj)
+        with self.store.lock:
+            self._admit(kind, obj, creating=True)
+            created = self.store.create(kind, namespace, obj)
         if kind is disruption.PDB:  # its status is known at once, as the disruption controller writes it
             created = clone(created)
             created["status"] = disruption.budget_status(self.store, created)
             created = self.store.replace(kind, namespace, created["metadata"]["name"], created, None)
         return 201, created
+
+    def _admit(self, kind: Kind, obj: dict, creating: bool) -> None:
+        """The admission plugins kubesim plays (under the store lock)."""
+        if not self.priority_admission:
+            if kind is POD and creating:
+                obj["spec"].setdefault("priority", 0)
+            return
+        if kind is POD and creating:
+            priority.admit_pod(self.store, obj)
+        elif kind is priority.PRIORITY_CLASS:
+            priority.admit_class(self.store, obj, creating)
 
     def bind(self, namespace: str, name: str, body: dict) -> dict:
         target = (body.get("target") or {}).get("name")
@@ -149,9 +168,20 @@ class Api:
         self._validate(kind, {**new, "metadata": {**new["metadata"], "name": current["metadata"]["name"]}})
         if kind.plural in _HAS_STATUS:
             new["status"] = current.get("status", {})
+        if kind is priority.PRIORITY_CLASS:
+            self._admit(kind, new, creating=False)
         if kind is POD:
+            self._keep_admitted_priority(current, new)
             self._check_pod_spec_change(current, new)
         return new
+
+    def _keep_admitted_priority(self, current: dict, new: dict) -> None:
+        """An update that leaves out what admission set at creation keeps it, as the Priority plugin does."""
+        if not isinstance(new.get("spec"), dict):
+            return
+        for field in ("priority", "preemptionPolicy"):
+            if new["spec"].get(field) is None and current["spec"].get(field) is not None:
+                new["spec"][field] = current["spec"][field]
 
     def _check_pod_spec_change(self, current: dict, new: dict) -> None:
         old_spec, new_spec = current.get("spec", {}), new.get("spec", {})

@@ -6,6 +6,7 @@ import threading
 from collections import deque
 from typing import NamedTuple
 
+from kubesim import priority
 from kubesim.api import Api
 from kubesim.faults import Faults
 from kubesim.kubelet import Kubelets, set_phase
@@ -28,12 +29,12 @@ class KubeSim:
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, history_size: int = 10000,
                  bookmark_interval: float = 1.0, kubelet_delay: float | None = None,
-                 request_log_size: int = 500_000) -> None:
+                 request_log_size: int = 500_000, priority_admission: bool = True) -> None:
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
         self.store = Store(history_size=history_size)
-        self.api = Api(self.store)
+        self.api = Api(self.store, priority_admission=priority_admission)
         self.faults = Faults(self)
         self.request_log: deque[RequestRecord] = deque(maxlen=request_log_size)
         self._kubelets = Kubelets(self.store, kubelet_delay) if kubelet_delay is not None else None
@@ -44,6 +45,9 @@ class KubeSim:
         for namespace in ("default", "kube-system"):
             self.store.create(NAMESPACE, "", {"metadata": {"name": namespace}, "spec": {"finalizers": ["kubernetes"]},
                                               "status": {"phase": "Active"}})
+        if priority_admission:
+            for name, value, description in priority.SYSTEM_CLASSES:
+                self.store.create(priority.PRIORITY_CLASS, "", priority.system_class(name, value, description))
 
     # Life cycle.
     def start(self) -> KubeSim:

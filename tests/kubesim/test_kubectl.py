@@ -160,7 +160,7 @@ TYPED_CREATES = {
     "service nodeport": ("services", ["service", "nodeport", "NAME", "--tcp=80:8080", "--node-port=30080"]),
     "service loadbalancer": ("services", ["service", "loadbalancer", "NAME", "--tcp=443:https"]),
     "service externalname": ("services", ["service", "externalname", "NAME", "--external-name=db.example.com"]),
-    "priorityclass": ("priorityclasses", ["priorityclass", "NAME", "--value=-5", "--global-default",
+    "priorityclass": ("priorityclasses", ["priorityclass", "NAME", "--value=-5",
                                           "--description=batch work", "--preemption-policy=Never"]),
     "poddisruptionbudget min": ("poddisruptionbudgets", ["poddisruptionbudget", "NAME", "--selector=app=web",
                                                          "--min-available=50%"]),
