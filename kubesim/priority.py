@@ -72,18 +72,13 @@ def admit_pod(store: Store, pod: dict) -> None:
             spec["priorityClassName"] = found["metadata"]["name"]
         priority = found.get("value", 0) if found else 0
         policy = found.get("preemptionPolicy", PREEMPT_LOWER) if found else PREEMPT_LOWER
-    given = spec.get("priority")
-    if given is not None and given != priority:
-        raise forbidden(POD, name, f"the integer value of priority ({given}) must not be provided in pod spec; "
-                                   f"priority admission controller computed {priority} from the given PriorityClass "
-                                   "name")
-    spec["priority"] = priority
-    given_policy = spec.get("preemptionPolicy")
-    if given_policy is not None and given_policy != policy:
-        raise forbidden(POD, name, f"the string value of PreemptionPolicy ({given_policy}) must not be provided in "
-                                   f"pod spec; priority admission controller computed {policy} from the given "
-                                   "PriorityClass name")
-    spec["preemptionPolicy"] = policy
+    for field, computed, what in (("priority", priority, "integer value of priority"),
+                                  ("preemptionPolicy", policy, "string value of PreemptionPolicy")):
+        given = spec.get(field)
+        if given is not None and given != computed:
+            raise forbidden(POD, name, f"the {what} ({given}) must not be provided in pod spec; priority admission "
+                                       f"controller computed {computed} from the given PriorityClass name")
+        spec[field] = computed
 
 
 def admit_class(store: Store, priority_class: dict, creating: bool) -> None:
