@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import calendar
 import re
+import time
+import uuid
+from dataclasses import dataclass
 
-from kubesim import disruption, errors, patch, priority
+from kubesim import disruption, errors, jobs, patch, priority
 from kubesim.paging import Pager, parse_limit
-from kubesim.resources import NAMESPACE, NODE, POD, Kind
+from kubesim.resources import BY_PLURAL, JOB, NAMESPACE, NODE, POD, Kind
 from kubesim.selectors import combine, field_selector, label_selector
 from kubesim.store import Store, clone, now_rfc3339
 
@@ -15,7 +19,44 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Pod spec fields an update may change; everything else is immutable once created (binding sets nodeName).
 _MUTABLE_POD_SPEC = {"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"}
 _HAS_STATUS = {"pods", "nodes", "namespaces", "services", "poddisruptionbudgets", "persistentvolumeclaims",
-               "persistentvolumes"}
+               "persistentvolumes", "jobs"}
+POLICIES = ("Foreground", "Background", "Orphan")
+DEFAULT_GRACE_SECONDS = 30
+# What kube-apiserver answers to a batch/v1 Job deleted without a propagation policy: its pods stay.
+JOB_ORPHANS_WARNING = ('299 - "child pods are preserved by default when jobs are deleted; set '
+                       'propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this '
+                       'warning"')
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    grace_seconds: int | None = None
+    propagation: str | None = None
+
+
+def delete_options(query: dict, body) -> DeleteOptions:
+    """A delete's options, from its query and its DeleteOptions body (which wins); 400 or 422 when bad."""
+    merged = {key: query[key] for key in ("gracePeriodSeconds", "propagationPolicy", "orphanDependents")
+              if key in query}
+    if body is not None and not isinstance(body, dict):
+        raise errors.bad_request("the body of a delete must be a DeleteOptions object")
+    merged.update({key: value for key, value in (body or {}).items() if value is not None})
+    grace = merged.get("gracePeriodSeconds")
+    if grace is not None:
+        try:
+            grace = int(grace)
+        except (TypeError, ValueError):
+            raise errors.bad_request(f"gracePeriodSeconds must be an integer, not {grace!r}") from None
+    policy = merged.get("propagationPolicy")
+    orphan = merged.get("orphanDependents")
+    if policy is None and orphan is not None:
+        policy = "Orphan" if str(orphan).lower() == "true" else "Background"
+    if policy is not None and policy not in POLICIES:
+        supported = ", ".join(f'"{p}"' for p in POLICIES)
+        raise errors.ApiError(422, "Invalid", f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: '
+                                              f'Unsupported value: "{policy}": supported values: {supported}',
+                              {"group": "meta.k8s.io", "kind": "DeleteOptions"})
+    return DeleteOptions(max(grace, 1) if grace is not None and grace < 0 else grace, policy)
 
 
 def success(details: dict | None = None, code: int = 201) -> dict:
@@ -26,9 +67,11 @@ def success(details: dict | None = None, code: int = 201) -> dict:
 class Api:
     """The verbs, as the HTTP server calls them; request bodies are the call's own (freshly decoded)."""
 
-    def __init__(self, store: Store, priority_admission: bool = True) -> None:
+    def __init__(self, store: Store, priority_admission: bool = True, graceful_pods: bool = False) -> None:
         self.store = store
         self.priority_admission = priority_admission
+        self.graceful_pods = graceful_pods  # a kubelet ends what a graceful deletion starts
+        self.collector = None  # the garbage collector, when kubesim plays one
         self.budgets = disruption.Budgets(store)
         self.pager = Pager()
 
@@ -53,6 +96,8 @@ class Api:
             priority.check_int32(kind, (obj.get("spec") or {}).get("priority"), "PodSpec", "spec.priority")
         elif kind is priority.PRIORITY_CLASS:
             priority.check_int32(kind, obj.get("value"), "PriorityClass", "value")
+        if kind is JOB and jobs.validate_job(obj):
+            raise errors.invalid(kind, name, jobs.validate_job(obj))
         if kind is POD:
             containers = (obj.get("spec") or {}).get("containers")
             if not containers:
@@ -100,9 +145,14 @@ class Api:
         self._require_namespace(kind, namespace)
         obj["metadata"].pop("resourceVersion", None)
         self._defaults(kind, obj)
+        uid = str(uuid.uuid4())
         with self.store.lock:
+            if kind is JOB:
+                meta = obj["metadata"]
+                meta["name"] = meta.get("name") or self.store.generated_name(kind, namespace, meta["generateName"])
+                jobs.default_job(obj, uid)
             self._admit(kind, obj, creating=True)
-            created = self.store.create(kind, namespace, obj)
+            created = self.store.create(kind, namespace, obj, uid)
         if kind is disruption.PDB:  # its status is known at once, as the disruption controller writes it
             created = clone(created)
             created["status"] = disruption.budget_status(self.store, created)
@@ -211,16 +261,42 @@ class Api:
             new = self._merge_write(kind, current, patched, subresource)
             return 200, self.store.replace(kind, namespace, name, new, expected)
 
-    def delete(self, kind: Kind, namespace: str, name: str) -> tuple[int, dict]:
+    def delete(self, kind: Kind, namespace: str, name: str,
+               options: DeleteOptions = DeleteOptions()) -> tuple[int, dict]:
         with self.store.lock:
+            current = self.store.get(kind, namespace, name)
+            if kind is POD and self.graceful_pods:
+                terminating = self._terminate(current, options.grace_seconds)
+                if terminating is not None:
+                    return 200, terminating
+            policy = options.propagation or ("Orphan" if kind is JOB else "Background")
+            if self.collector is not None and policy == "Foreground":
+                return 200, self.collector.delete_foreground(kind, current)
+            if self.collector is not None and policy == "Orphan":
+                self.collector.orphan(current["metadata"]["uid"])
             obj = self.store.delete(kind, namespace, name)
             if kind is NAMESPACE:
                 for (plural, ns, child), _ in list(self.store.objects.items()):
                     if ns == name and plural != "namespaces":
-                        from kubesim.resources import KINDS
-                        child_kind = next(k for k in KINDS if k.plural == plural)
-                        self.store.delete(child_kind, ns, child)
+                        self.store.delete(BY_PLURAL[plural], ns, child)
         return 200, obj
+
+    def _terminate(self, pod: dict, grace: int | None) -> dict | None:
+        """A running pod's graceful deletion: its deletionTimestamp set, its kubelet deletes it when the grace
+        period is over; None when it goes at once (grace 0, or not on a node, or finished)."""
+        if grace is None:
+            grace = pod["spec"].get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
+        meta = pod["metadata"]
+        if (not grace or not pod["spec"].get("nodeName")
+                or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")):
+            return None
+        deadline = time.time() + grace
+        if meta.get("deletionTimestamp") and _seconds(meta["deletionTimestamp"]) <= deadline:
+            return pod  # already going, no later than this deletion asks
+        updated = clone(pod)
+        updated["metadata"]["deletionTimestamp"] = _rfc3339(deadline)
+        updated["metadata"]["deletionGracePeriodSeconds"] = grace
+        return self.store.replace(POD, meta["namespace"], meta["name"], updated, None)
 
     def get(self, kind: Kind, namespace: str, name: str) -> tuple[int, dict]:
         return 200, self.store.get(kind, namespace, name)
@@ -241,6 +317,14 @@ class Api:
 
     def watch(self, kind: Kind, namespace: str, query: dict):
         return self.store.watch(kind, namespace or None, _matcher(kind, query), query.get("resourceVersion"))
+
+
+def _rfc3339(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _seconds(timestamp: str) -> float:
+    return calendar.timegm(time.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ"))
 
 
 def _matcher(kind: Kind, query: dict):
