@@ -70,6 +70,7 @@ class Api:
     def __init__(self, store: Store, priority_admission: bool = True, graceful_pods: bool = False) -> None:
         self.store = store
         self.priority_admission = priority_admission
+        self.default_classes = priority.Defaults(store)
         self.graceful_pods = graceful_pods  # a kubelet ends what a graceful deletion starts
         self.collector = None  # the garbage collector, when kubesim plays one
         self.budgets = disruption.Budgets(store)
@@ -166,9 +167,9 @@ class Api:
                 obj["spec"].setdefault("priority", 0)
             return
         if kind is POD and creating:
-            priority.admit_pod(self.store, obj)
+            priority.admit_pod(self.store, self.default_classes, obj)
         elif kind is priority.PRIORITY_CLASS:
-            priority.admit_class(self.store, obj, creating)
+            priority.admit_class(self.default_classes, obj, creating)
 
     def bind(self, namespace: str, name: str, body: dict) -> dict:
         target = (body.get("target") or {}).get("name")

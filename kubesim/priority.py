@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kubesim import errors
 from kubesim.resources import BY_PATH, POD, Kind
-from kubesim.store import Store
+from kubesim.store import Event, Store
 
 PRIORITY_CLASS = BY_PATH[("scheduling.k8s.io", "v1", "priorityclasses")]
 PREEMPT_LOWER = "PreemptLowerPriority"
@@ -51,12 +51,35 @@ def forbidden(kind: Kind, name: str, why: str) -> errors.ApiError:
     return errors.ApiError(403, "Forbidden", f'{qualified} "{name}" is forbidden: {why}', details)
 
 
-def default_class(store: Store) -> dict | None:
-    defaults = [pc for pc in store.list(PRIORITY_CLASS)[0] if pc.get("globalDefault") is True]
-    return min(defaults, key=lambda pc: pc.get("value", 0), default=None)
+class Defaults:
+    """The ``globalDefault`` classes, kept from the store's changes: listing the store for them would read
+    every object it holds, at each pod's creation."""
+
+    def __init__(self, store: Store) -> None:
+        self.by_name: dict[str, dict] = {}
+        with store.lock:
+            for priority_class in store.list(PRIORITY_CLASS)[0]:
+                self._keep(priority_class, deleted=False)
+            store.listeners.append(self._on_event)
+
+    def _keep(self, priority_class: dict, deleted: bool) -> None:
+        name = priority_class["metadata"]["name"]
+        if priority_class.get("globalDefault") is True and not deleted:
+            self.by_name[name] = priority_class
+        else:
+            self.by_name.pop(name, None)
+
+    def _on_event(self, event: Event) -> None:
+        """Called under the store lock."""
+        if event.kind is PRIORITY_CLASS:
+            self._keep(event.new, event.type == "DELETED")
+
+    def current(self) -> dict | None:
+        """The default class (the lowest-valued one, should several claim it), as the plugin picks it."""
+        return min(self.by_name.values(), key=lambda pc: pc.get("value", 0), default=None)
 
 
-def admit_pod(store: Store, pod: dict) -> None:
+def admit_pod(store: Store, defaults: Defaults, pod: dict) -> None:
     """Set a new pod's priority and preemption policy from its class (under the store lock)."""
     meta, spec = pod["metadata"], pod["spec"]
     name = meta.get("name") or meta.get("generateName") or "Unknown"
@@ -67,7 +90,7 @@ def admit_pod(store: Store, pod: dict) -> None:
             raise forbidden(POD, name, f"no PriorityClass with name {class_name} was found")
         priority, policy = found.get("value", 0), found.get("preemptionPolicy", PREEMPT_LOWER)
     else:
-        found = default_class(store)
+        found = defaults.current()
         if found is not None:
             spec["priorityClassName"] = found["metadata"]["name"]
         priority = found.get("value", 0) if found else 0
@@ -81,11 +104,11 @@ def admit_pod(store: Store, pod: dict) -> None:
         spec[field] = computed
 
 
-def admit_class(store: Store, priority_class: dict, creating: bool) -> None:
+def admit_class(defaults: Defaults, priority_class: dict, creating: bool) -> None:
     """Refuse a second ``globalDefault`` class (under the store lock)."""
     if priority_class.get("globalDefault") is not True:
         return
-    current = default_class(store)
+    current = defaults.current()
     name = priority_class["metadata"].get("name") or ""
     if current is not None and (creating or current["metadata"]["name"] != name):
         raise forbidden(PRIORITY_CLASS, name or "Unknown", f"PriorityClass {current['metadata']['name']} is already "
