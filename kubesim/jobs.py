@@ -71,9 +71,14 @@ class JobController(Worker):
         self._store = store
         self._api = api
         self._finished: dict[str, tuple[set[str], set[str]]] = {}  # job uid -> (succeeded, failed) pod uids
+        self._owned: dict[str, set[str]] = {}  # job uid -> the names of the pods it controls
 
     def start(self) -> None:
         with self._store.lock:
+            for pod in self._store.list(POD)[0]:
+                owner = _controller(pod["metadata"])
+                if owner is not None:
+                    self._owned.setdefault(owner["uid"], set()).add(pod["metadata"]["name"])
             for job in self._store.list(JOB)[0]:
                 self.schedule((job["metadata"]["namespace"], job["metadata"]["name"]))
             self._store.listeners.append(self._on_event)
@@ -85,6 +90,7 @@ class JobController(Worker):
         if event.kind is JOB:
             if event.type == "DELETED":
                 self._finished.pop(meta["uid"], None)
+                self._owned.pop(meta["uid"], None)
             elif event.old is None or event.old.get("spec") != event.new.get("spec"):
                 self.schedule((meta["namespace"], meta["name"]))
             return
@@ -93,7 +99,13 @@ class JobController(Worker):
         owner = _controller(meta)
         if owner is None:
             return
-        phase = (event.new.get("status") or {}).get("phase")
+        owned = self._owned.setdefault(owner["uid"], set())
+        if event.type == "DELETED":
+            owned.discard(meta["name"])
+        else:
+            owned.add(meta["name"])
+        status = event.new.get("status")
+        phase = status.get("phase") if isinstance(status, dict) else None
         if event.type != "DELETED" and phase in _TERMINAL:
             succeeded, failed = self._finished.setdefault(owner["uid"], (set(), set()))
             (succeeded if phase == "Succeeded" else failed).add(meta["uid"])
@@ -120,9 +132,9 @@ class JobController(Worker):
             self._write_status(job, status, count)
 
     def _pods(self, job: dict) -> list[dict]:
-        uid = job["metadata"]["uid"]
-        return [p for p in self._store.list(POD, job["metadata"]["namespace"])[0]
-                if (_controller(p["metadata"]) or {}).get("uid") == uid]
+        namespace, uid = job["metadata"]["namespace"], job["metadata"]["uid"]
+        found = (self._store.find(POD, namespace, name) for name in self._owned.get(uid, ()))
+        return [pod for pod in found if pod is not None and (_controller(pod["metadata"]) or {}).get("uid") == uid]
 
     def _drive(self, job: dict, status: dict, active: list[dict], count: dict, spec: dict) -> None:
         now = now_rfc3339()
