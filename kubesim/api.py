@@ -136,7 +136,8 @@ class Api:
         if subresource == "binding":
             return 201, self.bind(namespace, name, body)
         if subresource == "eviction":
-            self.budgets.evict(namespace, name)
+            options = delete_options({}, body.get("deleteOptions"))  # graceful, as any deletion of the pod
+            self.budgets.evict(namespace, name, lambda: self.delete(POD, namespace, name, options))
             return 201, success({"name": name, "kind": "pods"})
         if subresource:
             raise errors.method_not_allowed(f"create is not supported on {kind.plural}/{subresource}")

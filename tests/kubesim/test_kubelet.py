@@ -125,3 +125,13 @@ def test_without_kubelets_a_deletion_is_immediate_and_pods_never_run(kubesim, ku
     assert phase(core, "p") == "Pending"
     core.delete_namespaced_pod("p", "default")
     assert kubesim.objects("pods") == []
+
+
+def test_an_eviction_terminates_the_pod_gracefully(core, sim):
+    core.create_namespaced_pod("default", pod("p", terminationGracePeriodSeconds=20))
+    bind(core, "p")
+    wait_for(lambda: phase(core, "p") == "Running", timeout=5, message="p runs")
+    core.create_namespaced_pod_eviction("p", "default", {"metadata": {"name": "p", "namespace": "default"}},
+                                        _preload_content=False)
+    assert core.read_namespaced_pod("p", "default").metadata.deletion_grace_period_seconds == 20
+    wait_for(lambda: not sim.objects("pods"), timeout=5, message="p goes after 20 s * 0.01")

@@ -116,3 +116,14 @@ def test_the_largest_int32_priority_is_accepted_without_admission():
                                                                              priorityClassName="absent"))
         assert created.spec.priority == 2**31 - 1
         assert sim.objects("priorityclasses") == []
+
+
+def test_an_update_leaving_out_the_admitted_priority_keeps_it(core, scheduling):
+    scheduling.create_priority_class({"metadata": {"name": "high"}, "value": 1000})
+    core.create_namespaced_pod("default", pod("p", priorityClassName="high"))
+    body = json.loads(core.read_namespaced_pod("p", "default", _preload_content=False).data)
+    body["metadata"]["labels"] = {"a": "b"}
+    del body["spec"]["priority"], body["spec"]["preemptionPolicy"]
+    updated = core.replace_namespaced_pod("p", "default", body)
+    assert (updated.metadata.labels, updated.spec.priority, updated.spec.preemption_policy) == (
+        {"a": "b"}, 1000, "PreemptLowerPriority")
