@@ -1,5 +1,5 @@
-"""Simulated kubelets: a pod on a node runs after a delay, ends when its containers would, and a pod
-deleted gracefully goes when its grace period is over.
+"""Simulated kubelets: a pod on a node runs after a delay (and its init containers' sleeps), ends when its
+containers would, and a pod deleted gracefully goes when its grace period is over.
 
 A container ends after N seconds when its command is ``sleep N`` (also ``sh -c "sleep N"``; N may carry
 an ``s``, ``m``, ``h`` or ``d`` suffix, as ``sleep`` takes it), or the pod's ``kubesim/run-seconds``
@@ -56,6 +56,12 @@ def run_seconds(pod: dict) -> tuple[float | None, bool]:
     return max(times), False
 
 
+def init_seconds(pod: dict) -> float:
+    """How long the pod's init containers run, one after the other (one of unknown length ends at once)."""
+    containers = (pod.get("spec") or {}).get("initContainers") or ()
+    return sum(container_seconds(c) or 0.0 for c in containers if isinstance(c, dict))
+
+
 class Kubelets(Worker):
     def __init__(self, store: Store, delay: float, time_factor: float = 1.0) -> None:
         super().__init__("kubesim-kubelets")
@@ -74,7 +80,7 @@ class Kubelets(Worker):
         meta, old = event.new["metadata"], event.old or {}
         key = (meta["namespace"], meta["name"], meta["uid"])
         if event.new["spec"].get("nodeName") and not old.get("spec", {}).get("nodeName"):
-            self.schedule(("start", *key), self._delay)
+            self.schedule(("start", *key), self._delay + init_seconds(event.new) * self._time_factor)
         deadline = meta.get("deletionTimestamp")
         if deadline and deadline != old.get("metadata", {}).get("deletionTimestamp"):
             self.schedule(("remove", *key), meta.get("deletionGracePeriodSeconds", 0) * self._time_factor)

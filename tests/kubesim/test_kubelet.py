@@ -135,3 +135,13 @@ def test_an_eviction_terminates_the_pod_gracefully(core, sim):
                                         _preload_content=False)
     assert core.read_namespaced_pod("p", "default").metadata.deletion_grace_period_seconds == 20
     wait_for(lambda: not sim.objects("pods"), timeout=5, message="p goes after 20 s * 0.01")
+
+
+def test_init_containers_run_before_the_pod_does(core):
+    core.create_namespaced_pod("default", pod("p", initContainers=[
+        {"name": "first", "image": "busybox", "command": ["sleep", "30"]},
+        {"name": "second", "image": "busybox", "command": ["sleep", "20"]}]))
+    started = time.monotonic()
+    bind(core, "p")
+    wait_for(lambda: phase(core, "p") == "Running", timeout=5, message="p runs after its init containers")
+    assert time.monotonic() - started >= 0.45  # (30 s + 20 s) * 0.01
