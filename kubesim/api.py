@@ -287,7 +287,8 @@ class Api:
         """A running pod's graceful deletion: its deletionTimestamp set, its kubelet deletes it when the grace
         period is over; None when it goes at once (grace 0, or not on a node, or finished)."""
         if grace is None:
-            grace = pod["spec"].get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
+            grace = pod["spec"].get("terminationGracePeriodSeconds")
+            grace = grace if isinstance(grace, int) and not isinstance(grace, bool) else DEFAULT_GRACE_SECONDS
         meta = pod["metadata"]
         if (not grace or not pod["spec"].get("nodeName")
                 or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")):

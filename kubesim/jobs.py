@@ -54,6 +54,10 @@ def validate_job(job: dict) -> list[tuple[str, str]]:
     if not isinstance(pod_spec, dict):
         return [("spec.template.spec", "Required value")]
     causes = []
+    template_meta = template.get("metadata")
+    if template_meta is not None and (not isinstance(template_meta, dict) or not _string_map(
+            template_meta.get("labels")) or not _string_map(template_meta.get("annotations"))):
+        causes.append(("spec.template.metadata", "Invalid value: labels and annotations must map strings to strings"))
     if not pod_spec.get("containers"):
         causes.append(("spec.template.spec.containers", "Required value"))
     if pod_spec.get("restartPolicy") not in ("OnFailure", "Never"):
@@ -206,6 +210,10 @@ class JobController(Worker):
             updated = clone(job)
             updated["status"] = status
             self._store.replace(JOB, job["metadata"]["namespace"], job["metadata"]["name"], updated, None)
+
+
+def _string_map(value) -> bool:
+    return value is None or (isinstance(value, dict) and all(isinstance(v, str) for v in value.values()))
 
 
 def _controller(meta: dict) -> dict | None:

@@ -32,7 +32,10 @@ def sleep_seconds(argument: str) -> float | None:
 
 def container_seconds(container: dict) -> float | None:
     """How long the container runs, when its command says (None: until stopped)."""
-    argv = [*(container.get("command") or ()), *(container.get("args") or ())]
+    command, args = container.get("command") or [], container.get("args") or []
+    if not isinstance(command, list) or not isinstance(args, list):
+        return None
+    argv = command + args
     if not all(isinstance(arg, str) for arg in argv) or not argv:
         return None
     program = PurePosixPath(argv[0]).name

@@ -11,6 +11,7 @@ import pytest
 from kubernetes import client
 
 from kubesim import KubeSim
+from tests.kubesim.raw import post
 from tests.waiting import wait_for
 
 
@@ -184,3 +185,12 @@ def test_a_delete_with_an_unknown_propagation_policy_is_refused(sim, core):
         'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": supported '
         'values: "Foreground", "Background", "Orphan"')
     assert [p["metadata"]["name"] for p in sim.objects("pods")] == ["p"]
+
+
+@pytest.mark.parametrize("template_meta", ["labels", {"labels": ["a"]}, {"annotations": {"a": 1}}])
+def test_a_job_template_with_malformed_metadata_is_refused(sim, template_meta):
+    body = job("bad", ["sleep", "1"])
+    body["spec"]["template"]["metadata"] = template_meta
+    status, answer = post(f"{sim.url}/apis/batch/v1/namespaces/default/jobs", body)
+    assert status == 422 and "spec.template.metadata" in answer["message"]
+    assert sim.objects("jobs") == []

@@ -11,6 +11,7 @@ from kubernetes import client
 
 from kubesim import KubeSim
 from kubesim.kubelet import container_seconds
+from tests.kubesim.raw import post
 from tests.waiting import wait_for
 
 
@@ -145,3 +146,19 @@ def test_init_containers_run_before_the_pod_does(core):
     bind(core, "p")
     wait_for(lambda: phase(core, "p") == "Running", timeout=5, message="p runs after its init containers")
     assert time.monotonic() - started >= 0.45  # (30 s + 20 s) * 0.01
+
+
+def test_a_container_command_of_the_wrong_shape_runs_until_stopped(sim):
+    status, _ = post(f"{sim.url}/api/v1/namespaces/default/pods", {"metadata": {"name": "odd"}, "spec": {
+        "nodeName": "node-00000", "terminationGracePeriodSeconds": "soon",
+        "containers": [{"name": "c", "image": "busybox", "command": 5}]}})
+    assert status == 201
+    wait_for(lambda: sim.objects("pods")[0]["status"].get("phase") == "Running", timeout=5, message="odd runs")
+    status, _ = post(f"{sim.url}/api/v1/namespaces/default/pods", {"metadata": {"name": "next"}, "spec": {
+        "nodeName": "node-00000", "restartPolicy": "Never",
+        "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "1"]}]}})
+    wait_for(lambda: {p["metadata"]["name"]: p["status"].get("phase") for p in sim.objects("pods")} == {
+        "odd": "Running", "next": "Succeeded"}, timeout=5, message="the next pod still runs and ends")
+    with sim.api_client() as api:  # a grace period that is no number: the default one, 30 s
+        assert client.CoreV1Api(api).delete_namespaced_pod("odd", "default").metadata.deletion_grace_period_seconds \
+            == 30

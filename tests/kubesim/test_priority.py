@@ -5,13 +5,12 @@ other than the class's is Forbidden, and a priority outside int32 cannot be deco
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 
 import pytest
 from kubernetes import client
 
 from kubesim import KubeSim
+from tests.kubesim.raw import post
 
 
 def pod(name: str, **spec) -> dict:
@@ -82,17 +81,6 @@ def test_without_a_class_the_global_default_applies_else_zero(core, scheduling):
 def test_the_system_classes_exist(core):
     created = core.create_namespaced_pod("kube-system", pod("dns", priorityClassName="system-cluster-critical"))
     assert created.spec.priority == 2000000000
-
-
-def post(url: str, body: dict) -> tuple[int, dict]:
-    """A JSON POST as any client may send it (the official client checks types before sending)."""
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 @pytest.mark.parametrize("value, shown", [(2**31, "number 2147483648"), (-(2**31) - 1, "number -2147483649"),
