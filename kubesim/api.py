@@ -145,7 +145,8 @@ class Api:
         obj.pop("status", None) if kind is POD else None
         self._validate(kind, obj)
         self._require_namespace(kind, namespace)
-        obj["metadata"].pop("resourceVersion", None)
+        for system_field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            obj["metadata"].pop(system_field, None)  # as kube-apiserver's BeforeCreate clears them
         self._defaults(kind, obj)
         uid = str(uuid.uuid4())
         with self.store.lock:

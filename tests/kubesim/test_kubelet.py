@@ -163,3 +163,11 @@ def test_a_container_command_of_the_wrong_shape_runs_until_stopped(sim):
     with sim.api_client() as api:  # a grace period that is no number: the default one, 30 s
         deleted = client.CoreV1Api(api).delete_namespaced_pod("odd", "default", _preload_content=False)
         assert json.loads(deleted.data)["metadata"]["deletionGracePeriodSeconds"] == 30
+
+
+def test_a_created_pod_carries_no_deletion_its_client_wrote(core, sim):
+    created = core.create_namespaced_pod("default", {**pod("p"), "metadata": {
+        "name": "p", "deletionTimestamp": "2020-01-01T00:00:00Z", "deletionGracePeriodSeconds": 0}})
+    assert created.metadata.deletion_timestamp is None and created.metadata.deletion_grace_period_seconds is None
+    bind(core, "p")
+    wait_for(lambda: phase(core, "p") == "Running", timeout=5, message="p runs and is not removed")
