@@ -99,8 +99,9 @@ class Api:
             priority.check_int32(kind, (obj.get("spec") or {}).get("priority"), "PodSpec", "spec.priority")
         elif kind is priority.PRIORITY_CLASS:
             priority.check_int32(kind, obj.get("value"), "PriorityClass", "value")
-        if kind is JOB and jobs.validate_job(obj):
-            raise errors.invalid(kind, name, jobs.validate_job(obj))
+        causes = jobs.validate_job(obj) if kind is JOB else []
+        if causes:
+            raise errors.invalid(kind, name, causes)
         if kind is POD:
             containers = (obj.get("spec") or {}).get("containers")
             if not containers:
