@@ -96,7 +96,13 @@ class Api:
                                    or not all(isinstance(v, str) for v in labels.values())):
             raise errors.invalid(kind, name, [("metadata.labels", "Invalid value: labels must be strings")])
         if kind is POD:
-            priority.check_int32(kind, (obj.get("spec") or {}).get("priority"), "PodSpec", "spec.priority")
+            spec = obj.get("spec")
+            if spec is not None and not isinstance(spec, dict):
+                raise priority.undecodable(kind, spec, "Pod.spec", "v1.PodSpec")
+            containers = (spec or {}).get("containers")
+            if containers is not None and not isinstance(containers, list):
+                raise priority.undecodable(kind, containers, "PodSpec.spec.containers", "[]v1.Container")
+            priority.check_int32(kind, (spec or {}).get("priority"), "PodSpec", "spec.priority")
         elif kind is priority.PRIORITY_CLASS:
             priority.check_int32(kind, obj.get("value"), "PriorityClass", "value")
         causes = jobs.validate_job(obj) if kind is JOB else []

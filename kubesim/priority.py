@@ -33,14 +33,19 @@ def check_int32(kind: Kind, value, struct: str, field: str) -> None:
     """A JSON value a Go int32 field would refuse: 400 with the Go decoder's words."""
     if value is None or (isinstance(value, int) and not isinstance(value, bool) and INT32[0] <= value <= INT32[1]):
         return
+    raise undecodable(kind, value, f"{struct}.{field}", "int32")
+
+
+def undecodable(kind: Kind, value, struct_field: str, go_type: str) -> errors.ApiError:
+    """The 400 kube-apiserver answers when its JSON decoder cannot put ``value`` into a Go field."""
     if isinstance(value, bool):
         shown = "bool"
     elif isinstance(value, int | float):
         shown = f"number {value}"
     else:
         shown = {str: "string", list: "array", dict: "object"}.get(type(value), "value")
-    raise errors.bad_request(f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: json: '
-                             f"cannot unmarshal {shown} into Go struct field {struct}.{field} of type int32")
+    return errors.bad_request(f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: json: '
+                              f"cannot unmarshal {shown} into Go struct field {struct_field} of type {go_type}")
 
 
 def forbidden(kind: Kind, name: str, why: str) -> errors.ApiError:

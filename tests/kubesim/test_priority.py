@@ -115,3 +115,17 @@ def test_an_update_leaving_out_the_admitted_priority_keeps_it(core, scheduling):
     updated = core.replace_namespaced_pod("p", "default", body)
     assert (updated.metadata.labels, updated.spec.priority, updated.spec.preemption_policy) == (
         {"a": "b"}, 1000, "PreemptLowerPriority")
+
+
+@pytest.mark.parametrize("spec, field, go_type, shown", [
+    ("a string", "Pod.spec", "v1.PodSpec", "string"),
+    ({"containers": "c"}, "PodSpec.spec.containers", "[]v1.Container", "string"),
+    ({"containers": {"name": "c"}}, "PodSpec.spec.containers", "[]v1.Container", "object")])
+def test_a_pod_spec_of_the_wrong_shape_cannot_be_decoded(kubesim, spec, field, go_type, shown):
+    """A tenant's spec that is no object (or containers that are no list) is the decoder's 400, never a 500."""
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+    status, answer = post(f"{kubesim.url}/api/v1/namespaces/default/pods", body)
+    assert status == 400 and answer["reason"] == "BadRequest"
+    assert answer["message"] == ('Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal '
+                                 f"{shown} into Go struct field {field} of type {go_type}")
+    assert kubesim.objects("pods") == []
