@@ -37,8 +37,9 @@ TASK_GROUP_NAME = DOMAIN + "task-group-name"
 TASK_GROUPS = DOMAIN + "task-groups"
 SCHEDULING_POLICY_PARAMS = DOMAIN + "schedulingPolicyParameters"
 ALLOW_PREEMPTION = DOMAIN + "allow-preemption"
+PLACEHOLDER_FLAG = "internal.yunikorn.apache.org/placeholder"
 # upstream's timeouts are minutes on a real cluster; on kubesim every wait ends in seconds or fails.
-TIMEOUT = 30.0
+TIMEOUT = 12.0
 
 
 class States:
@@ -77,6 +78,14 @@ class PodAnnotation:
         result[TASK_GROUPS] = json.dumps(self.task_groups, separators=(",", ":"))
         result.update(self.other)
         return result
+
+
+def task_group(name: str, min_member: int, min_resource: dict[str, str], labels=None, annotations=None,
+               node_selector=None, tolerations=None, affinity=None, topology_spread_constraints=None) -> dict:
+    """cache.TaskGroup as encoding/json writes it: the Go field names (no json tags), absent ones null."""
+    return {"Name": name, "MinMember": min_member, "Labels": labels, "Annotations": annotations,
+            "MinResource": min_resource, "NodeSelector": node_selector, "Tolerations": tolerations,
+            "Affinity": affinity, "TopologySpreadConstraints": topology_spread_constraints}
 
 
 @dataclass
@@ -126,6 +135,13 @@ def init_test_pod(conf: TestPodConfig) -> dict:
                                    "command": ["sleep", str(conf.init_container_sleep_secs)],
                                    "resources": {"requests": {"cpu": "20m", "memory": "20M"}}}]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def init_test_job(job_name: str, parallelism: int, completions: int, pod: dict) -> dict:
+    """gang_job.go InitTestJob"""
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": job_name},
+            "spec": {"parallelism": parallelism, "completions": completions,
+                     "template": {"metadata": pod["metadata"], "spec": pod["spec"]}}}
 
 
 @dataclass
@@ -179,6 +195,7 @@ class KubeCtl:
         self.sim = sim
         self.core = k8s.CoreV1Api(api_client)
         self.scheduling = k8s.SchedulingV1Api(api_client)
+        self.batch = k8s.BatchV1Api(api_client)
 
     # namespaces
     def create_namespace(self, namespace: str, annotations: dict | None = None):
@@ -186,6 +203,11 @@ class KubeCtl:
         waits for is not made)."""
         return self.core.create_namespace({"metadata": {"name": namespace, "labels": {"Name": namespace},
                                                         "annotations": annotations}})
+
+    def update_namespace(self, namespace: str, annotations: dict):
+        ns = self.core.read_namespace(namespace)
+        ns.metadata.annotations = annotations
+        return self.core.replace_namespace(namespace, ns)
 
     def tear_down_namespace(self, namespace: str) -> None:
         self.delete_pods(namespace)
@@ -254,6 +276,28 @@ class KubeCtl:
     def wait_for_pod_event(self, namespace: str, pod_name: str, reason: str, timeout: float = TIMEOUT) -> None:
         wait_for(lambda: self.is_pod_event_triggered(namespace, pod_name, reason), timeout=timeout,
                  interval=0.05, message=f"event {reason} of pod {namespace}/{pod_name}")
+
+    # jobs (kube-controller-manager's Job controller makes their pods)
+    def create_job(self, job: dict, namespace: str):
+        return self.batch.create_namespaced_job(namespace, job)
+
+    def delete_job(self, name: str, namespace: str) -> None:
+        self.batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
+
+    def wait_for_job_pods_created(self, namespace: str, job_name: str, count: int, timeout: float = TIMEOUT) -> None:
+        wait_for(lambda: len(self.list_pods(namespace, f"job-name={job_name}").items) == count, timeout=timeout,
+                 interval=0.05, message=f"{count} pods of job {job_name}")
+
+    # placeholders
+    def list_placeholders(self, namespace: str, prefix: str) -> list:
+        return [p for p in self.get_pods(namespace).items if p.metadata.name.startswith(prefix)
+                and (p.metadata.annotations or {}).get(PLACEHOLDER_FLAG) == "true"]
+
+    def wait_for_placeholders(self, namespace: str, prefix: str, count: int, timeout: float = TIMEOUT,
+                              phase: str | None = None) -> None:
+        wait_for(lambda: sum(phase is None or p.status.phase == phase
+                             for p in self.list_placeholders(namespace, prefix)) == count,
+                 timeout=timeout, interval=0.05, message=f"{count} placeholders {prefix}* in {namespace}")
 
     # nodes
     def get_nodes(self):
