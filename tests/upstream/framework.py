@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import yaml
 from kubernetes import client as k8s
 
+from si.quantity import from_kubernetes
 from tests.waiting import wait_for
 
 DEFAULT_PARTITION = "default"
@@ -137,6 +138,15 @@ def init_test_pod(conf: TestPodConfig) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
+def init_job_config(name: str, namespace: str, parallelism: int, pod_config: TestPodConfig) -> dict:
+    """job_conf.go InitJobConfig"""
+    pod = init_test_pod(pod_config)
+    pod["spec"]["restartPolicy"] = "Never"
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"completions": parallelism, "parallelism": parallelism,
+                     "template": {"metadata": pod["metadata"], "spec": pod["spec"]}}}
+
+
 def init_test_job(job_name: str, parallelism: int, completions: int, pod: dict) -> dict:
     """gang_job.go InitTestJob"""
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": job_name},
@@ -183,6 +193,11 @@ MASTER_TAINTS = ("node-role.kubernetes.io/master", "node-role.kubernetes.io/cont
 
 def is_master_node(node) -> bool:
     return any(t.key in MASTER_TAINTS for t in node.spec.taints or [])
+
+
+def get_worker_nodes(nodes) -> list:
+    """GetWorkerNodes: the nodes without a NoSchedule taint."""
+    return [n for n in nodes.items if not any(t.effect == "NoSchedule" for t in n.spec.taints or [])]
 
 
 def is_compute_node(node) -> bool:
@@ -288,6 +303,12 @@ class KubeCtl:
         wait_for(lambda: len(self.list_pods(namespace, f"job-name={job_name}").items) == count, timeout=timeout,
                  interval=0.05, message=f"{count} pods of job {job_name}")
 
+    def wait_for_job_pods(self, namespace: str, job_name: str, count: int, timeout: float = TIMEOUT) -> None:
+        """WaitForJobPods: ``count`` pods of the job Running."""
+        wait_for(lambda: sum(p.status.phase == "Running"
+                             for p in self.list_pods(namespace, f"job-name={job_name}").items) == count,
+                 timeout=timeout, interval=0.05, message=f"{count} running pods of job {job_name}")
+
     # placeholders
     def list_placeholders(self, namespace: str, prefix: str) -> list:
         return [p for p in self.get_pods(namespace).items if p.metadata.name.startswith(prefix)
@@ -315,6 +336,21 @@ class KubeCtl:
             node = self.core.read_node(name)
             taints = [t.to_dict() for t in node.spec.taints or [] if t.key != key]
             self.core.patch_node(name, {"spec": {"taints": taints}})
+
+    def get_nodes_avail_res(self, nodes) -> dict[str, dict[str, int]]:
+        """GetNodesAvailRes: allocatable less what the node's Running pods request (vcore, memory)."""
+        available = {}
+        for node in nodes.items:
+            free = from_kubernetes({k: v for k, v in node.status.allocatable.items() if k in ("cpu", "memory")})
+            for pod in self.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node.metadata.name}").items:
+                if pod.status.phase != "Running":
+                    continue
+                for container in pod.spec.containers:
+                    used = from_kubernetes((container.resources and container.resources.requests) or {})
+                    for name in free:
+                        free[name] -= used.get(name, 0)
+            available[node.metadata.name] = free
+        return available
 
     # priority classes
     def create_priority_class(self, name: str, value: int, preemption_policy: str = "PreemptLowerPriority"):
