@@ -280,6 +280,23 @@ class KubeCtl:
         wait_for(lambda: all(p.status.phase == "Running" for p in self.list_pods(namespace, selector).items),
                  timeout=timeout, interval=0.05, message=f"pods {selector} in {namespace} to be Running")
 
+    def pod_unschedulable(self, namespace: str, name: str) -> bool:
+        """PodUnschedulable: the PodScheduled condition is False with reason Unschedulable."""
+        try:
+            conditions = self.get_pod(name, namespace).status.conditions or []
+        except k8s.ApiException:
+            return False
+        return any(c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+                   for c in conditions)
+
+    def wait_for_pod_unschedulable(self, pod, timeout: float = TIMEOUT) -> None:
+        wait_for(lambda: self.pod_unschedulable(pod.metadata.namespace, pod.metadata.name), timeout=timeout,
+                 interval=0.05, message=f"pod {pod.metadata.name} to be unschedulable")
+
+    def wait_for_pod_scheduled(self, namespace: str, name: str, timeout: float = TIMEOUT) -> None:
+        wait_for(lambda: self.get_pod(name, namespace).spec.node_name, timeout=timeout, interval=0.05,
+                 message=f"pod {namespace}/{name} to be scheduled")
+
     def wait_for_pod_terminated(self, namespace: str, name: str, timeout: float = TIMEOUT) -> None:
         wait_for(lambda: self._phase(namespace, name) is None, timeout=timeout, interval=0.05,
                  message=f"pod {namespace}/{name} to be gone")
@@ -444,6 +461,15 @@ class RClient:
                 return request["allocationLog"]
         raise YAPIError("allocation is empty")
 
+    def wait_for_allocation_log(self, partition: str, queue_name: str, app_id: str, pod_name: str,
+                                timeout: float = TIMEOUT) -> None:
+        def present() -> bool:
+            try:
+                return bool(self.get_allocation_log(partition, queue_name, app_id, pod_name))
+            except YAPIError:
+                return False
+        wait_for(present, timeout=timeout, interval=0.1, message=f"an allocation log of {pod_name}")
+
     def _app_state_is(self, partition: str, queue: str, app_id: str, state: str) -> bool:
         try:
             app = self.get_app_info(partition, queue, app_id)
@@ -485,6 +511,10 @@ class RClient:
             except YAPIError:
                 return False
         wait_for(current, timeout=timeout, interval=0.05, message=f"queue {queue_path} timestamp {ts}")
+
+
+def alloc_log_to_strings(log: list) -> list[str]:
+    return [entry["message"] for entry in log]
 
 
 def resource_value(resources: dict | None, name: str) -> int:
