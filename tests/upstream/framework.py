@@ -577,7 +577,13 @@ class ConfigMaps:
                         **(custom_map or {})}
         current.binary_data = None
         self.kube.update_config_map(current, self.namespace)
-        self.rest.wait_for_queue_ts("root", ts)
+        try:
+            self.rest.wait_for_queue_ts("root", ts)
+        except AssertionError:  # refused: the configmap gets back what the scheduler still runs
+            current = self.kube.get_config_map(CONFIG_MAP, self.namespace)
+            current.data = old.data
+            self.kube.update_config_map(current, self.namespace)
+            raise
         return old
 
     def restore(self, old) -> None:
