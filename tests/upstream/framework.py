@@ -110,12 +110,15 @@ class TestPodConfig:
     restart_policy: str = ""
     command: list | None = None
     init_container_sleep_secs: int = 0
+    ports: list | None = None
 
 
 def init_test_pod(conf: TestPodConfig) -> dict:
     """InitTestPod: the pod as client-go serializes it (empty fields omitted)."""
     container = {"name": "sleepcontainer", "image": conf.image or "alpine:latest", "imagePullPolicy": "IfNotPresent",
                  "command": conf.command or ["sleep", "300"], "resources": conf.resources or {}}
+    if conf.ports:
+        container["ports"] = conf.ports
     metadata = {"name": conf.name, "namespace": conf.namespace,
                 "annotations": conf.annotations.to_map() if conf.annotations else {}}
     if conf.labels:
@@ -342,17 +345,28 @@ class KubeCtl:
         return self.core.list_node()
 
     def taint_nodes(self, names: list[str], key: str, value: str, effect: str) -> None:
+        """TaintNodes: each node updated with the taint added (an update, as upstream does: a strategic
+        merge patch merges taints by key and cannot remove one)."""
         for name in names:
             node = self.core.read_node(name)
-            taints = [t for t in node.spec.taints or [] if t.key != key]
-            taints.append(k8s.V1Taint(key=key, value=value, effect=effect))
-            self.core.patch_node(name, {"spec": {"taints": [t.to_dict() for t in taints]}})
+            node.spec.taints = [t for t in node.spec.taints or [] if t.key != key]
+            node.spec.taints.append(k8s.V1Taint(key=key, value=value, effect=effect))
+            self.core.replace_node(name, node)
 
     def untaint_nodes(self, names: list[str], key: str) -> None:
         for name in names:
             node = self.core.read_node(name)
-            taints = [t.to_dict() for t in node.spec.taints or [] if t.key != key]
-            self.core.patch_node(name, {"spec": {"taints": taints}})
+            node.spec.taints = [t for t in node.spec.taints or [] if t.key != key]
+            self.core.replace_node(name, node)
+
+    def set_node_label(self, name: str, key: str, value: str) -> None:
+        self.core.patch_node(name, {"metadata": {"labels": {key: value}}})
+
+    def remove_node_label(self, name: str, key: str, value: str) -> None:
+        self.core.patch_node(name, {"metadata": {"labels": {key: None}}})
+
+    def is_node_label_exists(self, name: str, key: str) -> bool:
+        return key in (self.core.read_node(name).metadata.labels or {})
 
     def get_nodes_avail_res(self, nodes) -> dict[str, dict[str, int]]:
         """GetNodesAvailRes: allocatable less what the node's Running pods request (vcore, memory)."""
