@@ -89,6 +89,20 @@ def task_group(name: str, min_member: int, min_resource: dict[str, str], labels=
             "Affinity": affinity, "TopologySpreadConstraints": topology_spread_constraints}
 
 
+def decorate_pod_for_gang_scheduling(placeholder_timeout: int, style: str, task_group_name: str,
+                                     task_groups: list, pod: dict) -> dict:
+    """gang_job.go DecoratePodForGangScheduling"""
+    params = f"placeholderTimeoutInSeconds={placeholder_timeout}" if placeholder_timeout else ""
+    if style:
+        params = f"{params} gangSchedulingStyle={style}" if params else "gangSchedulingStyle" + style
+    annotations = pod["metadata"].setdefault("annotations", {})
+    if params:
+        annotations[SCHEDULING_POLICY_PARAMS] = params
+    annotations[TASK_GROUP_NAME] = task_group_name
+    annotations[TASK_GROUPS] = json.dumps(task_groups, separators=(",", ":"))
+    return pod
+
+
 @dataclass
 class TestPodConfig:
     __test__ = False  # not a pytest class
@@ -323,6 +337,12 @@ class KubeCtl:
         wait_for(lambda: len(self.list_pods(namespace, f"job-name={job_name}").items) == count, timeout=timeout,
                  interval=0.05, message=f"{count} pods of job {job_name}")
 
+    def wait_for_job_pods_succeeded(self, namespace: str, job_name: str, count: int,
+                                    timeout: float = TIMEOUT) -> None:
+        wait_for(lambda: sum(p.status.phase == "Succeeded"
+                             for p in self.list_pods(namespace, f"job-name={job_name}").items) == count,
+                 timeout=timeout, interval=0.05, message=f"{count} succeeded pods of job {job_name}")
+
     def wait_for_job_pods(self, namespace: str, job_name: str, count: int, timeout: float = TIMEOUT) -> None:
         """WaitForJobPods: ``count`` pods of the job Running."""
         wait_for(lambda: sum(p.status.phase == "Running"
@@ -339,6 +359,17 @@ class KubeCtl:
         wait_for(lambda: sum(phase is None or p.status.phase == phase
                              for p in self.list_placeholders(namespace, prefix)) == count,
                  timeout=timeout, interval=0.05, message=f"{count} placeholders {prefix}* in {namespace}")
+
+    def wait_for_placeholders_stable_state(self, namespace: str, prefix: str, timeout: float = TIMEOUT) -> None:
+        """WaitForPlaceholdersStableState: the placeholders' phases unchanged three polls in a row."""
+        seen = {"phases": None, "same": 0}
+
+        def stable() -> bool:
+            phases = {p.metadata.name: p.status.phase for p in self.list_placeholders(namespace, prefix)}
+            seen["same"] = seen["same"] + 1 if phases == seen["phases"] else 0
+            seen["phases"] = phases
+            return seen["same"] >= 3
+        wait_for(stable, timeout=timeout, interval=0.2, message=f"placeholders {prefix}* in a stable state")
 
     # nodes
     def get_nodes(self):
