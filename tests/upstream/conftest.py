@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from kubesim import KubeSim
+from kubesim.kubelet import set_phase
 from rest.app import SchedulerView
 from rest.server import RestServer
 from tests.shim.cluster import Cluster
@@ -36,12 +37,32 @@ class YuniKorn:
                           taints=[{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}])
         for name in ("kind-worker", "kind-worker2"):
             self.cluster.node(name, cpu=worker_cpu, memory=worker_memory)
+        self._kube_system()
         self.cluster.configure(yaml.safe_dump(create_basic_config_map(), sort_keys=False),
                                namespace=YK_NAMESPACE, **SETTINGS)
         self.server: RestServer | None = None
         self.rest = RClient("")
         self.configmaps = ConfigMaps(self.kube, self.rest, YK_NAMESPACE)
         self.start()
+
+    def _kube_system(self) -> None:
+        """kind's kube-system pods, bound by the default scheduler or static, Running: the scheduler tracks
+        them as foreign allocations."""
+        control_plane = "kind-control-plane"
+        pods = [(f"{c}-{control_plane}", control_plane, cpu, memory)
+                for c, cpu, memory in (("etcd", "100m", "100Mi"), ("kube-apiserver", "250m", ""),
+                                       ("kube-controller-manager", "200m", ""), ("kube-scheduler", "100m", ""))]
+        pods += [(f"coredns-{i}", control_plane, "100m", "70Mi") for i in range(2)]
+        for i, node in enumerate((control_plane, "kind-worker", "kind-worker2")):
+            pods += [(f"kindnet-{i}", node, "100m", "50Mi"), (f"kube-proxy-{i}", node, "", "")]
+        for name, node, cpu, memory in pods:
+            requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
+            self.cluster.core_api.create_namespaced_pod("kube-system", {
+                "metadata": {"name": name, "namespace": "kube-system"},
+                "spec": {"nodeName": node, "schedulerName": "default-scheduler",
+                         "tolerations": [{"operator": "Exists"}],
+                         "containers": [{"name": "main", "image": name, "resources": {"requests": requests}}]}})
+            set_phase(self.sim.store, "kube-system", name, "Running")
 
     def start(self) -> None:
         service = self.cluster.start_scheduler()
