@@ -637,5 +637,6 @@ class ConfigMaps:
         ts = self._timestamp()
         get_queue_config(config, "root").setdefault("properties", {})["timestamp"] = ts
         current.data = {**old.data, POLICY_GROUP: yaml.safe_dump(config, sort_keys=False)}
+        current.binary_data = old.binary_data
         self.kube.update_config_map(current, self.namespace)
         self.rest.wait_for_queue_ts("root", ts)
