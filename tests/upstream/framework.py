@@ -506,6 +506,15 @@ class RClient:
                 return request["allocationLog"]
         raise YAPIError("allocation is empty")
 
+    def wait_for_registration(self, partition: str, timeout: float = TIMEOUT) -> None:
+        """WaitForRegistration: the partition is listed."""
+        def present() -> bool:
+            try:
+                return any(p["name"] == partition for p in self.get_partitions())
+            except (YAPIError, OSError):
+                return False
+        wait_for(present, timeout=timeout, interval=0.1, message=f"partition {partition} registered")
+
     def wait_for_allocation_log(self, partition: str, queue_name: str, app_id: str, pod_name: str,
                                 timeout: float = TIMEOUT) -> None:
         def present() -> bool:
