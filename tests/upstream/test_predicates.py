@@ -230,3 +230,83 @@ def test_verify_conflict_with_same_hostport_same_ip_protocol(suite, nss):
         assert_failed_scheduling(suite.rest, "root." + another_ns, pod2, ".*free ports.*")
     finally:
         kube.remove_node_label(node, key, "104")
+
+
+# ---- Context("PodAffinity & AntiAffinity Tests") ----------------------------------------------------------
+
+POD_LABEL = {"service": "securityscan"}
+POD_LABEL2 = {"security": "S1"}
+LABEL_KEY = "kubernetes.io/hostname"
+SLEEP_CONTAINER = {"name": "test-container", "image": "alpine:latest", "command": ["sleep", "60"]}
+
+
+def term(*expressions, namespaces=None) -> dict:
+    made = {"labelSelector": {"matchExpressions": list(expressions)}, "topologyKey": LABEL_KEY}
+    if namespaces:
+        made["namespaces"] = namespaces
+    return made
+
+
+def expr(key: str, operator: str, *values: str) -> dict:
+    return {"key": key, "operator": operator, **({"values": list(values)} if values else {})}
+
+
+def affinity_pod(labels: dict, affinity: list | None = None, anti: list | None = None) -> dict:
+    spec_affinity = {}
+    if affinity:
+        spec_affinity["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": affinity}
+    if anti:
+        spec_affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": anti}
+    return {"metadata": {"name": "fakename", "labels": dict(labels)},
+            "spec": {"schedulerName": "yunikorn", "containers": [SLEEP_CONTAINER], "affinity": spec_affinity}}
+
+
+EXISTING = "existing"  # the entry has the pod fakename2 (labels service=securityscan) bound to the found node
+AFFINITY_ENTRIES = [
+    pytest.param(affinity_pod(POD_LABEL2, [term(expr("service", "In", "securityscan"))]), False, False,
+                 id="Verify_Not_Matching_Inter_Pod-Affinity_Respected"),
+    pytest.param(affinity_pod(POD_LABEL2, [term(expr("service", "In", "securityscan", "value2"))]), True, True,
+                 id="Verify_Matching_Inter_Pod-Affinity_Respected"),
+    pytest.param(affinity_pod(POD_LABEL2, [term(expr("service", "NotIn", "securityscan3", "value3"))]), True, True,
+                 id="Verify_Matching_Inter_Pod-Affinity_Respected_For_NotIn_Operator"),
+    pytest.param(affinity_pod(POD_LABEL2, [term(expr("service", "In", "securityscan", "value2"),
+                                                namespaces=["diff-namespace"])]), True, False,
+                 id="Verify_Matching_Inter-Pod-Affinity_Under_Diff_NS"),
+    pytest.param(affinity_pod(POD_LABEL, [term(expr("service", "In", "antivirusscan", "value2"))]), True, False,
+                 id="Verify_Inter-Pod-Affinity_With_UnMatching_LabelSelector"),
+    pytest.param(affinity_pod(POD_LABEL2, [term(expr("service", "Exists"), expr("wrongkey", "DoesNotExist")),
+                                           term(expr("service", "In", "securityscan"),
+                                                expr("service", "NotIn", "WrongValue"))]), True, True,
+                 id="Verify_Inter-Pod-Affinity_With_Multiple_Affinities"),
+    pytest.param(affinity_pod(POD_LABEL2, [term(expr("service", "Exists"), expr("wrongkey", "DoesNotExist")),
+                                           term(expr("service", "In", "securityscan2"),
+                                                expr("service", "NotIn", "WrongValue"))]), True, False,
+                 id="Verify_Pod_Affinity_With_One_UnMatched_Expression"),
+    pytest.param(affinity_pod(POD_LABEL2, [term(expr("service", "In", "securityscan", "value2"))],
+                              [term(expr("service", "In", "antivirusscan", "value2"))]), True, True,
+                 id="Verfiy_Matched_Pod_Affinity_Anti_Affinity_Respected"),
+    pytest.param(affinity_pod(POD_LABEL2, [term(expr("service", "In", "securityscan", "value2"))],
+                              [term(expr("service", "In", "securityscan", "value2"))]), True, False,
+                 id="Verify_Matched_Pod_Affinity_Unmatched_Pod_Antiaffinity"),
+]
+
+
+@pytest.mark.parametrize("pod, with_existing, fits", AFFINITY_ENTRIES)
+def test_pod_affinity(suite, nss, pod, with_existing, fits):
+    """DescribeTable("") of Context("PodAffinity & AntiAffinity Tests"): the existing pods are launched (bound
+    to the node BeforeEach found), then the pod with pod (anti-)affinity is scheduled or not."""
+    ns, kube = nss[0], suite.kube
+    node_name = get_node_that_can_run_pod(kube, ns)
+    if with_existing:
+        existing = {"metadata": {"name": "fakename2", "labels": {**POD_LABEL, "app": rand_seq(5),
+                                                                 "applicationId": rand_seq(10)}},
+                    "spec": {"schedulerName": "yunikorn", "containers": [SLEEP_CONTAINER], "nodeName": node_name}}
+        created = kube.create_pod(existing, ns)
+        kube.wait_for_pod_scheduled(created.metadata.namespace, created.metadata.name)
+    pod = {**pod, "metadata": {**pod["metadata"], "labels": {**pod["metadata"]["labels"], "app": rand_seq(5),
+                                                            "applicationId": rand_seq(10)}}}
+    test_pod = kube.create_pod(pod, ns)
+    if fits:
+        kube.wait_for_pod_scheduled(test_pod.metadata.namespace, test_pod.metadata.name)
+    else:
+        kube.wait_for_pod_unschedulable(test_pod)
