@@ -488,6 +488,9 @@ class RClient:
     def get_group_usage(self, partition: str, group: str):
         return self._get(f"ws/v1/partition/{partition}/usage/group/{group}")
 
+    def get_groups_usage(self, partition: str):
+        return self._get(f"ws/v1/partition/{partition}/usage/groups")
+
     def get_health_check(self):
         return self._get("ws/v1/scheduler/healthcheck")
 

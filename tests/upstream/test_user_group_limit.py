@@ -7,9 +7,8 @@ Upstream checks that a pod stays Pending by sleeping 5 s first; here the pod's a
 the scheduler with its request pending, which is what those seconds give it time to reach.
 
 Not ported: "Verify User info for the non kube admin user" (it creates a service account, RBAC roles and
-a client impersonating it, and reads the user the admission controller writes: kubesim runs no admission
-webhooks), and "Verify user limit and wildcard user limit" / "Verify group limit and wildcard group limit"
-(not yet)."""
+a client impersonating it, and reads the user the admission controller writes: kubesim calls no admission
+webhooks)."""
 
 from __future__ import annotations
 
@@ -55,7 +54,8 @@ class Ugl:
             add_queue(config, "default", "root", {"name": "sandbox1", "limits": limits})
             if sandbox2:
                 add_queue(config, "default", "root", {"name": "sandbox2"})
-        self.old = self.yk.configmaps.update("", mutate, custom_map=ADMISSION_CUSTOM_CONFIG)
+        old = self.yk.configmaps.update("", mutate, custom_map=ADMISSION_CUSTOM_CONFIG)
+        self.old = self.old or old
 
     def deploy_sleep_pod(self, usergroup: dict, queue_path: str, expected_running: bool, reason: str):
         pod = init_sleep_pod(SleepPodConfig(ns=self.dev, mem=SMALL_MEM, labels={"queue": queue_path}))
@@ -77,8 +77,12 @@ class Ugl:
             assert self.kube.get_pod(name, self.dev).status.phase == "Pending", f"{name} can't be scheduled {reason}"
         return created
 
-    def check_usage(self, test_type: str, name: str, queue_path: str, expected_running_pods: list) -> None:
-        if test_type == USER:
+    def check_usage(self, test_type: str, name: str, queue_path: str, expected_running_pods: list,
+                    wildcard_groups: bool = False) -> None:
+        """checkUsage, and checkUsageWildcardGroups with ``wildcard_groups`` (the usage tracked under '*')."""
+        if wildcard_groups:
+            usage = next((g for g in self.rest.get_groups_usage(DEFAULT_PARTITION) if g["groupName"] == "*"), None)
+        elif test_type == USER:
             usage = self.rest.get_user_usage(DEFAULT_PARTITION, name)
         else:
             usage = self.rest.get_group_usage(DEFAULT_PARTITION, name)
@@ -235,3 +239,40 @@ def test_verify_queue_name_with_special_characters(ugl):
     ugl.old = ugl.yk.configmaps.update("", mutate)
     queue_info = ugl.rest.get_queue("default", "root." + urllib.parse.quote_plus(queue_name))
     assert queue_info["queuename"] == "root." + queue_name
+
+
+def user_and_wildcard(kind: str, wildcard_apps: int) -> list[dict]:
+    name = USER1 if kind == USER else GROUP1
+    return [limit(kind, [name], 1, MEDIUM_MEM), limit(kind, ["*"], wildcard_apps, LARGE_MEM,
+                                                       label=f"wildcard {kind} entry")]
+
+
+@pytest.mark.parametrize("kind", [pytest.param(USER, id="Verify user limit and wildcard user limit"),
+                                  pytest.param(GROUP, id="Verify group limit and wildcard group limit")])
+def test_verify_limit_and_wildcard_limit(ugl, kind):
+    """It("Verify user limit and wildcard user limit") and It("Verify group limit and wildcard group limit"):
+    the named entry holds usergroup1 to one app; the wildcard entry holds usergroup2 to two, then three once
+    the configuration raises it, which lets the waiting pod run."""
+    wildcard = kind == GROUP
+    ugl.configure(user_and_wildcard(kind, 2))
+    usergroup1, usergroup2 = ug(USER1, GROUP1), ug(USER2, GROUP2)
+    first = USER1 if kind == USER else GROUP1
+    pod1 = ugl.deploy_sleep_pod(usergroup1, SANDBOX1, True, "because usage is less than the entry's limit")
+    ugl.check_usage(kind, first, SANDBOX1, [pod1])
+    ugl.deploy_sleep_pod(usergroup1, SANDBOX1, False, "because final usage is more than the entry's limit")
+    ugl.check_usage(kind, first, SANDBOX1, [pod1])
+    second = USER2 if kind == USER else GROUP2
+    pods = [ugl.deploy_sleep_pod(usergroup2, SANDBOX1, True, "because there is no limit for usergroup2")]
+    ugl.check_usage(kind, second, SANDBOX1, pods, wildcard_groups=wildcard)
+    pods.append(ugl.deploy_sleep_pod(usergroup2, SANDBOX1, True, "because there is no limit for usergroup2"))
+    ugl.check_usage(kind, second, SANDBOX1, pods, wildcard_groups=wildcard)
+    pod3 = ugl.deploy_sleep_pod(usergroup2, SANDBOX1, False, "because of the wildcard maxapplications")
+    ugl.check_usage(kind, second, SANDBOX1, pods, wildcard_groups=wildcard)
+
+    ugl.configure(user_and_wildcard(kind, 3))
+    # upstream checks the usage right after the update; the pod the new limit lets run is awaited first
+    ugl.kube.wait_for_pod_running(ugl.dev, pod3.metadata.name)
+    pods.append(pod3)
+    ugl.check_usage(kind, second, SANDBOX1, pods, wildcard_groups=wildcard)
+    ugl.deploy_sleep_pod(usergroup2, SANDBOX1, False, "because of the wildcard maxapplications")
+    ugl.check_usage(kind, second, SANDBOX1, pods, wildcard_groups=wildcard)
