@@ -6,8 +6,7 @@ Upstream writes ``yunikorn.apache.org/task-groups`` with encoding/json from cach
 carry no json tags: the keys are ``Name``, ``MinMember``, ``MinResource``, ``NodeSelector``... (and the
 unset ones ``null``), which the shim must read case-insensitively as the Go decoder does.
 
-Not ported yet: Verify_GangApp_FIFO_Order, Verify_HugePage and
-Verify_Gang_App_Originator_Pod_Does_Not_Change_After_Restart."""
+Verify_HugePage skips, as upstream does, when no node has 2Mi huge pages (kind's nodes have none)."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ import time
 
 import pytest
 
+from si.quantity import from_kubernetes
 from tests.upstream.framework import (
     DEFAULT_PARTITION,
     TIMEOUT,
@@ -303,3 +303,83 @@ def test_verify_originator_deletion_trigger_placeholders_cleanup(gang):
 def test_verify_originator_deletion_with_ownerreference_trigger_placeholders_cleanup(gang):
     """It("Verify_OriginatorDeletionWithOwnerreference_Trigger_Placeholders_Cleanup")"""
     verify_originator_deletion_case(gang, True)
+
+
+@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; {NO_JOBS}", strict=True)
+def test_verify_gangapp_fifo_order(gang):
+    """It("Verify_GangApp_FIFO_Order"): with a 300m/300M namespace quota, appA runs, appB's gang reserves
+    the rest and appC waits; once appA is deleted: appA Completing, appB Running, appC Accepted."""
+    namespace = gang.kube.update_namespace(gang.ns, {
+        "yunikorn.apache.org/namespace.quota": "{\"cpu\": \"300m\", \"memory\": \"300M\"}"})
+    assert namespace.status.phase == "Active"
+    app_a, app_b, app_c = ("app-a-" + rand_seq(5), "app-b-" + rand_seq(5), "app-c-" + rand_seq(5))
+    gang.min_resource = {"cpu": "100m", "memory": "100M"}
+    job_a = gang.create_job(app_a, PodAnnotation(task_group_name=GROUP_A, task_groups=[tg(gang, GROUP_A, 0)]), 1)
+    gang.kube.wait_for_job_pods(gang.ns, job_a.metadata.name, job_a.spec.parallelism)
+    gang.create_job(app_b, PodAnnotation(task_group_name=GROUP_B, task_groups=[tg(gang, GROUP_B, 3)]), 3)
+    gang.kube.wait_for_placeholders(gang.ns, f"tg-{app_b}-", 3)
+    gang.create_job(app_c, PodAnnotation(task_group_name=GROUP_C, task_groups=[tg(gang, GROUP_C, 0)]), 1)
+    gang.kube.wait_for_placeholders(gang.ns, f"tg-{app_b}-", 2, phase="Running")
+    gang.kube.delete_job(job_a.metadata.name, gang.ns)
+    gang.job_names = gang.job_names[1:]
+    gang.check_app_status(app_a, States.Application.Completing)
+    gang.check_app_status(app_b, States.Application.Running)
+    gang.check_app_status(app_c, States.Application.Accepted)
+    info = gang.rest.get_app_info(DEFAULT_PARTITION, gang.ns_queue, app_a)
+    assert not info.get("allocations"), "Allocations count is not correct"
+    assert not info.get("placeholderData"), "Placeholder count is not correct"
+    info = gang.rest.get_app_info(DEFAULT_PARTITION, gang.ns_queue, app_b)
+    assert len(info["allocations"]) == 3, "Allocations count is not correct"
+    assert len(info["placeholderData"]) == 1, "Placeholder count is not correct"
+    assert info["placeholderData"][0]["count"] == 3, "Placeholder count is not correct"
+    info = gang.rest.get_app_info(DEFAULT_PARTITION, gang.ns_queue, app_c)
+    assert not info.get("allocations"), "Allocations count is not correct"
+    assert not info.get("placeholderData"), "Placeholder count is not correct"
+
+
+def test_verify_hugepage(gang):
+    """It("Verify_HugePage")"""
+    hugepage_key = "hugepages-2Mi"
+    if not any(from_kubernetes({hugepage_key: (n.status.capacity or {}).get(hugepage_key, "0")})[hugepage_key]
+               for n in gang.kube.get_nodes().items):
+        pytest.skip("Skip hugepages test as no node has hugepages")
+    gang.min_resource[hugepage_key] = "100Mi"
+    job = gang.create_job(gang.app_id, PodAnnotation(task_group_name=GROUP_A, task_groups=[tg(gang, GROUP_A, 3)]), 3)
+    gang.kube.wait_for_job_pods(gang.ns, job.metadata.name, job.spec.parallelism)
+    gang.check_app_status(gang.app_id, States.Application.Running)
+    gang.wait_for_placeholder_data(gang.app_id, GROUP_A, 3, 3, 0)
+    info = gang.rest.get_app_info(DEFAULT_PARTITION, gang.ns_queue, gang.app_id)
+    assert len(info["placeholderData"]) == 1, "Placeholder count is not correct"
+    assert len(info["allocations"]) == 3, "Allocations count is not correct"
+    assert info["usedResource"][hugepage_key] == 314572800, "Used huge page resource is not correct"
+
+
+def check_originator(app: dict, originator: str) -> None:
+    for alloc in app["allocations"]:
+        if alloc["allocationTags"].get("kubernetes.io/meta/podName") == originator:
+            assert alloc["originator"] is True, "Originator pod should be a originator pod"
+            assert alloc["placeholder"] is False, "Originator pod should not be a placeholder pod"
+        else:
+            assert alloc["originator"] is False, "Placeholder pod should not be a originator pod"
+            assert alloc["placeholder"] is True, "Placeholder pod should be a placeholder pod"
+
+
+@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; and the shim never marks the originator pod's ask as the "
+                          "originator (SI Allocation.originator, upstream's Task.IsOriginator; actors/shim/translate.py "
+                          "builds every ask without it), so REST reports 'originator': false for it", strict=True)
+def test_verify_gang_app_originator_pod_does_not_change_after_restart(gang):
+    """It("Verify_Gang_App_Originator_Pod_Does_Not_Change_After_Restart")"""
+    placeholder_count = 5
+    pod = init_test_pod(TestPodConfig(
+        name="gang-driver-pod-" + rand_seq(5), labels={"app": "sleep-" + rand_seq(5), "applicationId": gang.app_id},
+        annotations=PodAnnotation(task_groups=[tg(gang, GROUP_A, placeholder_count)]),
+        resources={"requests": {"cpu": gang.min_resource["cpu"], "memory": gang.min_resource["memory"]}}))
+    originator = gang.kube.create_pod(pod, gang.ns)
+    for restarted in (False, True):
+        if restarted:
+            gang.yk.restart_yunikorn()
+        gang.check_app_status(gang.app_id, States.Application.Running)
+        gang.rest.wait_for_all_exec_pods_allocated(DEFAULT_PARTITION, gang.ns_queue, gang.app_id,
+                                                   1 + placeholder_count)
+        check_originator(gang.rest.get_app_info(DEFAULT_PARTITION, gang.ns_queue, gang.app_id),
+                         originator.metadata.name)
