@@ -102,3 +102,12 @@ def yk(tmp_path_factory, request):
     yield made
     made.close()
 
+
+
+@pytest.fixture(scope="module")
+def suite(yk, request):
+    """BeforeSuite's UpdateConfigMapWrapper(oldConfigMap, SCHED_POLICY) and AfterSuite's restore; a module sets
+    ``SCHED_POLICY`` (default none) or defines its own ``suite``."""
+    old = yk.configmaps.update(getattr(request.module, "SCHED_POLICY", ""))
+    yield yk
+    yk.configmaps.restore(old)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import yaml
 from kubernetes import client as k8s
+from kubernetes import watch as k8s_watch
 
 from si.quantity import from_kubernetes
 from tests.waiting import wait_for
@@ -231,10 +232,20 @@ class KubeCtl:
 
     # namespaces
     def create_namespace(self, namespace: str, annotations: dict | None = None):
-        """CreateNamespace (kubesim has no service-account controller: the ``default`` account upstream
-        waits for is not made)."""
-        return self.core.create_namespace({"metadata": {"name": namespace, "labels": {"Name": namespace},
-                                                        "annotations": annotations}})
+        """CreateNamespace: the namespace, then (as upstream) wait for its ``default`` service account. kubesim
+        has no service-account controller: the wait plays it, making the account once a watch of namespaces
+        has delivered the new one, as the controller does."""
+        since = self.core.list_namespace(limit=1).metadata.resource_version
+        created = self.core.create_namespace({"metadata": {"name": namespace, "labels": {"Name": namespace},
+                                                           "annotations": annotations}})
+        watch = k8s_watch.Watch()
+        for event in watch.stream(self.core.list_namespace, resource_version=since, timeout_seconds=int(TIMEOUT)):
+            if event["type"] == "ADDED" and event["object"].metadata.name == namespace:
+                watch.stop()
+        self.core.create_namespaced_service_account(namespace, {"metadata": {"name": "default"}})
+        wait_for(lambda: self.core.read_namespaced_service_account("default", namespace), timeout=TIMEOUT,
+                 message=f"the default service account of {namespace}")
+        return created
 
     def update_namespace(self, namespace: str, annotations: dict):
         ns = self.core.read_namespace(namespace)

@@ -10,13 +10,6 @@ from si.quantity import from_kubernetes
 from tests.upstream.framework import SleepPodConfig, init_sleep_pod, rand_seq
 
 
-@pytest.fixture(scope="module")
-def suite(yk):
-    old = yk.configmaps.update("")
-    yield yk
-    yk.configmaps.restore(old)
-
-
 @pytest.fixture
 def dev(suite):
     kube, rest = suite.kube, suite.rest

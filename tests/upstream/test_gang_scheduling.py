@@ -42,11 +42,7 @@ NO_GC = "issue 26 defect 6: kubesim has no garbage collector, so the placeholder
         "(ownerReferences) outlive it"
 
 
-@pytest.fixture(scope="module")
-def suite(yk):
-    old = yk.configmaps.update("fifo")
-    yield yk
-    yk.configmaps.restore(old)
+SCHED_POLICY = "fifo"
 
 
 class Gang:

@@ -25,11 +25,7 @@ from tests.waiting import wait_for
 LABEL_VALUE = "testing-label-value"
 
 
-@pytest.fixture(scope="module")
-def suite(yk):
-    old = yk.configmaps.update("fifo")
-    yield yk
-    yk.configmaps.restore(old)
+SCHED_POLICY = "fifo"
 
 
 @pytest.fixture

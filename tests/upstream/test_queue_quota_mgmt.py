@@ -34,13 +34,6 @@ EXPECTED_NEW = {"vcore": 400, "memory": 400, "nvidia.com/gpu": 1}
 EXPECTED_OLD_AND_NEW = {"vcore": 600, "memory": 600, "nvidia.com/gpu": 2}
 
 
-@pytest.fixture(scope="module")
-def suite(yk):
-    old = yk.configmaps.update("")  # BeforeSuite: UpdateConfigMapWrapper(oldConfigMap, "")
-    yield yk
-    yk.configmaps.restore(old)  # AfterSuite
-
-
 @pytest.fixture
 def ns(suite):
     names = []

@@ -9,13 +9,6 @@ import pytest
 from tests.upstream.framework import SleepPodConfig, add_queue, init_sleep_pod, rand_seq
 
 
-@pytest.fixture(scope="module")
-def suite(yk):
-    old = yk.configmaps.update("")
-    yield yk
-    yk.configmaps.restore(old)
-
-
 @pytest.fixture
 def namespaces(suite):
     dev, test = "dev-" + rand_seq(5), "test-" + rand_seq(5)

@@ -199,30 +199,28 @@ def test_verify_wildcard_limit(ugl, kind, name, max_apps, wildcard_apps, wildcar
     ugl.check_usage(USER, USER2, SANDBOX1, [pod])
 
 
-@pytest.mark.xfail(reason="the core refuses the configuration: actors/core/acl.py's USER_NAME "
-                          "'^[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?$' lacks the ':', '#' and '/' that yunikorn-core's UserRegExp "
-                          "'^[_a-zA-Z][a-zA-Z0-9:#/_.@-]*[$]?$' allows", strict=True)
-def test_verify_maxresources_with_a_valid_user_name_and_specific_user_limit(ugl):
-    """It("Verify_maxresources_with_a_valid_user_name_and_specific_user_limit")"""
-    valid_user = "user_Test-a_b_#_c_#_d_/_e@dom:ain.com"
-    ugl.configure([limit(USER, [valid_user], 2, MEDIUM_MEM)])
-    usergroup1 = ug(valid_user, GROUP1)
+@pytest.mark.parametrize("kind, valid_name", [
+    pytest.param(USER, "user_Test-a_b_#_c_#_d_/_e@dom:ain.com",
+                 id="Verify_maxresources_with_a_valid_user_name_and_specific_user_limit",
+                 marks=pytest.mark.xfail(reason="the core refuses the configuration: actors/core/acl.py's USER_NAME "
+                                                "'^[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?$' lacks the ':', '#' and '/' that "
+                                                "yunikorn-core's UserRegExp '^[_a-zA-Z][a-zA-Z0-9:#/_.@-]*[$]?$' "
+                                                "allows", strict=True)),
+    pytest.param(GROUP, "group_Test-a_b_dom:ain.com",
+                 id="Verify_maxresources_with_a_valid_group_name_and_specific_group_limit",
+                 marks=pytest.mark.xfail(reason="the core refuses the configuration: actors/core/acl.py's GROUP_NAME "
+                                                "'^[_a-zA-Z][a-zA-Z0-9_-]*$' lacks the ':' and '.' that "
+                                                "yunikorn-core's GroupRegExp '^[_a-zA-Z][a-zA-Z0-9:_.-]*$' allows",
+                                         strict=True)),
+])
+def test_verify_maxresources_with_a_valid_name_and_specific_limit(ugl, kind, valid_name):
+    """It("Verify_maxresources_with_a_valid_user_name_and_specific_user_limit") and
+    It("Verify_maxresources_with_a_valid_group_name_and_specific_group_limit")"""
+    ugl.configure([limit(kind, [valid_name], 2, MEDIUM_MEM)])
+    usergroup1 = ug(valid_name, GROUP1) if kind == USER else ug(USER1, valid_name)
     pod1 = ugl.deploy_sleep_pod(usergroup1, SANDBOX1, True, "because memory usage is less than maxresources")
     ugl.deploy_sleep_pod(usergroup1, SANDBOX1, False, "because final memory usage is more than maxresources")
-    ugl.check_usage(USER, urllib.parse.quote_plus(valid_user), SANDBOX1, [pod1])
-
-
-@pytest.mark.xfail(reason="the core refuses the configuration: actors/core/acl.py's GROUP_NAME "
-                          "'^[_a-zA-Z][a-zA-Z0-9_-]*$' lacks the ':' and '.' that yunikorn-core's GroupRegExp "
-                          "'^[_a-zA-Z][a-zA-Z0-9:_.-]*$' allows", strict=True)
-def test_verify_maxresources_with_a_valid_group_name_and_specific_group_limit(ugl):
-    """It("Verify_maxresources_with_a_valid_group_name_and_specific_group_limit")"""
-    valid_group = "group_Test-a_b_dom:ain.com"
-    ugl.configure([limit(GROUP, [valid_group], 2, MEDIUM_MEM)])
-    usergroup1 = ug(USER1, valid_group)
-    pod1 = ugl.deploy_sleep_pod(usergroup1, SANDBOX1, True, "because memory usage is less than maxresources")
-    ugl.deploy_sleep_pod(usergroup1, SANDBOX1, False, "because final memory usage is more than maxresources")
-    ugl.check_usage(GROUP, urllib.parse.quote_plus(valid_group), SANDBOX1, [pod1])
+    ugl.check_usage(kind, urllib.parse.quote_plus(valid_name), SANDBOX1, [pod1])
 
 
 @pytest.mark.xfail(reason="REST: the WSGI path is percent-decoded before routing, so the escaped '/' (%2F) of "
