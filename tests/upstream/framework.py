@@ -53,6 +53,29 @@ class States:
         Failing, Failed, Expired = "Failing", "Failed", "Expired"
 
 
+def consistently(check, duration: float, interval: float = 0.5) -> None:
+    """gomega's Consistently: ``check`` (which asserts) holds at every poll for ``duration`` seconds."""
+    deadline = time.monotonic() + duration
+    while True:
+        check()
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(interval)
+
+
+def eventually(check, timeout: float, interval: float = 0.2) -> None:
+    """gomega's Eventually: ``check`` (which asserts) passes once within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            check()
+            return
+        except AssertionError:
+            if time.monotonic() >= deadline:
+                raise
+        time.sleep(interval)
+
+
 def rand_seq(n: int) -> str:
     """common.RandSeq"""
     return "".join(random.choices(string.ascii_lowercase + string.digits, k=n))
@@ -336,6 +359,21 @@ class KubeCtl:
     def wait_for_pod_event(self, namespace: str, pod_name: str, reason: str, timeout: float = TIMEOUT) -> None:
         wait_for(lambda: self.is_pod_event_triggered(namespace, pod_name, reason), timeout=timeout,
                  interval=0.05, message=f"event {reason} of pod {namespace}/{pod_name}")
+
+    # deployments (kube-controller-manager's Deployment and ReplicaSet controllers make their pods)
+    def create_deployment(self, deployment: dict, namespace: str):
+        return k8s.AppsV1Api(self.core.api_client).create_namespaced_deployment(namespace, deployment)
+
+    def wait_for_pod_by_selector(self, namespace: str, selector: str, timeout: float = TIMEOUT) -> None:
+        wait_for(lambda: self.list_pods(namespace, selector).items, timeout=timeout, interval=0.05,
+                 message=f"pods {selector} in {namespace}")
+
+    def wait_for_n_pods_by_selector_running(self, namespace: str, selector: str, count: int,
+                                            timeout: float = TIMEOUT) -> None:
+        def running() -> bool:
+            pods = self.list_pods(namespace, selector).items
+            return len(pods) == count and all(p.status.phase == "Running" for p in pods)
+        wait_for(running, timeout=timeout, interval=0.05, message=f"{count} running pods {selector} in {namespace}")
 
     # jobs (kube-controller-manager's Job controller makes their pods)
     def create_job(self, job: dict, namespace: str):
