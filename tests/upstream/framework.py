@@ -149,6 +149,7 @@ class TestPodConfig:
     command: list | None = None
     init_container_sleep_secs: int = 0
     ports: list | None = None
+    pvc_name: str = ""
 
 
 def init_test_pod(conf: TestPodConfig) -> dict:
@@ -176,6 +177,8 @@ def init_test_pod(conf: TestPodConfig) -> dict:
         spec["initContainers"] = [{"name": "init-sleep", "image": container["image"], "imagePullPolicy": "IfNotPresent",
                                    "command": ["sleep", str(conf.init_container_sleep_secs)],
                                    "resources": {"requests": {"cpu": "20m", "memory": "20M"}}}]
+    if conf.pvc_name:
+        spec["volumes"] = [{"name": "vol-" + rand_seq(5), "persistentVolumeClaim": {"claimName": conf.pvc_name}}]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
