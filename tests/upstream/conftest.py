@@ -14,14 +14,13 @@ from rest.server import RestServer
 from tests.shim.cluster import Cluster
 from tests.upstream.framework import ConfigMaps, KubeCtl, RClient, create_basic_config_map
 
-pytestmark = pytest.mark.upstream
-
 # Upstream's configmap lives in the scheduler's namespace ("yunikorn"); the test cluster's scheduler reads
 # it from "default".
 YK_NAMESPACE = "default"
 KUBELET_DELAY = 0.05
 # health checks are taken when asked rather than every 30 s, so upstream's AfterEach sees the present.
 SETTINGS = {"health.checkInterval": "0"}
+WORKER_CPU, WORKER_MEMORY = "8", "16Gi"
 
 
 class YuniKorn:
@@ -95,10 +94,9 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="module")
-def yk(tmp_path_factory, request):
-    """One scheduler per suite; a module sets ``WORKER = (cpu, memory)`` for its workers' size."""
-    cpu, memory = getattr(request.module, "WORKER", ("8", "16Gi"))
-    made = YuniKorn(tmp_path_factory.mktemp("upstream"), cpu, memory)
+def yk(tmp_path_factory):
+    """One scheduler per suite."""
+    made = YuniKorn(tmp_path_factory.mktemp("upstream"), WORKER_CPU, WORKER_MEMORY)
     yield made
     made.close()
 
