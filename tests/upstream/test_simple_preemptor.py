@@ -56,9 +56,9 @@ def dev(suite):
     suite.kube.tear_down_namespace(name)
 
 
-def deploy(kube, dev, config, timeout=30.0):
+def deploy(kube, dev, config):
     pod = kube.create_pod(init_sleep_pod(config), dev)
-    kube.wait_for_pod_by_selector_running(dev, f"app={pod.metadata.labels['app']}", timeout)
+    kube.wait_for_pod_by_selector_running(dev, f"app={pod.metadata.labels['app']}")
     return pod
 
 
