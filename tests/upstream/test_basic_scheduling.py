@@ -60,9 +60,9 @@ def test_verify_pod_alloc_props(dev):
 @pytest.mark.parametrize("name, best_effort", [
     pytest.param("besteffortpod", True, id="Verify_BestEffort_QOS_Pod_Scheduling"),
     pytest.param("burstablepod", False, id="Verify_NonBestEffort_QOS_Pod_Scheduling",
-                 marks=pytest.mark.xfail(reason="issue 26 defect 6 (cluster parts): kubesim sets status.qosClass "
-                                                "BestEffort on every pod it creates (kubesim/api.py); kube-apiserver "
-                                                "computes it from the requests and limits (Burstable here)",
+                 marks=pytest.mark.xfail(reason="kubesim sets status.qosClass BestEffort on every pod it creates "
+                                                "(kubesim/api.py); kube-apiserver computes it from the requests and "
+                                                "limits (Burstable here)",
                                          strict=True)),
 ])
 def test_verify_qos_pod_scheduling(suite, dev, name, best_effort):
