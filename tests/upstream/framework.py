@@ -13,6 +13,7 @@ What differs from a real cluster, and why it keeps upstream's assertions:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import string
@@ -272,6 +273,15 @@ class KubeCtl:
         wait_for(lambda: self.core.read_namespaced_service_account("default", namespace), timeout=TIMEOUT,
                  message=f"the default service account of {namespace}")
         return created
+
+    @contextlib.contextmanager
+    def test_namespace(self, namespace: str):
+        """BeforeEach's CreateNamespace (the namespace must be Active) and AfterEach's TearDownNamespace."""
+        assert self.create_namespace(namespace, None).status.phase == "Active"
+        try:
+            yield namespace
+        finally:
+            self.tear_down_namespace(namespace)
 
     def update_namespace(self, namespace: str, annotations: dict):
         ns = self.core.read_namespace(namespace)

@@ -26,10 +26,8 @@ def suite(yk):
 
 @pytest.fixture
 def ns(suite):
-    name = "test-" + rand_seq(10)
-    assert suite.kube.create_namespace(name, None).status.phase == "Active"
-    yield name
-    suite.kube.tear_down_namespace(name)
+    with suite.kube.test_namespace("test-" + rand_seq(10)) as made:
+        yield made
 
 
 def sorted_by_available(kube, resource: str):

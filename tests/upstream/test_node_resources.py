@@ -13,10 +13,8 @@ from tests.upstream.framework import rand_seq
 
 @pytest.fixture
 def ns(yk):
-    name = "ns-" + rand_seq(10)
-    assert yk.kube.create_namespace(name, None).status.phase == "Active"
-    yield name
-    yk.kube.tear_down_namespace(name)
+    with yk.kube.test_namespace("ns-" + rand_seq(10)) as made:
+        yield made
 
 
 def test_verify_node_capacity(yk, ns):

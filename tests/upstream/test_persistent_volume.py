@@ -16,10 +16,8 @@ STANDARD_SC_NAME = "standard"
 
 @pytest.fixture
 def dev(yk):
-    name = "dev-" + rand_seq(5)
-    assert yk.kube.create_namespace(name, None).status.phase == "Active"
-    yield name
-    yk.kube.tear_down_namespace(name)
+    with yk.kube.test_namespace("dev-" + rand_seq(5)) as made:
+        yield made
 
 
 def init_persistent_volume(name: str, capacity: str, path: str, storage_class: str) -> dict:

@@ -50,10 +50,8 @@ def _bytes(quantity: str) -> int:
 
 @pytest.fixture
 def dev(suite):
-    name = "dev" + rand(5)
-    assert suite.kube.create_namespace(name, None).status.phase == "Active"
-    yield name
-    suite.kube.tear_down_namespace(name)
+    with suite.kube.test_namespace("dev" + rand(5)) as made:
+        yield made
 
 
 def deploy(kube, dev, config):
