@@ -65,7 +65,7 @@ class YuniKorn:
 
     def start(self) -> None:
         service = self.cluster.start_scheduler()
-        self.server = RestServer(SchedulerView(self.cluster.scheduler, shim_state=service.latest_state, max_age=0.0,
+        self.server = RestServer(SchedulerView(self.cluster.scheduler, shim_state=service.latest_state,
                                                actor_failures=service.supervision.failures),
                                  host="127.0.0.1", port=0)
         self.rest.base_url = self.server.url
