@@ -69,6 +69,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--namespace", default=os.environ.get("NAMESPACE", "default"),
                         help="namespace of the scheduler's configmaps (default: $NAMESPACE or 'default')")
     parser.add_argument("--rest-port", type=int, default=9080, help="REST API port (default 9080; 0 = any)")
+    parser.add_argument("--health-port", type=int, default=0,
+                        help="port of the liveness and readiness probes alone, apart from the API's load "
+                             "(default 0 = any free port, logged; the chart sets 9081)")
     parser.add_argument("--rest-host", default="0.0.0.0",
                         help="address the REST API listens on (default 0.0.0.0; 127.0.0.1 for this host only)")
     parser.add_argument("--embedded", action="store_true", help="run against an in-process kubesim")
@@ -194,9 +197,9 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
         if args.election is not None:
             elector = _start_election(client, args.election, service)
         try:
-            rest = _start_rest(core, service, args.rest_host, args.rest_port, elector)
+            rest = _start_rest(core, service, args.rest_host, args.rest_port, args.health_port, elector)
         except OSError as error:
-            log.error("cannot serve the REST API on port %d: %s", args.rest_port, error)
+            log.error("cannot serve the REST API on ports %d and %d: %s", args.rest_port, args.health_port, error)
             return 1
         if args.embedded:
             threading.Thread(target=embedded.create_pods, name="sample-workload", daemon=True,
@@ -235,7 +238,8 @@ def _step_down() -> None:
     os._exit(LOST_LEASE_EXIT)
 
 
-def _start_rest(core, service: SchedulerService, host: str, port: int, elector: LeaderElector | None = None):
+def _start_rest(core, service: SchedulerService, host: str, port: int, health_port: int,
+                elector: LeaderElector | None = None):
     """Serve the REST API (core snapshots, plus the shim's state in the dump and readiness, the actors'
     failures in health and both probes, and with leader election who leads)."""
     from rest import server
@@ -244,8 +248,8 @@ def _start_rest(core, service: SchedulerService, host: str, port: int, elector: 
     view = SchedulerView(core, shim_state=service.latest_state, extender=service.extender,
                          actor_failures=service.supervision.failures, reader_share=READER_SHARE,
                          leadership=_leadership(elector, service) if elector is not None else None)
-    rest = server.start(view, host=host, port=port)
-    log.info("REST API at %s", rest.url)
+    rest = server.start(view, host=host, port=port, health_port=health_port)
+    log.info("REST API at %s, health probes at %s", rest.url, rest.health.url)
     return rest
 
 

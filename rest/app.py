@@ -11,6 +11,7 @@ import json
 import logging
 import pathlib
 import queue as queue_module
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -401,12 +402,38 @@ def _unexpected(req, resp, error, params) -> None:
     raise falcon.HTTPError(falcon.HTTP_500, title="Internal error", description=type(error).__name__)
 
 
+class _Flights:
+    """One lock per key while anyone holds or waits for it: concurrent builds of one answer become one."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[tuple, tuple[threading.Lock, int]] = {}
+
+    def enter(self, key: tuple) -> None:
+        with self._guard:
+            lock, users = self._locks.get(key, (None, 0))
+            lock = lock or threading.Lock()
+            self._locks[key] = (lock, users + 1)
+        lock.acquire()
+
+    def leave(self, key: tuple) -> None:
+        with self._guard:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+        lock.release()
+
+
 class SnapshotCache:
     """Takes the snapshot a route reads, and serves a GET again from the bytes it produced for the
     same snapshot.
 
     Serializing thousands of nodes takes the interpreter's lock away from the scheduler; with this,
-    each snapshot is serialized at most once per path, however many clients poll it.
+    each snapshot is serialized at most once per path, however many clients poll it. Requests that
+    arrive while the answer is being built wait for it rather than build it again, so a thousand
+    clients asking for the full state dump at once hold one copy of it, not a thousand.
     """
 
     UNCACHED = ("/ws/v1/events/", "/ws/v1/health/", "/ws/v1/openapi.json", "/ws/v1/metrics")
@@ -416,6 +443,7 @@ class SnapshotCache:
         self.areas = areas  # route template -> the optional areas it reads; absent: reads no snapshot
         self.size = size
         self.entries: dict[tuple, tuple[int, bytes, str]] = {}
+        self._flights = _Flights()
 
     def _key(self, req: falcon.Request) -> tuple | None:
         if req.method != "GET" or req.path.startswith(self.UNCACHED) or "snapshot" not in req.context:
@@ -432,15 +460,31 @@ class SnapshotCache:
         if key is None:
             return
         req.context.snapshot_time = _snapshot(req).taken_at
-        entry = self.entries.get(key)
-        if entry is not None and entry[0] == req.context.snapshot_time:
-            resp.content_type = entry[2]
-            resp.data = entry[1]
-            resp.complete = True
-        else:
+        if self._serve_cached(key, req, resp):
+            return
+        self._flights.enter(key)
+        req.context.building = key
+        if not self._serve_cached(key, req, resp):  # unless built while this request waited
             req.context.handling_began = time.perf_counter()
 
+    def _serve_cached(self, key: tuple, req, resp) -> bool:
+        entry = self.entries.get(key)
+        if entry is None or entry[0] != req.context.snapshot_time:
+            return False
+        resp.content_type = entry[2]
+        resp.data = entry[1]
+        resp.complete = True
+        return True
+
     def process_response(self, req, resp, resource, succeeded) -> None:
+        building = req.context.get("building")
+        try:
+            self._keep(req, resp, succeeded)
+        finally:
+            if building is not None:
+                self._flights.leave(building)
+
+    def _keep(self, req, resp, succeeded) -> None:
         key = self._key(req)
         if key is None or not succeeded or resp.status_code != 200 or "snapshot_time" not in req.context:
             return
