@@ -144,12 +144,15 @@ class Cluster:
         resp.media = [daos.partition(p) for p in _snapshot(req).partitions]
 
     def on_get_health(self, req, resp):
+        resp.media = self._health()
+
+    def _health(self) -> dict:
         """The latest periodic report; with periodic checks off (or before the first), one taken now
         through a snapshot, shared with other readers like every snapshot. A dead actor fails it."""
         scheduler = self.view.scheduler
         report = scheduler.last_health if scheduler.health_interval > 0 else None
         report = report or self.view.snapshot(frozenset({HEALTH})).health
-        resp.media = daos.health(liveness.with_actors(report, self.view.actor_failures))
+        return daos.health(liveness.with_actors(report, self.view.actor_failures))
 
     def on_get_app_history(self, req, resp):
         resp.media = [daos.app_history(s) for s in self.view.scheduler.history.records()]
@@ -228,7 +231,7 @@ class Cluster:
             "appHistory": [daos.app_history(s) for s in self.view.scheduler.history.records()],
             "containerHistory": [daos.container_history(s) for s in self.view.scheduler.history.records()],
             "config": snapshot.config_yaml,
-            "health": daos.health(liveness.with_actors(snapshot.health, self.view.actor_failures)),
+            "health": self._health(),
             "rmDiagnostics": _jsonable(shim),
         }
 
@@ -504,6 +507,7 @@ class SnapshotCache:
 def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
     cluster, partitions, events = Cluster(view), Partitions(view), Events(view, max_streams)
     none, nodes, apps = frozenset(), frozenset({NODES}), frozenset({APPLICATIONS})
+    dump = nodes | apps  # its health is the health check's: the latest periodic report
     # (path, resource, responder suffix, the optional snapshot areas it reads or None for no snapshot)
     routes = [
         ("/ws/v1/clusters", cluster, "clusters", none), ("/ws/v1/partitions", cluster, "partitions", none),
@@ -515,7 +519,7 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
         ("/ws/v1/history/apps", cluster, "app_history", None),
         ("/ws/v1/history/containers", cluster, "container_history", None),
         ("/ws/v1/health/live", cluster, "live", None), ("/ws/v1/health/ready", cluster, "ready", None),
-        ("/ws/v1/fullstatedump", cluster, "dump", ALL_AREAS), ("/debug/fullstatedump", cluster, "dump", ALL_AREAS),
+        ("/ws/v1/fullstatedump", cluster, "dump", dump), ("/debug/fullstatedump", cluster, "dump", dump),
         ("/ws/v1/partition/{partition}/queues", partitions, "queues", none),
         ("/ws/v1/partition/{partition}/queue/{queue}", partitions, "queue", none),
         ("/ws/v1/partition/{partition}/applications/{state}", partitions, "apps", apps),
