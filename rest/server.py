@@ -18,7 +18,8 @@ What waitress leaves open is closed here:
   soon as the answer is queued;
 - a connection is closed once nothing moved on it for ``idle_timeout`` seconds, also while an answer
   waits for a client that does not read (waitress alone never closes a connection with a request in
-  hand, so a client pipelining requests it never reads would keep a worker thread for good).
+  hand, so a client pipelining requests it never reads would keep a worker thread for good), and
+  once its client reads a waiting answer slower than ``min_send_rate`` over that time.
 
 The health probes get a listener of their own (:class:`HealthServer`): its own port, I/O thread and
 threads, so no load on the API delays the kubelet's probe.
@@ -55,6 +56,7 @@ class ServerSettings:
     connection_limit: int = 1000  # open sockets, at most the descriptor limit less a reserve; more wait
     backlog: int = 1024
     idle_timeout: int = 30  # seconds without a byte in either direction before a connection is closed
+    min_send_rate: int = 16 * 1024  # bytes/s a client must read of an answer, over idle_timeout, or it is cut
     max_header_bytes: int = 64 * 1024
     max_body_bytes: int = MAX_BODY
 
@@ -94,20 +96,37 @@ class _Parser(HTTPRequestParser):
 
 class _Channel(HTTPChannel):
     parser_class = _Parser
+    sent = 0  # bytes sent on the connection
+    measured_from: tuple[float, int] | None = None  # (when, ``sent`` then) while an answer waits to be sent
+
+    def send(self, data, do_close: bool = True) -> int:
+        sent = super().send(data, do_close)
+        self.sent += sent
+        return sent
 
 
 class _Listener(TcpWSGIServer):
     channel_class = _Channel
+    min_send_rate = 0  # bytes per second a client must take of a waiting answer, over ``channel_timeout``
 
     def maintenance(self, now: float) -> None:
-        cutoff = now - self.adj.channel_timeout
+        timeout = self.adj.channel_timeout
         for channel in list(self.active_channels.values()):
-            if channel.last_activity >= cutoff:
-                continue
-            if channel.total_outbufs_len:  # its client stopped reading: the socket never turns writable
-                channel.handle_close()  # so close it here; a worker writing to it gets ClientDisconnected
-            elif not channel.requests:
-                channel.will_close = True
+            if channel.last_activity < now - timeout:
+                if channel.total_outbufs_len:  # its client stopped reading: the socket never turns writable
+                    channel.handle_close()  # so close it here; a worker writing to it gets ClientDisconnected
+                elif not channel.requests:
+                    channel.will_close = True
+            elif not channel.total_outbufs_len:
+                channel.measured_from = None
+            elif channel.measured_from is None:
+                channel.measured_from = (now, channel.sent)
+            elif now - channel.measured_from[0] >= timeout:
+                began, sent = channel.measured_from
+                if channel.sent - sent < self.min_send_rate * (now - began):
+                    channel.handle_close()  # a client reading a byte now and then
+                else:
+                    channel.measured_from = (now, channel.sent)
 
 
 class _SharedBody(ReadOnlyFileBasedBuffer):
@@ -153,12 +172,13 @@ def _share_large_bodies(app: Callable) -> Callable:
 class _Served:
     """A waitress listener, its worker threads and its I/O thread; ``stop()`` closes them all."""
 
-    def __init__(self, app: Callable, name: str, **adjustments) -> None:
+    def __init__(self, app: Callable, name: str, min_send_rate: int, **adjustments) -> None:
         self.adj = Adjustments(asyncore_use_poll=True, ident="yunikorn", clear_untrusted_proxy_headers=True,
                                expose_tracebacks=False, **adjustments)
         dispatcher = ThreadedTaskDispatcher()
         dispatcher.set_thread_count(self.adj.threads)
         self._server = _Listener(app, {}, dispatcher=dispatcher, adj=self.adj, sockinfo=self.adj.listen[0])
+        self._server.min_send_rate = min_send_rate
         self.port = int(self._server.effective_port)
         self._thread = threading.Thread(target=self._server.run, name=name, daemon=True)
         self._thread.start()
@@ -199,7 +219,7 @@ class RestServer:
                  settings: ServerSettings = ServerSettings(), health_port: int | None = None) -> None:
         s = settings
         self._served = _Served(
-            _share_large_bodies(create_app(view, s.max_streams)), "rest-server", host=host, port=port,
+            _share_large_bodies(create_app(view, s.max_streams)), "rest-server", s.min_send_rate, host=host, port=port,
             threads=s.threads + s.max_streams, connection_limit=connection_limit(s.connection_limit),
             backlog=s.backlog, channel_timeout=s.idle_timeout, cleanup_interval=max(1, min(s.idle_timeout, 30)),
             max_request_header_size=s.max_header_bytes, max_request_body_size=s.max_body_bytes)
@@ -239,7 +259,7 @@ class HealthServer:
     """The probes' own listener: two threads, a few connections, short timeouts, no request body."""
 
     def __init__(self, view: SchedulerView, host: str = "0.0.0.0", port: int = 0) -> None:
-        self._served = _Served(health_app(view), "rest-health", host=host, port=port, threads=2,
+        self._served = _Served(health_app(view), "rest-health", 1024, host=host, port=port, threads=2,
                                connection_limit=32, backlog=64, channel_timeout=5, cleanup_interval=1,
                                max_request_header_size=8 * 1024, max_request_body_size=0)
         self.host, self.port = host, self._served.port

@@ -185,6 +185,24 @@ def test_a_client_that_pipelines_requests_and_never_reads_is_cut_and_frees_its_t
         server.stop()
 
 
+def test_a_client_reading_its_answers_slower_than_the_minimum_rate_is_cut(big_dump):
+    # The rate is scaled up: loopback's send buffers take megabytes, so a client must read fast for
+    # the server to send at all (a slower one leaves it nothing to send, and is cut as idle)
+    server = _start(big_dump, idle_timeout=1, min_send_rate=64 * 2**20)
+    try:
+        _get(server, DUMP)
+        pipelined = f"GET {DUMP} HTTP/1.1\r\nHost: x\r\n\r\n".encode() * (128 * 2**20 // SHARED_BODY)
+        with _raw(server.port, pipelined, receive_buffer=256 * 1024) as slow:
+            def read_a_little() -> bool:  # at most 64 KiB every hundredth of a second: under 8 MiB/s
+                with contextlib.suppress(OSError):
+                    slow.recv(64 * 1024)
+                return server.connections == 0
+            wait_for(read_a_little, timeout=15, message="the slow reader cut")
+        assert _get(server, "/ws/v1/partitions")[0] == 200
+    finally:
+        server.stop()
+
+
 def _unanswered(server) -> bool:
     try:
         _get(server, "/ws/v1/partitions", timeout=1)
