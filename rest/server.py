@@ -44,6 +44,8 @@ from waitress.task import ThreadedTaskDispatcher
 from rest.app import MAX_BODY, Cluster, SchedulerView, create_app
 
 log = logging.getLogger(__name__)
+# Waitress warns of every request that waits for a thread: under load, a line per request
+logging.getLogger("waitress.queue").setLevel(logging.ERROR)
 
 SHARED_BODY = 256 * 1024  # answers at least this long are sent from the app's bytes, not a copy
 _SPARE_DESCRIPTORS = 256  # kept for everything but REST connections: the cluster's, files, the health listener
