@@ -226,7 +226,6 @@ class RestServer:
             backlog=s.backlog, channel_timeout=s.idle_timeout, cleanup_interval=max(1, min(s.idle_timeout, 30)),
             max_request_header_size=s.max_header_bytes, max_request_body_size=s.max_body_bytes)
         self.host, self.port = host, self._served.port
-        self.connection_limit = self._served.adj.connection_limit
         try:
             self.health = HealthServer(view, host, health_port) if health_port is not None else None
         except OSError:
