@@ -71,6 +71,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--namespace", default=os.environ.get("NAMESPACE", "default"),
                         help="namespace of the scheduler's configmaps (default: $NAMESPACE or 'default')")
     parser.add_argument("--rest-port", type=int, default=9080, help="REST API port (default 9080; 0 = any)")
+    parser.add_argument("--health-port", type=int, default=0,
+                        help="port of the liveness and readiness probes alone, apart from the API's load "
+                             "(default 0 = any free port, logged; the chart sets 9081)")
     parser.add_argument("--rest-host", default="0.0.0.0",
                         help="address the REST API listens on (default 0.0.0.0; 127.0.0.1 for this host only)")
     parser.add_argument("--rest-allowed-origins", default="*", metavar="ORIGINS",
@@ -213,7 +216,7 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
         try:
             rest = _start_rest(core, service, args, elector)
         except OSError as error:
-            log.error("cannot serve the REST API on port %d: %s", args.rest_port, error)
+            log.error("cannot serve the REST API on ports %d and %d: %s", args.rest_port, args.health_port, error)
             return 1
         if args.extender_tls is not None:
             try:
@@ -274,8 +277,8 @@ def _start_rest(core, service: SchedulerService, args: argparse.Namespace, elect
                          actor_failures=service.supervision.failures,
                          leadership=_leadership(elector, service) if elector is not None else None,
                          allowed_origins=parse_origins(args.rest_allowed_origins))
-    rest = server.start(view, host=args.rest_host, port=args.rest_port)
-    log.info("REST API at %s", rest.url)
+    rest = server.start(view, host=args.rest_host, port=args.rest_port, health_port=args.health_port)
+    log.info("REST API at %s, health probes at %s", rest.url, rest.health.url)
     return rest
 
 

@@ -167,6 +167,12 @@ def test_a_chunked_body_is_refused_with_411(server):
     assert answer.startswith(b"HTTP/1.1 411 ")
 
 
+def test_a_request_with_both_content_length_and_transfer_encoding_is_refused_with_400(server):
+    answer = _exchange(*server, b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                b"Content-Length: 7\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in answer
+
+
 def test_a_head_that_never_ends_is_refused_with_431(server):
     endless = b"POST /mutate HTTP/1.1\r\n" + b"X-Filler: " + b"a" * 16000 + b"\r\n"
     answer = _exchange(*server, endless * 120)  # no empty line: over the limit of 100 fields of 16 KiB
