@@ -145,7 +145,7 @@ def show_completion(core, finished_pods, total_pods: int, stop: threading.Event)
             print(file=sys.stderr)
             return False
         states: Counter[str] = Counter()
-        for partition in core.snapshot(max_age=0.5, areas=frozenset()).partitions:
+        for partition in core.snapshot(areas=frozenset()).partitions:
             states.update(partition.applications_by_state)
         completed, applications = states[COMPLETED], sum(states.values())
         finished = finished_pods()

@@ -79,7 +79,7 @@ def main(argv=None) -> int:
     feed(scheduler, args.nodes, args.asks)
     if not callback.done.wait(900):
         raise SystemExit(f"only {callback.count} of {args.asks} allocations")
-    server = RestServer(SchedulerView(scheduler, max_age=2.0), host="127.0.0.1", port=0,
+    server = RestServer(SchedulerView(scheduler), host="127.0.0.1", port=0,
                         settings=ServerSettings(connection_limit=args.clients + 100), health_port=0)
     _, size = answered_in(server.port, DUMP)
     before = rss_mib()

@@ -106,14 +106,14 @@ def test_a_request_with_both_content_length_and_transfer_encoding_is_refused_wit
 
 @pytest.fixture
 def big_dump(core_factory):
-    """A core whose full state dump is large enough to be served from the shared copy (snapshots are
-    shared for a minute, as between the scheduling batches of a busy core)."""
+    """A core whose full state dump is large enough to be served from the shared copy (the core is idle
+    once its allocations are made, so its snapshot and the dump built from it stay current)."""
     core = core_factory()
     core.nodes(50, vcore=64000, memory=2**40)
     core.app("big", queue="root.team")
     core.asks("big", 600, vcore=100, memory=2**20)
     wait_for(lambda: len(core.callback.new()) == 600, timeout=20, message="600 allocations")
-    return SchedulerView(core.scheduler, max_age=60.0)
+    return SchedulerView(core.scheduler)
 
 
 def _start(view, **settings) -> RestServer:
