@@ -64,6 +64,7 @@ class Tuning:
 
 class PartitionActor(Actor):
     kind = "partition"
+    contain_failures = True  # a message that raises is dropped: the partition schedules on
 
     def __init__(self, config: PartitionConfig, rm_id: str, callback: ResourceManagerCallback, ring: EventRing,
                  predicates: NodePredicates | None, tuning: Tuning, supervisor: Supervisor | None = None) -> None:

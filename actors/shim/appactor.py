@@ -21,6 +21,10 @@ each real pod of a task group takes over a placeholder's room (the core releases
 When the reservation times out the core says Resuming (Soft: once the placeholders are gone the real
 pods are scheduled as ordinary pods) or Failing (Hard: the pods fail with ``ResourceReservationTimeout``).
 
+One pod's failure is its own: an update of a pod that raises rejects that task (a Warning event says
+why) and the other pods go on; any other message that raises is dropped, said once on the originating
+pod, and the application goes on from where it was.
+
 In plugin mode the binder is the handoff: binds are recorded decisions, ``RetractTask`` returns a
 placement kube-scheduler did not carry out, and the handoff is told when a placed pod is settled.
 """
@@ -136,6 +140,7 @@ class ApplicationActor(PooledActor):
     ``placeholders``: how the gang's placeholders are made, or that gangs are off."""
 
     kind = "application"
+    contain_failures = True
 
     def __init__(self, first: PodRecord, tags: Mapping[str, str] | None, force: bool, *, outlet: pykka.ActorRef,
                  context: pykka.ActorRef, binder: pykka.ActorRef, recorder: pykka.ActorRef | None, board: StateBoard, plugin_mode: bool,
@@ -163,6 +168,8 @@ class ApplicationActor(PooledActor):
         self._gang: Gang | None = None
         self._timeout_told = False
         self._reserve_fenced = False  # placeholders a standby could not make: made once it leads
+        self._error_told = False
+        self._failed_pods: set[str] = set()  # uids whose handling raised: told once
         if not placeholders.disabled:
             self._gang, problems = read_gang(first.task_groups, first.policy_parameters)
             if problems:
@@ -184,6 +191,14 @@ class ApplicationActor(PooledActor):
         finally:
             self._flush()
 
+    def on_dropped(self, msg: Any, error: Exception) -> None:
+        super().on_dropped(msg, error)
+        if not self._error_told:
+            self._error_told = True
+            self._pod_event(self._originator, WARNING, "ApplicationError",
+                            f"application {self.app_id}: a {type(msg).__name__} could not be handled and was "
+                            f"dropped: {error!r}"[:1024])
+
     def on_stop(self) -> None:
         self._board.apps.hide(self.app_id)
 
@@ -194,10 +209,8 @@ class ApplicationActor(PooledActor):
 
     def on_TaskUpdates(self, msg: TaskUpdates) -> None:
         for update in msg.updates:
-            if update.deleted:
-                self._task_gone(update.pod)
-            else:
-                self._task_seen(update)
+            self._contained(update.pod, self._task_gone if update.deleted else self._task_seen,
+                            update.pod if update.deleted else update)
         if not self._tasks and self._machine.can("kill"):
             self._machine.fire("kill")
             self._to_core.append(si_pb2.RemoveApplicationRequest(applicationID=self.app_id, partitionName=PARTITION))
@@ -260,7 +273,35 @@ class ApplicationActor(PooledActor):
         elif not pod.held and self._asking()(task):
             self._submit(task)
 
+    def _contained(self, pod: PodRecord, handle: Callable[..., None], *args: Any) -> None:
+        """``handle(*args)`` for one pod; if it raises, that pod alone fails (``_task_failed``), and the
+        others of the message go on."""
+        sent = len(self._to_core)
+        try:
+            handle(*args)
+        except Exception as error:
+            del self._to_core[sent:]
+            self._task_failed(pod, error)
+
+    def _task_failed(self, pod: PodRecord, error: Exception) -> None:
+        """Handling ``pod`` raised: a task not placed yet is rejected; said on the pod and logged once."""
+        if pod.uid in self._failed_pods:
+            log.debug("application %s: pod %s failed again: %r", self.app_id, pod.full_name, error)
+            return
+        self._failed_pods.add(pod.uid)
+        log.error("application %s: handling pod %s failed: %r", self.app_id, pod.full_name, error, exc_info=error)
+        task = self._tasks.get(pod.uid)
+        if task is None and not pod.terminated:
+            task = self._tasks[pod.uid] = Task(pod, 0, self._board)
+        message = f"the scheduler could not handle pod {pod.full_name}: {error!r}"[:1024]
+        if task is not None and task.can("reject"):
+            task.fire("reject")
+            self._task_unschedulable(task, "TaskRejected", message)
+        else:
+            self._pod_event(pod, WARNING, "TaskError", message)
+
     def _task_gone(self, pod: PodRecord) -> None:
+        self._failed_pods.discard(pod.uid)
         task = self._tasks.pop(pod.uid, None)
         if task is None:
             return
@@ -304,7 +345,7 @@ class ApplicationActor(PooledActor):
         may_ask = self._asking()
         for task in sorted(self._tasks.values(), key=lambda t: (t.pod.created, t.pod.uid)):
             if task.state == TaskState.PENDING and not task.pod.held and may_ask(task):
-                self._submit(task)
+                self._contained(task.pod, self._submit, task)
 
     def _placeholders(self) -> list[Task]:
         return [t for t in self._tasks.values() if t.pod.placeholder and t.state not in TASK_TERMINAL]
@@ -465,7 +506,7 @@ class ApplicationActor(PooledActor):
             if task.pod.placeholder and task.state not in TASK_TERMINAL:
                 self._delete(task, message)
             elif task.state in _UNPLACED:
-                self._fail_task(task, reason, message)
+                self._contained(task.pod, self._fail_task, task, reason, message)
 
     def _fail_task(self, task: Task, reason: str, message: str) -> None:
         """The task will never run: reject it, say why on the pod, and fail the pod (as upstream)."""

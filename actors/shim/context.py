@@ -18,6 +18,11 @@ Pods: ``spec.schedulerName == yunikorn`` pods are tasks of applications (``appac
 a node are foreign and only counted by the node (``nodeactor``). Messages to the actors are collected
 while further messages wait and sent together at the end of a burst, the applications' before the
 nodes' (a node reporting a pod of ours needs its application in the core first).
+
+Containment: whatever raises while handling one object (a pod, a node, a namespace), starting its
+application's actor included, fails that object alone: it is logged once, a pod is told why with a
+Warning event and stays unscheduled, and every other object goes on. A message that raises outside
+any one object is dropped (``contain_failures``); the context never stops for either.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import dataclasses
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +62,7 @@ from actors.shim.messages import (
     NodeRecovered,
     PlacedElsewhere,
     PlacedPod,
+    PodCondition,
     PodsLeft,
     PodsOnNode,
     Registered,
@@ -112,6 +119,7 @@ class ShimContext(Actor):
     its ``supervisor``."""
 
     kind = "context"
+    contain_failures = True
 
     def __init__(self, core: CoreLink, board: StateBoard, settings: ContextSettings = ContextSettings(),
                  supervisor: Supervisor | None = None) -> None:
@@ -136,7 +144,8 @@ class ShimContext(Actor):
         self._mail = Mail()
         self._core_placed: dict[str, str] = {}  # pod uid -> the node the core allocated it on
         self._node_actors: dict[str, pykka.ActorRef] = {}
-        self._feedback: list[KubeEvent] = []
+        self._feedback: list[KubeEvent | PodCondition] = []
+        self._failed: set[tuple[str, str]] = set()  # (kind, key) of the objects whose handling raised
         self._registered_at = 0
         self._recovering: set[str] = set()
         self._nodes_total = 0
@@ -274,15 +283,17 @@ class ShimContext(Actor):
             if not live:
                 continue
             if kind == kinds.PODS:
-                self._pod_changed(previous, None if deleted else record)
+                self._contained(kind, record, self._pod_changed, previous, None if deleted else record)
             elif kind == kinds.NODES and deleted:
-                self._node_gone(record)
+                self._contained(kind, record, self._node_gone, record)
             elif kind == kinds.NODES:
-                self._node_seen(old, record)
+                self._contained(kind, record, self._node_seen, old, record)
             elif kind == kinds.CONFIGMAPS:
                 self._config_changed()
             elif kind in kinds.VOLUME_KINDS or kind == kinds.NAMESPACES:
                 related_changed = True
+            if deleted:
+                self._failed.discard((kind, record.key))
         if live and kind in kinds.VOLUME_KINDS and related_changed:
             self._claims_changed()
         elif live and kind == kinds.NAMESPACES and related_changed:
@@ -343,21 +354,16 @@ class ShimContext(Actor):
             if not pod.placeholder and not pod.terminated and self._managed(pod):
                 originators.setdefault(pod.app_id, pod)
         for pod in pods:
-            if pod.terminated:
-                continue
-            managed = self._managed(pod)
-            # A gang's placeholders are all known to its application before it hears from the core.
-            if managed and (pod.assigned or pod.placeholder):
-                self._to_app(pod, first=originators.get(pod.app_id))
-            if pod.assigned:
-                on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, not managed))
+            if not pod.terminated:
+                self._contained(kinds.PODS, pod, self._recover_pod, pod, originators, on_node)
         self._flush()
         for name, node in self._nodes.items():
             if node.invalid:
                 self._node_event(name, WARNING, "NodeRejected", f"node {name} not registered: {node.invalid}")
                 continue
-            self._recovering.add(name)
-            self._start_node(name, node, tuple(on_node.pop(name, ())))
+            self._contained(kinds.NODES, node, self._start_node, name, node, tuple(on_node.pop(name, ())))
+            if name in self._node_actors:
+                self._recovering.add(name)
         for name, pods in on_node.items():  # named by pods, not listed: lost until they appear
             self._start_node(name, None, tuple(pods))
         self._nodes_total = len(self._recovering)
@@ -367,6 +373,15 @@ class ShimContext(Actor):
             self._collector_pause.end(freeze=True)
             if self._leading:
                 self._recovery_done()
+
+    def _recover_pod(self, pod: PodRecord, originators: dict[str, PodRecord],
+                     on_node: dict[str, list[PlacedPod]]) -> None:
+        managed = self._managed(pod)
+        # A gang's placeholders are all known to its application before it hears from the core.
+        if managed and (pod.assigned or pod.placeholder):
+            self._to_app(pod, first=originators.get(pod.app_id))
+        if pod.assigned:
+            on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, not managed))
 
     def on_NodeRecovered(self, message: NodeRecovered) -> None:
         if message.name in self._recovering:
@@ -385,7 +400,7 @@ class ShimContext(Actor):
         self._fire("recovered")
         for pod in sorted(self._pods.values(), key=_age):
             if not pod.assigned and not pod.terminated and self._managed(pod) and pod.uid not in self._pod_app:
-                self._to_app(pod)
+                self._contained(kinds.PODS, pod, self._to_app, pod)
         if self._settings.await_lead:  # a standby's applications may now write what they could not
             self._flush()
             for ref in self._apps.values():
@@ -425,13 +440,13 @@ class ShimContext(Actor):
         """The pending pods whose affinity selects namespaces by label learn what it selects now."""
         for pod in self._pods.values():
             if pod.namespace_selectors and not pod.assigned and pod.uid in self._pod_app:
-                self._to_app(pod)
+                self._contained(kinds.PODS, pod, self._to_app, pod)
 
     def _claims_changed(self) -> None:
         """Claims, volumes or classes changed: the pending pods with claims learn what theirs resolve to."""
         for pod in self._pods.values():
             if pod.claims and not pod.assigned and pod.uid in self._pod_app:
-                self._to_app(pod)
+                self._contained(kinds.PODS, pod, self._to_app, pod)
 
     def _to_app(self, pod: PodRecord, deleted: bool = False, first: PodRecord | None = None) -> None:
         """Route a pod to its application's actor, starting it for a new application (declared by
@@ -599,6 +614,29 @@ class ShimContext(Actor):
         log.error("scheduler configuration refused, the configuration in force stays: %s", reason)
         self._event("ConfigMap", self._settings.namespace, CONFIGMAP_CONFIGS, "", WARNING, "ConfigurationRefused",
                     f"configuration refused, the previous one stays in force: {reason}"[:1024])
+
+    # ---- containment ---------------------------------------------------------------------------
+
+    def _contained(self, kind: str, record: Any, handle: Callable[..., None], *args: Any) -> None:
+        """``handle(*args)`` for one object; if it raises, that object alone fails (see the module docstring)."""
+        try:
+            handle(*args)
+        except Exception as error:
+            self._object_failed(kind, record, error)
+
+    def _object_failed(self, kind: str, record: Any, error: Exception) -> None:
+        failed = (kind, record.key)
+        if failed in self._failed:
+            log.debug("%s %s failed again: %r", kind, record.key, error)
+            return
+        self._failed.add(failed)
+        log.error("%s %s left aside, handling it failed: %r", kind, record.key, error, exc_info=error)
+        message = f"the scheduler could not handle this object: {error!r}"[:1024]
+        if kind == kinds.PODS:
+            self._event("Pod", record.namespace, record.name, record.uid, WARNING, "FailedScheduling", message)
+            self._feedback.append(PodCondition(record.namespace, record.name, record.uid, "Unschedulable", message))
+        elif kind == kinds.NODES:
+            self._node_event(record.name, WARNING, "NodeRejected", message)
 
     # ---- feedback and snapshots ----------------------------------------------------------------
 

@@ -11,11 +11,17 @@ object it never delivered is dropped.
 
 The blocking list/watch loop runs on the informer's own pump thread; the actor's thread only starts
 and stops it and answers ``InformerStatusRequest``.
+
+An object the parser cannot read, whatever it raises, is skipped alone and logged once (the others of
+its list or batch are delivered). The pump is supervised like an actor: anything else that ends it
+stops the informer and is reported with its name (``Informer(pods)``) to the supervisor, so liveness
+fails and the scheduler is restarted instead of running on blind.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -82,7 +88,8 @@ class Informer(Actor):
         self._stopping = threading.Event()
         self._stream: WatchStream | None = None
         self._status = InformerStatus(kind.name, False, 0, 0, 0, "")
-        self._pump = threading.Thread(target=self._run, name=f"informer-{kind.name}", daemon=True)
+        self._skipped: set[str] = set()  # namespace/name of the objects the parser refused, logged once
+        self._pump = threading.Thread(target=self._pump_supervised, name=f"informer-{kind.name}", daemon=True)
 
     def on_start(self) -> None:
         self._pump.start()
@@ -111,6 +118,15 @@ class Informer(Actor):
         return self._status
 
     # ---- the pump thread -----------------------------------------------------------------------
+
+    def _pump_supervised(self) -> None:
+        try:
+            self._run()
+        except Exception:
+            if self._stopping.is_set():
+                return
+            self.on_failure(*sys.exc_info())  # halts the pump and tells the supervisor, naming the informer
+            self.actor_ref.stop(block=False)
 
     def _run(self) -> None:
         store: dict[str, Any] = {}
@@ -203,9 +219,20 @@ class Informer(Actor):
     def _parse(self, raw: Mapping) -> Any:
         try:
             return self._kind.parse(raw)
-        except ValueError as error:
-            log.warning("informer %s: object skipped: %s", self._kind.name, error)
+        except Exception as error:  # one object's, whatever it is: the others go on
+            self._skip(raw, error)
             return None
+
+    def _skip(self, raw: Mapping, error: Exception) -> None:
+        metadata = raw.get("metadata") if isinstance(raw, Mapping) else None
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+        key = f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
+        if key in self._skipped:
+            return
+        if len(self._skipped) >= 10_000:  # a bound, not a cache: only the logging repeats after it
+            self._skipped.clear()
+        self._skipped.add(key)
+        log.warning("informer %s: object %s skipped, it cannot be read: %s", self._kind.name, key, f"{error!r}"[:512])
 
     def _publish(self, store: dict[str, Any], lists: int, watches: int, resource_version: str) -> None:
         self._status = InformerStatus(self._kind.name, lists > 0, len(store), lists, watches, resource_version)

@@ -64,6 +64,7 @@ class NodeActor(PooledActor):
     ``Lost``); ``pods`` are the pods already on it."""
 
     kind = "node"
+    contain_failures = True  # a node whose update raises keeps its actor: the message is dropped
 
     def __init__(self, name: str, record: NodeRecord | None, pods: tuple[PlacedPod, ...], *, context: pykka.ActorRef,
                  outlet: pykka.ActorRef, recorder: pykka.ActorRef | None, board: StateBoard, alarms: Alarms,

@@ -1,0 +1,170 @@
+"""One object's failure is its own: a pod, application or namespace whose handling raises (an exception
+nobody foresaw, injected here into the real code for one named object) fails that object alone, with
+a Warning event, while the shim context, the partition and the informers go on and a canary pod binds;
+an informer that does die fails liveness naming it; a scheduler started with the poison present
+comes up and schedules the others. Real scheduler, kubesim, the official client, the REST probes."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from actors.core import partition
+from actors.shim import kinds, translate
+from actors.shim.informer import Informer
+from tests.rest.test_with_cluster import served
+from tests.waiting import wait_for
+
+
+class Poisoned(RuntimeError):
+    """What the injected failure raises."""
+
+
+def raising_for(function, poisoned):
+    """``function``, raising ``Poisoned`` when ``poisoned(*args)`` says so."""
+    def wrapper(*args, **kwargs):
+        if poisoned(*args):
+            raise Poisoned("injected for this object")
+        return function(*args, **kwargs)
+    return wrapper
+
+
+def poison_application_submit(monkeypatch) -> None:
+    """Submitting application ``poison`` raises (on the context's thread, where its actor is built)."""
+    monkeypatch.setattr(translate, "add_application", raising_for(
+        translate.add_application, lambda pod, *_: pod.app_id == "poison"))
+
+
+def poison_task_ask(monkeypatch) -> None:
+    """Asking for pod ``poison-task`` raises (in its application's actor)."""
+    monkeypatch.setattr(translate, "allocation", raising_for(
+        translate.allocation, lambda pod, *_: pod.name == "poison-task"))
+
+
+def poison_pod_parse(monkeypatch) -> None:
+    """Reading pod ``unreadable`` raises (in the pods informer), as a JSON nested too deep did."""
+    monkeypatch.setattr(kinds, "parse_pod", raising_for(
+        kinds.parse_pod, lambda raw: raw["metadata"]["name"] == "unreadable"))
+
+
+def poison_core_application(monkeypatch) -> None:
+    """Adding application ``poison-core`` raises in the core's partition, as a namespace maxApps of "²" did."""
+    monkeypatch.setattr(partition, "AppPlacementInfo", raising_for(
+        partition.AppPlacementInfo, lambda app_id, *_: app_id == "poison-core"))
+
+
+def nodes(cluster) -> None:
+    cluster.node("node-a")
+
+
+def app(name: str) -> dict:
+    return {"applicationId": name}
+
+
+def canary_binds_beside(cluster, poisoned: str, poisoned_app: str, canary_app: str = "canary") -> None:
+    """Create the poisoned pod, then a canary; the canary is bound."""
+    cluster.pod(poisoned, labels=app(poisoned_app))
+    cluster.pod("canary", labels=app(canary_app))
+    cluster.wait_bound("canary")
+
+
+def probes_pass(cluster, http) -> None:
+    assert cluster.service.supervision.failures() == ()
+    assert http.get("/ws/v1/health/live") == (200, {"alive": True})
+    assert http.get("/ws/v1/health/ready")[0] == 200
+
+
+def warned(cluster, reason: str, name: str) -> list:
+    return wait_for(lambda: cluster.events(reason, name), timeout=10, message=f"a {reason} event on {name}")
+
+
+def test_an_application_whose_actor_cannot_be_built_fails_alone(tmp_path, monkeypatch):
+    poison_application_submit(monkeypatch)
+    with served(tmp_path, nodes) as (cluster, http):
+        canary_binds_beside(cluster, "poisoned", "poison")
+        [event] = warned(cluster, "FailedScheduling", "poisoned")
+        assert event.type == "Warning" and "Poisoned" in event.message
+        cluster.pod("later", labels=app("later"))  # the context still routes
+        cluster.wait_bound("later")
+        assert not cluster.bound("poisoned")
+        probes_pass(cluster, http)
+
+
+def test_a_pod_whose_ask_raises_is_rejected_and_its_application_goes_on(tmp_path, monkeypatch):
+    poison_task_ask(monkeypatch)
+    with served(tmp_path, nodes) as (cluster, http):
+        canary_binds_beside(cluster, "poison-task", "shared", "shared")  # one application: its actor goes on
+        [event] = warned(cluster, "TaskRejected", "poison-task")
+        assert event.type == "Warning" and "Poisoned" in event.message
+        state = wait_for(lambda: {p.name: p.state for p in cluster.service.state().pods}.get("poison-task"))
+        assert state == "Rejected" and not cluster.bound("poison-task")
+        probes_pass(cluster, http)
+
+
+def test_a_pod_the_informer_cannot_read_is_skipped_alone_and_logged_once(tmp_path, monkeypatch, caplog):
+    poison_pod_parse(monkeypatch)
+    caplog.set_level(logging.WARNING, logger="actors.shim.informer")
+    with served(tmp_path, nodes) as (cluster, http):
+        cluster.pod("unreadable", labels=app("unreadable"))
+        for attempt in range(3):  # updates of the same object: read (and refused) again, logged once
+            cluster.core_api.patch_namespaced_pod("unreadable", "default",
+                                                  {"metadata": {"labels": {"attempt": str(attempt)}}})
+        cluster.pod("canary", labels=app("canary"))
+        cluster.wait_bound("canary")
+        skipped = [r for r in caplog.records if "default/unreadable" in r.getMessage()]
+        assert len(skipped) == 1 and "Poisoned" in skipped[0].getMessage()
+        assert not cluster.bound("unreadable")
+        probes_pass(cluster, http)
+
+
+def test_an_application_the_core_cannot_add_is_rejected_and_the_partition_goes_on(tmp_path, monkeypatch):
+    poison_core_application(monkeypatch)
+    with served(tmp_path, nodes) as (cluster, http):
+        canary_binds_beside(cluster, "poisoned", "poison-core")
+        wait_for(lambda: cluster.pods()["poisoned"].get("status", {}).get("reason") == "ApplicationRejected",
+                 message="the poisoned pod failed as rejected")
+        [event] = warned(cluster, "ApplicationRejected", "poisoned")
+        assert "Poisoned" in event.message
+        cluster.pod("later", labels=app("later"))  # the partition still adds applications
+        cluster.wait_bound("later")
+        probes_pass(cluster, http)
+
+
+def test_an_informer_that_dies_fails_liveness_naming_it_once(tmp_path, monkeypatch, caplog):
+    with served(tmp_path, nodes) as (cluster, http):
+        caplog.set_level(logging.ERROR)
+        apply = Informer._apply
+
+        def dying(self, store, batch, resource_version):
+            if any(obj.get("metadata", {}).get("name") == "trigger" for _, obj in batch):
+                raise Poisoned("an informer's pump broken outside any one object")
+            return apply(self, store, batch, resource_version)
+
+        monkeypatch.setattr(Informer, "_apply", dying)
+        cluster.pod("trigger", labels=app("trigger"))
+        wait_for(lambda: http.get("/ws/v1/health/live")[0] == 503, message="liveness to fail")
+        assert http.get("/ws/v1/health/live") == (503, {"alive": False, "failedActors": ["Informer(pods)"]})
+        status, ready = http.get("/ws/v1/health/ready")
+        assert status == 503 and ready["failedActors"] == ["Informer(pods)"]
+        lines = [r.getMessage() for r in caplog.records if "Informer(pods)" in r.getMessage()]
+        assert lines == ["actor Informer(pods) stopped by a failure: Poisoned(\"an informer's pump broken "
+                         "outside any one object\")"]
+
+
+@pytest.mark.parametrize("poison", [poison_application_submit, poison_task_ask, poison_pod_parse,
+                                    poison_core_application])
+def test_a_restart_with_the_poison_present_comes_up_and_schedules_the_others(tmp_path, monkeypatch, poison):
+    def poisoned_cluster(cluster) -> None:
+        nodes(cluster)
+        for name, app_id in (("poisoned", "poison"), ("poison-task", "shared"), ("unreadable", "unreadable"),
+                             ("poisoned-core", "poison-core")):
+            cluster.pod(name, labels=app(app_id))
+        cluster.pod("canary-before", labels=app("shared"))
+
+    poison(monkeypatch)
+    with served(tmp_path, poisoned_cluster) as (cluster, http):  # served waits until it is Running
+        cluster.wait_bound("canary-before")
+        cluster.pod("canary-after", labels=app("after"))
+        cluster.wait_bound("canary-after")
+        probes_pass(cluster, http)
