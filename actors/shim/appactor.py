@@ -71,12 +71,13 @@ from actors.shim.messages import (
     RetractTask,
     Settle,
     Settled,
+    StopPlaceholders,
     TaskUpdate,
     TaskUpdates,
     ToCore,
     WaitingReason,
 )
-from actors.shim.placeholders import PlaceholderSettings
+from actors.shim.placeholders import Allowance, PlaceholderSettings, allowance
 from actors.shim.pods import FAILED, PodRecord
 from actors.shim.state import AppView, PodView, StateBoard
 from si import constants, si_pb2
@@ -137,14 +138,16 @@ class Task:
 class ApplicationActor(PooledActor):
     """See the module docstring. ``first`` is the pod that made the application known; ``tags`` are
     its namespace's application tags; ``force``: the application already runs pods (recovery);
-    ``placeholders``: how the gang's placeholders are made, or that gangs are off."""
+    ``placeholders``: how the gang's placeholders are made, or that gangs are off; ``pod_slots``: how
+    many pods the cluster's nodes together hold (a gang makes no more placeholders)."""
 
     kind = "application"
     contain_failures = True
 
     def __init__(self, first: PodRecord, tags: Mapping[str, str] | None, force: bool, *, outlet: pykka.ActorRef,
                  context: pykka.ActorRef, binder: pykka.ActorRef, recorder: pykka.ActorRef | None, board: StateBoard, plugin_mode: bool,
-                 placeholders: PlaceholderSettings | None = None, supervisor=None) -> None:
+                 placeholders: PlaceholderSettings | None = None, pod_slots: int = 0,
+                 supervisor=None) -> None:
         super().__init__(supervisor)
         self.app_id = first.app_id
         self._queue = first.queue
@@ -166,6 +169,8 @@ class ApplicationActor(PooledActor):
         self._placeholder_settings = placeholders = placeholders or PlaceholderSettings()
         self._originator = first
         self._gang: Gang | None = None
+        self._pod_slots = pod_slots
+        self._allowed: Allowance | None = None  # the placeholders the gang may have, once it reserves
         self._timeout_told = False
         self._reserve_fenced = False  # placeholders a standby could not make: made once it leads
         self._error_told = False
@@ -302,6 +307,8 @@ class ApplicationActor(PooledActor):
 
     def _task_gone(self, pod: PodRecord) -> None:
         self._failed_pods.discard(pod.uid)
+        if pod.uid == self._originator.uid and self.state == AppState.RESERVING:
+            self._binder.tell(StopPlaceholders(self.actor_ref))  # what it would make now has no owner
         task = self._tasks.pop(pod.uid, None)
         if task is None:
             return
@@ -336,7 +343,7 @@ class ApplicationActor(PooledActor):
         reserves, only its placeholders, all together once every one is seen, so that two gangs do not
         split a queue between them. Decided once per call: a large gang is not counted per task."""
         if self.state == AppState.RESERVING:
-            complete = len(self._placeholders()) >= self._gang.size
+            complete = len(self._placeholders()) >= self._allowed.total
             return lambda task: complete and task.pod.placeholder
         asking = self.state in _ASKING
         return lambda task: asking and not task.pod.placeholder
@@ -416,7 +423,17 @@ class ApplicationActor(PooledActor):
 
     def _reserve(self) -> None:
         """Accepted with a gang that has not started: make the placeholders that are not there yet (a
-        restart finds some or all of them) and ask only for them."""
+        restart finds some or all of them) and ask only for them. A gang capped (see ``placeholders``)
+        says why, reserves what it may and times out; one allowed none is scheduled without a gang."""
+        self._allowed = allowed = allowance(self._gang, self._pod_slots, self._placeholder_settings.max_per_gang)
+        if allowed.capped:
+            log.warning("application %s: gang of %d placeholders capped at %d: %s", self.app_id, self._gang.size,
+                        allowed.total, allowed.capped)
+            self._pod_event(self._originator, WARNING, "PlaceholdersCapped",
+                            f"Application {self.app_id}: {allowed.total} of the gang's {self._gang.size} placeholders "
+                            f"are created: {allowed.capped}"[:1024])
+        if not allowed.total:
+            return
         self._machine.fire("reserve")
         self._make_missing_placeholders()
 
@@ -429,8 +446,9 @@ class ApplicationActor(PooledActor):
         present: dict[str, int] = {}
         for task in self._placeholders():
             present[task.pod.task_group] = present.get(task.pod.task_group, 0) + 1
-        missing = tuple((g, g.min_member - present.get(g.name, 0)) for g in self._gang.groups
-                        if g.min_member > present.get(g.name, 0))
+        counts = self._allowed.counts
+        missing = tuple((g, counts[g.name] - present.get(g.name, 0)) for g in self._gang.groups
+                        if counts[g.name] > present.get(g.name, 0))
         if missing:
             self._binder.tell(CreatePlaceholders(self._originator, self._queue, missing, self._placeholder_settings,
                                                  self.actor_ref))

@@ -90,6 +90,7 @@ from actors.shim.state import RecoveryProgress, ShimStateSnapshot, StateBoard
 from actors.shim.topology import resolve_namespaces
 from actors.shim.volumes import VolumeCatalog
 from si import si_pb2
+from si.constants import PODS
 from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,7 @@ class ShimContext(Actor):
         self._listed: set[str] = set()
         self._pods: dict[str, PodRecord] = {}
         self._nodes: dict[str, NodeRecord] = {}
+        self._pod_slots = 0  # the pods the valid nodes together hold: a gang makes no more placeholders
         self._namespaces: dict[str, Any] = {}
         self._volumes = VolumeCatalog()
         self._priority_classes: dict[str, int] = {}
@@ -262,6 +264,8 @@ class ShimContext(Actor):
                 self._no_preemption_classes.add(record.name)
         if cache is None:
             return
+        if kind == kinds.NODES:
+            self._count_node(self._nodes.get(record.key), None if deleted else record)
         if deleted:
             cache.pop(record.key, None)
         else:
@@ -466,7 +470,8 @@ class ShimContext(Actor):
                 first or pod, namespace.app_tags if namespace else None, pod.assigned, outlet=peers.outlet,
                 context=self.actor_ref, binder=peers.binder, recorder=peers.recorder, board=self._board,
                 plugin_mode=self._settings.plugin_mode,
-                placeholders=self._config.settings.placeholders if self._config else None, supervisor=self._supervisor)
+                placeholders=self._config.settings.placeholders if self._config else None, pod_slots=self._pod_slots,
+                supervisor=self._supervisor)
             routed = self._app_pods[pod.app_id] = set()
         self._mail.to_app(self._apps[pod.app_id], TaskUpdate(pod, self._priority(pod), deleted))
         if not deleted:
@@ -494,6 +499,11 @@ class ShimContext(Actor):
         if not foreign and not placed_by_core and known and previous is not None and not previous.assigned:
             return  # its application reports it once its ask is withdrawn
         self._place(PlacedPod(self._resolved(pod), self._priority(pod), not placed_by_core, foreign))
+
+    def _count_node(self, old: NodeRecord | None, new: NodeRecord | None) -> None:
+        for record, sign in ((old, -1), (new, 1)):
+            if record is not None and not record.invalid:
+                self._pod_slots += sign * record.allocatable.get(PODS, 0)
 
     def on_PlacedElsewhere(self, message: PlacedElsewhere) -> None:
         self._place(message.placed)
