@@ -2,11 +2,14 @@
 nobody foresaw, injected here into the real code for one named object) fails that object alone, with
 a Warning event, while the shim context, the partition and the informers go on and a canary pod binds;
 an informer that does die fails liveness naming it; a scheduler started with the poison present
-comes up and schedules the others. Real scheduler, kubesim, the official client, the REST probes."""
+comes up and schedules the others. The last tests send the hostile values of issue 27's findings
+themselves, before and after a start. Real scheduler, kubesim, the official client, the REST probes."""
 
 from __future__ import annotations
 
+import json
 import logging
+import urllib.request
 
 import pytest
 
@@ -167,4 +170,52 @@ def test_a_restart_with_the_poison_present_comes_up_and_schedules_the_others(tmp
         cluster.wait_bound("canary-before")
         cluster.pod("canary-after", labels=app("after"))
         cluster.wait_bound("canary-after")
+        probes_pass(cluster, http)
+
+
+NESTED = "[" * 5000 + "]" * 5000
+HOSTILE_PODS = {  # (annotations, spec fields): the values of the findings, each of which stopped the scheduler
+    "F1-policy": ({"yunikorn.apache.org/schedulingPolicyParameters": "placeholderTimeoutInSeconds=²",
+                   "yunikorn.apache.org/task-groups": "[]"}, {}),
+    "F2-user-info": ({"yunikorn.apache.org/user.info": NESTED}, {}),
+    "F2-affinity": ({}, {"affinity": {"nodeAffinity": "everywhere"}}),
+    "F9-priority": ({}, {"priority": 2**31}),
+}
+
+
+def hostile_pod(cluster, name: str, finding: str) -> None:
+    """Posted as raw JSON, as kubectl sends a manifest (the official client refuses some of these)."""
+    annotations, spec = HOSTILE_PODS[finding]
+    body = {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": app(name), "annotations": annotations},
+            "spec": {"schedulerName": "yunikorn", **spec,
+                     "containers": [{"name": "main", "image": "busybox",
+                                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
+    request = urllib.request.Request(f"{cluster.sim.url}/api/v1/namespaces/default/pods", method="POST",
+                                     data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 201
+
+
+@pytest.mark.parametrize("finding", HOSTILE_PODS)
+def test_the_hostile_values_of_the_findings_stop_nothing_before_or_after_a_restart(tmp_path, finding):
+    def hostile_cluster(cluster) -> None:
+        nodes(cluster)
+        hostile_pod(cluster, f"before-{finding.lower()}", finding)
+
+    with served(tmp_path, hostile_cluster) as (cluster, http):
+        hostile_pod(cluster, f"after-{finding.lower()}", finding)
+        cluster.pod("canary", labels=app("canary"))
+        cluster.wait_bound("canary")
+        probes_pass(cluster, http)
+
+
+def test_a_namespace_max_apps_that_is_no_number_stops_nothing(tmp_path):
+    def hostile_namespace(cluster) -> None:
+        nodes(cluster)
+        cluster.sim.create_namespace("tenant", {"yunikorn.apache.org/namespace.maxApps": "²"})
+
+    with served(tmp_path, hostile_namespace) as (cluster, http):
+        cluster.pod("poisoned", namespace="tenant", labels=app("tenant-app"))
+        canary_binds_beside(cluster, "poisoned-too", "tenant-app-2")
         probes_pass(cluster, http)
