@@ -21,7 +21,8 @@ nodes' (a node reporting a pod of ours needs its application in the core first).
 
 Containment: whatever raises while handling one object (a pod, a node, a namespace), starting its
 application's actor included, fails that object alone: it is logged once, a pod is told why with a
-Warning event and stays unscheduled, and every other object goes on. A message that raises outside
+Warning event and stays unscheduled (one already on a node is counted there as a foreign pod, so its
+room stays taken), and every other object goes on. A message that raises outside
 any one object is dropped (``contain_failures``); the context never stops for either.
 """
 
@@ -383,9 +384,10 @@ class ShimContext(Actor):
         managed = self._managed(pod)
         # A gang's placeholders are all known to its application before it hears from the core.
         if managed and (pod.assigned or pod.placeholder):
-            self._to_app(pod, first=originators.get(pod.app_id))
+            self._contained(kinds.PODS, pod, self._to_app, pod, False, originators.get(pod.app_id))
         if pod.assigned:
-            on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, not managed))
+            foreign = not managed or self._left_aside(pod)
+            on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, foreign))
 
     def on_NodeRecovered(self, message: NodeRecovered) -> None:
         if message.name in self._recovering:
@@ -425,7 +427,7 @@ class ShimContext(Actor):
         current = pod or previous
         known = current.uid in self._pod_app
         if self._managed(current) and (pod is None or pod.assigned or self._running or known):
-            self._to_app(current, deleted=pod is None)
+            self._contained(kinds.PODS, current, self._to_app, current, pod is None)
         self._to_node(previous, pod, known)
         if pod is None or pod.terminated:
             self._core_placed.pop(current.uid, None)
@@ -494,7 +496,7 @@ class ShimContext(Actor):
             self._mail.to_node(was, PodsLeft((previous,)))
         if not now or (now == was and previous.resource == pod.resource):
             return
-        foreign = not self._managed(pod)
+        foreign = not self._managed(pod) or self._left_aside(pod)
         placed_by_core = self._core_placed.get(pod.uid) == now
         if not foreign and not placed_by_core and known and previous is not None and not previous.assigned:
             return  # its application reports it once its ask is withdrawn
@@ -634,13 +636,18 @@ class ShimContext(Actor):
         except Exception as error:
             self._object_failed(kind, record, error)
 
+    def _left_aside(self, pod: PodRecord) -> bool:
+        """Whether ``pod`` failed: on a node it is then counted as a foreign pod, so its room stays taken."""
+        return (kinds.PODS, pod.key) in self._failed
+
     def _object_failed(self, kind: str, record: Any, error: Exception) -> None:
         failed = (kind, record.key)
+        name = getattr(record, "full_name", record.key)
         if failed in self._failed:
-            log.debug("%s %s failed again: %r", kind, record.key, error)
+            log.debug("%s %s failed again: %r", kind, name, error)
             return
         self._failed.add(failed)
-        log.error("%s %s left aside, handling it failed: %r", kind, record.key, error, exc_info=error)
+        log.error("%s %s left aside, handling it failed: %r", kind, name, error, exc_info=error)
         message = f"the scheduler could not handle this object: {error!r}"[:1024]
         if kind == kinds.PODS:
             self._event("Pod", record.namespace, record.name, record.uid, WARNING, "FailedScheduling", message)

@@ -173,6 +173,31 @@ def test_a_restart_with_the_poison_present_comes_up_and_schedules_the_others(tmp
         probes_pass(cluster, http)
 
 
+@pytest.mark.parametrize("when", ["at start", "while running"])
+def test_a_running_pod_left_aside_still_holds_its_room_on_its_node(tmp_path, monkeypatch, when):
+    poison_application_submit(monkeypatch)
+
+    def bound_poison(cluster) -> None:
+        cluster.pod("poisoned", cpu="3", node="node-a", labels=app("poison"))  # bound by someone else
+
+    def prepare(cluster) -> None:
+        nodes(cluster)  # node-a: 4 cpu
+        if when == "at start":
+            bound_poison(cluster)
+
+    with served(tmp_path, prepare) as (cluster, http):
+        if when == "while running":
+            bound_poison(cluster)
+            warned(cluster, "FailedScheduling", "poisoned")
+        cluster.pod("too-big", cpu="2", labels=app("big"))
+        cluster.pod("fits", cpu="500m", labels=app("small"))
+        cluster.wait_bound("fits")
+        wait_for(lambda: cluster.events("FailedScheduling", "too-big"), message="the big pod found no room")
+        assert not cluster.bound("too-big")
+        cluster.assert_consistent()
+        probes_pass(cluster, http)
+
+
 NESTED = "[" * 5000 + "]" * 5000
 HOSTILE_PODS = {  # (annotations, spec fields): the values of the findings, each of which stopped the scheduler
     "F1-policy": ({"yunikorn.apache.org/schedulingPolicyParameters": "placeholderTimeoutInSeconds=²",
