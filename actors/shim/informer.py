@@ -13,7 +13,8 @@ The blocking list/watch loop runs on the informer's own pump thread; the actor's
 and stops it and answers ``InformerStatusRequest``.
 
 An object the parser cannot read, whatever it raises, is skipped alone and logged once (the others of
-its list or batch are delivered). The pump is supervised like an actor: anything else that ends it
+its list or batch are delivered); the last version of it that could be read stands until the object
+is deleted, so a pod still running keeps its room, and its deletion is delivered. The pump is supervised like an actor: anything else that ends it
 stops the informer and is reported with its name (``Informer(pods)``) to the supervisor, so liveness
 fails and the scheduler is restarted instead of running on blind.
 """
@@ -170,6 +171,8 @@ class Informer(Actor):
         fresh = {}
         for raw in items:
             record = self._parse(raw)
+            if record is None:
+                record = store.get(_stored_key(store, raw))  # unreadable now: its last version stands
             if record is not None:
                 fresh[record.key] = record
         if first:
@@ -202,6 +205,9 @@ class Informer(Actor):
                 continue
             record = self._parse(obj)
             if record is None:
+                key = _stored_key(store, obj) if event == "DELETED" else None
+                if key is not None:  # unreadable, but gone: its last version leaves
+                    changes.append(Deleted(store.pop(key)))
                 continue
             old = store.get(record.key)
             if event == "DELETED":
@@ -236,3 +242,16 @@ class Informer(Actor):
 
     def _publish(self, store: dict[str, Any], lists: int, watches: int, resource_version: str) -> None:
         self._status = InformerStatus(self._kind.name, lists > 0, len(store), lists, watches, resource_version)
+
+
+def _stored_key(store: Mapping[str, Any], raw: Any) -> str | None:
+    """The key under which ``store`` holds the object ``raw`` names, read from its metadata alone
+    (records are keyed by uid, ``namespace/name`` or name); ``None`` when it holds none."""
+    metadata = raw.get("metadata") if isinstance(raw, Mapping) else None
+    if not isinstance(metadata, Mapping):
+        return None
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    for key in (metadata.get("uid"), f"{namespace}/{name}" if namespace else None, name):
+        if isinstance(key, str) and key in store:
+            return key
+    return None

@@ -198,6 +198,33 @@ def test_a_running_pod_left_aside_still_holds_its_room_on_its_node(tmp_path, mon
         probes_pass(cluster, http)
 
 
+@pytest.mark.parametrize("then", ["deleted", "listed again"])
+def test_a_pod_that_becomes_unreadable_keeps_its_room_until_it_is_deleted(tmp_path, monkeypatch, caplog, then):
+    monkeypatch.setattr(kinds, "parse_pod", raising_for(
+        kinds.parse_pod, lambda raw: raw["metadata"].get("labels", {}).get("poison") == "yes"))
+    caplog.set_level(logging.WARNING, logger="actors.shim.informer")
+    with served(tmp_path, nodes) as (cluster, http):  # node-a: 4 cpu
+        cluster.pod("holder", cpu="3", labels=app("holder"))
+        cluster.wait_bound("holder")
+        cluster.core_api.patch_namespaced_pod("holder", "default", {"metadata": {"labels": {"poison": "yes"}}})
+        wait_for(lambda: any("default/holder" in r.getMessage() for r in caplog.records), message="holder skipped")
+        if then == "deleted":
+            cluster.core_api.delete_namespaced_pod("holder", "default")
+        else:
+            cluster.sim.faults.gone_next_watches(resource="pods")
+            cluster.sim.faults.drop_watches()
+            wait_for(lambda: [s for s in cluster.service.informer_status() if s.kind == "pods"][0].lists >= 2,
+                     message="the pods listed again")
+        cluster.pod("next", cpu="3", labels=app("next"))
+        if then == "deleted":
+            cluster.wait_bound("next")  # the room of the deleted pod was freed
+        else:
+            wait_for(lambda: cluster.events("FailedScheduling", "next"), message="no room for the next pod")
+            assert not cluster.bound("next")
+        cluster.assert_consistent()
+        probes_pass(cluster, http)
+
+
 NESTED = "[" * 5000 + "]" * 5000
 HOSTILE_PODS = {  # (annotations, spec fields): the values of the findings, each of which stopped the scheduler
     "F1-policy": ({"yunikorn.apache.org/schedulingPolicyParameters": "placeholderTimeoutInSeconds=²",
