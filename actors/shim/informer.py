@@ -14,9 +14,10 @@ and stops it and answers ``InformerStatusRequest``.
 
 An object the parser cannot read, whatever it raises, is skipped alone and logged once (the others of
 its list or batch are delivered); the last version of it that could be read stands until the object
-is deleted, so a pod still running keeps its room, and its deletion is delivered. The pump is supervised like an actor: anything else that ends it
-stops the informer and is reported with its name (``Informer(pods)``) to the supervisor, so liveness
-fails and the scheduler is restarted instead of running on blind.
+is deleted, so a pod still running keeps its room, and its deletion is delivered. The pump is
+supervised like an actor: anything else that ends it stops the informer and is reported with its name
+(``Informer(pods)``) to the supervisor, so liveness fails and the scheduler is restarted instead of
+running on blind.
 """
 
 from __future__ import annotations
@@ -230,8 +231,7 @@ class Informer(Actor):
             return None
 
     def _skip(self, raw: Mapping, error: Exception) -> None:
-        metadata = raw.get("metadata") if isinstance(raw, Mapping) else None
-        metadata = metadata if isinstance(metadata, Mapping) else {}
+        metadata = _metadata(raw)
         key = f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
         if key in self._skipped:
             return
@@ -247,11 +247,14 @@ class Informer(Actor):
 def _stored_key(store: Mapping[str, Any], raw: Any) -> str | None:
     """The key under which ``store`` holds the object ``raw`` names, read from its metadata alone
     (records are keyed by uid, ``namespace/name`` or name); ``None`` when it holds none."""
-    metadata = raw.get("metadata") if isinstance(raw, Mapping) else None
-    if not isinstance(metadata, Mapping):
-        return None
+    metadata = _metadata(raw)
     name, namespace = metadata.get("name"), metadata.get("namespace")
     for key in (metadata.get("uid"), f"{namespace}/{name}" if namespace else None, name):
         if isinstance(key, str) and key in store:
             return key
     return None
+
+
+def _metadata(raw: Any) -> Mapping:
+    metadata = raw.get("metadata") if isinstance(raw, Mapping) else None
+    return metadata if isinstance(metadata, Mapping) else {}
