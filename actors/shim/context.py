@@ -23,7 +23,8 @@ Containment: whatever raises while handling one object (a pod, a node, a namespa
 application's actor included, fails that object alone: it is logged once, a pod is told why with a
 Warning event and stays unscheduled (one already on a node is counted there as a foreign pod, so its
 room stays taken), and every other object goes on. A message that raises outside
-any one object is dropped (``contain_failures``); the context never stops for either.
+any one object is dropped (``contain_failures``) once it runs; during start-up it stops the context,
+so liveness fails instead of the scheduler staying unready for good.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ log = logging.getLogger(__name__)
 
 MAX_COLLECTOR_PAUSE = 60.0  # seconds a recovery may hold the garbage collector off
 FLUSH_AT = 2000  # routed messages collected before they are sent even though messages still wait
+_STARTING = frozenset({SchedulerState.NEW, SchedulerState.REGISTERED, SchedulerState.RECOVERING})
 ALL_KINDS = frozenset({kinds.PODS, kinds.NODES, kinds.CONFIGMAPS, kinds.NAMESPACES, kinds.PRIORITY_CLASSES,
                        *kinds.VOLUME_KINDS})
 
@@ -165,6 +167,11 @@ class ShimContext(Actor):
     def on_failure(self, *exc_info) -> None:
         self._collector_pause.end(freeze=False)
         super().on_failure(*exc_info)
+
+    def on_dropped(self, msg: Any, error: Exception) -> None:
+        if self._machine.state in _STARTING:
+            raise error  # a start-up that cannot finish stops the context (liveness fails), never hangs unready
+        super().on_dropped(msg, error)
 
     def on_stop(self) -> None:
         self._collector_pause.end(freeze=False)

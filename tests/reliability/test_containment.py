@@ -15,6 +15,7 @@ import pytest
 
 from actors.core import partition
 from actors.shim import kinds, translate
+from actors.shim.context import ShimContext
 from actors.shim.informer import Informer
 from tests.rest.test_with_cluster import served
 from tests.waiting import wait_for
@@ -153,6 +154,18 @@ def test_an_informer_that_dies_fails_liveness_naming_it_once(tmp_path, monkeypat
         lines = [r.getMessage() for r in caplog.records if "Informer(pods)" in r.getMessage()]
         assert lines == ["actor Informer(pods) stopped by a failure: Poisoned(\"an informer's pump broken "
                          "outside any one object\")"]
+
+
+def test_a_start_up_that_cannot_finish_fails_liveness_instead_of_staying_unready(cluster, monkeypatch):
+    def broken(self):
+        raise Poisoned("start-up broken outside any one object")
+
+    monkeypatch.setattr(ShimContext, "_recover", broken)
+    cluster.node("node-a")
+    with pytest.raises(AssertionError):
+        cluster.start_scheduler(running_timeout=3)
+    failures = wait_for(cluster.service.supervision.failures, message="the context reported")
+    assert [f.actor.split("(")[0] for f in failures] == ["ShimContext"] and "start-up broken" in failures[0].error
 
 
 @pytest.mark.parametrize("poison", [poison_application_submit, poison_task_ask, poison_pod_parse,
