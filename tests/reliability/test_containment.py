@@ -151,6 +151,9 @@ def test_an_informer_that_dies_fails_liveness_naming_it_once(tmp_path, monkeypat
         assert http.get("/ws/v1/health/live") == (503, {"alive": False, "failedActors": ["Informer(pods)"]})
         status, ready = http.get("/ws/v1/health/ready")
         assert status == 503 and ready["failedActors"] == ["Informer(pods)"]
+        health = http.ok("/ws/v1/scheduler/healthcheck")
+        [actors] = [check for check in health["HealthChecks"] if check["Name"] == "Actors"]
+        assert not health["Healthy"] and not actors["Succeeded"] and "Informer(pods)" in actors["DiagnosisMessage"]
         lines = [r.getMessage() for r in caplog.records if "Informer(pods)" in r.getMessage()]
         assert lines == ["actor Informer(pods) stopped by a failure: Poisoned(\"an informer's pump broken "
                          "outside any one object\")"]
