@@ -10,11 +10,14 @@ core; when it returns it recovers again, reporting every pod on it. ``Removed`` 
 
 The node reports the allocations of foreign pods and of the pods of ours the core did not place
 (``PlacedPod.report``), and releases them when they leave; it tells the context once it has recovered
-(``NodeRecovered``) and when there is nothing left to watch (``NodeGone``).
+(``NodeRecovered``) and when there is nothing left to watch (``NodeGone``). A pod whose report cannot
+be built (a priority beyond int32) is counted as another scheduler's pod at priority 0: the room it
+takes is never given away, whatever else it holds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
@@ -195,6 +198,16 @@ class NodeActor(PooledActor):
             log.warning("pod %s on node %s not counted: %s", pod.full_name, self.node_name, pod.invalid)
             return None
         self._reported.add(pod.uid)
+        try:
+            return self._report(placed)
+        except Exception as error:  # the room it takes is counted whatever else it holds
+            log.error("pod %s on node %s counted as another scheduler's pod at priority 0: %r", pod.full_name,
+                      self.node_name, error)
+            placed = self._pods[pod.uid] = dataclasses.replace(placed, priority=0, foreign=True)
+            return self._report(placed)
+
+    def _report(self, placed: PlacedPod) -> si_pb2.Allocation:
+        pod = placed.pod
         if not placed.foreign:
             return translate.allocation(pod, placed.priority, PARTITION, self.node_name)
         self._board.pods.show(_foreign_view(pod))

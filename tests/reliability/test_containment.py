@@ -73,6 +73,17 @@ def canary_binds_beside(cluster, poisoned: str, poisoned_app: str, canary_app: s
     cluster.wait_bound("canary")
 
 
+def assert_room_still_taken(cluster, http) -> None:
+    """node-a (4 cpu) holds a 3 cpu pod: a 2 cpu pod finds no room there, a 500m one does."""
+    cluster.pod("too-big", cpu="2", labels=app("big"))
+    cluster.pod("fits", cpu="500m", labels=app("small"))
+    cluster.wait_bound("fits")
+    wait_for(lambda: cluster.events("FailedScheduling", "too-big"), message="the big pod found no room")
+    assert not cluster.bound("too-big")
+    cluster.assert_consistent()
+    probes_pass(cluster, http)
+
+
 def probes_pass(cluster, http) -> None:
     assert cluster.service.supervision.failures() == ()
     assert http.get("/ws/v1/health/live") == (200, {"alive": True})
@@ -205,13 +216,7 @@ def test_a_running_pod_left_aside_still_holds_its_room_on_its_node(tmp_path, mon
         if when == "while running":
             bound_poison(cluster)
             warned(cluster, "FailedScheduling", "poisoned")
-        cluster.pod("too-big", cpu="2", labels=app("big"))
-        cluster.pod("fits", cpu="500m", labels=app("small"))
-        cluster.wait_bound("fits")
-        wait_for(lambda: cluster.events("FailedScheduling", "too-big"), message="the big pod found no room")
-        assert not cluster.bound("too-big")
-        cluster.assert_consistent()
-        probes_pass(cluster, http)
+        assert_room_still_taken(cluster, http)
 
 
 @pytest.mark.parametrize("then", ["deleted", "listed again"])
@@ -251,14 +256,16 @@ HOSTILE_PODS = {  # (annotations, spec fields): the values of the findings, each
 }
 
 
-def hostile_pod(cluster, name: str, finding: str) -> None:
+def hostile_pod(cluster, name: str, finding: str, cpu: str = "100m", node: str = "") -> None:
     """Posted as raw JSON, as kubectl sends a manifest (the official client refuses some of these)."""
     annotations, spec = HOSTILE_PODS[finding]
+    if node:
+        spec = {**spec, "nodeName": node}
     body = {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": "default", "labels": app(name), "annotations": annotations},
             "spec": {"schedulerName": "yunikorn", **spec,
                      "containers": [{"name": "main", "image": "busybox",
-                                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
+                                     "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}}
     request = urllib.request.Request(f"{cluster.sim.url}/api/v1/namespaces/default/pods", method="POST",
                                      data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=10) as response:
@@ -287,3 +294,16 @@ def test_a_namespace_max_apps_that_is_no_number_stops_nothing(tmp_path):
         cluster.pod("poisoned", namespace="tenant", labels=app("tenant-app"))
         canary_binds_beside(cluster, "poisoned-too", "tenant-app-2")
         probes_pass(cluster, http)
+
+
+@pytest.mark.parametrize("when", ["at start", "while running"])
+def test_a_running_pod_whose_priority_is_out_of_range_holds_its_room(tmp_path, when):
+    def prepare(cluster) -> None:
+        nodes(cluster)  # node-a: 4 cpu
+        if when == "at start":
+            hostile_pod(cluster, "hostile", "F9-priority", cpu="3", node="node-a")
+
+    with served(tmp_path, prepare) as (cluster, http):
+        if when == "while running":
+            hostile_pod(cluster, "hostile", "F9-priority", cpu="3", node="node-a")
+        assert_room_still_taken(cluster, http)
