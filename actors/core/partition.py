@@ -204,27 +204,32 @@ class Partition(NodeHolds):
 
     # Nodes.
     def update_nodes(self, infos) -> None:
+        """One at a time: a node whose handling raises is refused alone, never the batch."""
         for info in infos:
             with self._one("node", info.nodeID, self._refuse_node, info):
-                action = info.action
-                node = self.nodes.get(info.nodeID)
-                if action in (Action.CREATE, Action.CREATE_DRAIN):
-                    if node is not None:
-                        self.outbox.rejected_nodes.append(si_pb2.RejectedNode(
-                            nodeID=info.nodeID, reason=f"node {info.nodeID} already exists"))
-                        continue
-                    self._add_node(info, schedulable=action == Action.CREATE)
-                elif node is None:
+                self._update_nodes((info,))
+
+    def _update_nodes(self, infos) -> None:
+        for info in infos:
+            action = info.action
+            node = self.nodes.get(info.nodeID)
+            if action in (Action.CREATE, Action.CREATE_DRAIN):
+                if node is not None:
                     self.outbox.rejected_nodes.append(si_pb2.RejectedNode(
-                        nodeID=info.nodeID, reason=f"node {info.nodeID} not found"))
-                elif action == Action.UPDATE:
-                    self._update_node(node, info)
-                elif action in (Action.DRAIN_NODE, Action.DRAIN_TO_SCHEDULABLE):
-                    node.schedulable = action == Action.DRAIN_TO_SCHEDULABLE
-                    self.index.update(node)
-                    self._event(E.NODE, node.node_id, E.NODE_SCHEDULABLE, E.SET, str(node.schedulable).lower())
-                elif action == Action.DECOMISSION:
-                    self._remove_node(node)
+                        nodeID=info.nodeID, reason=f"node {info.nodeID} already exists"))
+                    continue
+                self._add_node(info, schedulable=action == Action.CREATE)
+            elif node is None:
+                self.outbox.rejected_nodes.append(si_pb2.RejectedNode(
+                    nodeID=info.nodeID, reason=f"node {info.nodeID} not found"))
+            elif action == Action.UPDATE:
+                self._update_node(node, info)
+            elif action in (Action.DRAIN_NODE, Action.DRAIN_TO_SCHEDULABLE):
+                node.schedulable = action == Action.DRAIN_TO_SCHEDULABLE
+                self.index.update(node)
+                self._event(E.NODE, node.node_id, E.NODE_SCHEDULABLE, E.SET, str(node.schedulable).lower())
+            elif action == Action.DECOMISSION:
+                self._remove_node(node)
         self.dirty = True
 
     def _add_node(self, info: si_pb2.NodeInfo, schedulable: bool) -> None:
@@ -273,44 +278,49 @@ class Partition(NodeHolds):
 
     # Applications.
     def add_applications(self, requests) -> None:
-        self.stats.add("apps_new", len(requests))
+        """One at a time: an application whose handling raises is refused alone, never the batch."""
         for request in requests:
             with self._one("application", request.applicationID, self._refuse_app, request):
-                if request.applicationID in self.apps:
-                    self.outbox.rejected_apps.append(si_pb2.RejectedApplication(
-                        applicationID=request.applicationID,
-                        reason=f"application {request.applicationID} already exists"))
-                    continue
-                tags = dict(request.tags)
-                tags.setdefault(APP_TAG_NAMESPACE, tags.get(TAG_NAMESPACE, ""))
-                user = request.ugi.user or "nobody"
-                try:
-                    groups = self.group_resolver.groups(user, tuple(request.ugi.groups))
-                except UnknownUser as error:
-                    self._reject_app(request, str(error))
-                    continue
-                info = AppPlacementInfo(request.applicationID, request.queueName, user, groups, tags)
-                try:
-                    placement = self.placement.place(info, self.queues)
-                except PlacementRejected as rejected:
-                    self._reject_app(request, rejected.reason)
-                    continue
-                queue = self.queues.create(placement.queue_path) if placement.create else self.queues.get(placement.queue_path)
-                if placement.create:
-                    self._event(E.QUEUE, queue.path, E.QUEUE_DYNAMIC, E.ADD, "created by placement rule")
-                if not queue.managed and queue.path != RECOVERY_QUEUE:
-                    self._apply_tag_limits(queue, tags)
-                too_large = _gang_too_large(queue, Resource.from_proto(request.placeholderAsk))
-                if too_large:
-                    self._reject_app(request, too_large)
-                    continue
-                app = Application(request, self.name, queue.path)
-                app.groups = groups
-                self.apps[app.application_id] = app
-                queue.apps[app.application_id] = app
-                self.outbox.accepted_apps.append(si_pb2.AcceptedApplication(applicationID=app.application_id))
-                self._event(E.APP, app.application_id, E.APP_NEW, E.ADD, f"placed in {queue.path}")
-                self._event(E.QUEUE, queue.path, E.QUEUE_APP, E.ADD, "", app.application_id)
+                self._add_applications((request,))
+
+    def _add_applications(self, requests) -> None:
+        self.stats.add("apps_new", len(requests))
+        for request in requests:
+            if request.applicationID in self.apps:
+                self.outbox.rejected_apps.append(si_pb2.RejectedApplication(
+                    applicationID=request.applicationID,
+                    reason=f"application {request.applicationID} already exists"))
+                continue
+            tags = dict(request.tags)
+            tags.setdefault(APP_TAG_NAMESPACE, tags.get(TAG_NAMESPACE, ""))
+            user = request.ugi.user or "nobody"
+            try:
+                groups = self.group_resolver.groups(user, tuple(request.ugi.groups))
+            except UnknownUser as error:
+                self._reject_app(request, str(error))
+                continue
+            info = AppPlacementInfo(request.applicationID, request.queueName, user, groups, tags)
+            try:
+                placement = self.placement.place(info, self.queues)
+            except PlacementRejected as rejected:
+                self._reject_app(request, rejected.reason)
+                continue
+            queue = self.queues.create(placement.queue_path) if placement.create else self.queues.get(placement.queue_path)
+            if placement.create:
+                self._event(E.QUEUE, queue.path, E.QUEUE_DYNAMIC, E.ADD, "created by placement rule")
+            if not queue.managed and queue.path != RECOVERY_QUEUE:
+                self._apply_tag_limits(queue, tags)
+            too_large = _gang_too_large(queue, Resource.from_proto(request.placeholderAsk))
+            if too_large:
+                self._reject_app(request, too_large)
+                continue
+            app = Application(request, self.name, queue.path)
+            app.groups = groups
+            self.apps[app.application_id] = app
+            queue.apps[app.application_id] = app
+            self.outbox.accepted_apps.append(si_pb2.AcceptedApplication(applicationID=app.application_id))
+            self._event(E.APP, app.application_id, E.APP_NEW, E.ADD, f"placed in {queue.path}")
+            self._event(E.QUEUE, queue.path, E.QUEUE_APP, E.ADD, "", app.application_id)
 
     def _apply_tag_limits(self, queue: Queue, tags) -> None:
         """A dynamic queue takes the limits its application's namespace asks for (as upstream, on every
