@@ -22,6 +22,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import sys
 import tempfile
 import threading
@@ -42,10 +43,10 @@ from actors.shim.lifecycle import SchedulerState, TaskState
 from actors.shim.predicates import KubernetesPredicates
 from actors.shim.service import SchedulerService, ServiceSettings
 from actors.shim.state import ShimStateSnapshot
+from rest.extender_server import ExtenderServer, ExtenderTls
 from si.goduration import parse_duration
 
 log = logging.getLogger("yunikorn.scheduler")
-READER_SHARE = 0.1  # REST readers may take at most this share of the scheduler's time (see SchedulerView)
 LOST_LEASE_EXIT = 3
 
 
@@ -71,6 +72,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rest-port", type=int, default=9080, help="REST API port (default 9080; 0 = any)")
     parser.add_argument("--rest-host", default="0.0.0.0",
                         help="address the REST API listens on (default 0.0.0.0; 127.0.0.1 for this host only)")
+    parser.add_argument("--rest-allowed-origins", default="*", metavar="ORIGINS",
+                        help="web origins whose pages may read the REST API, comma-separated "
+                             "(default '*': any may read, as upstream; only origins named may send "
+                             "validate-conf's preflighted POST; '' for none)")
     parser.add_argument("--embedded", action="store_true", help="run against an in-process kubesim")
     parser.add_argument("--nodes", type=int, default=10, help="embedded: nodes to create (default 10)")
     parser.add_argument("--pods", type=int, default=200, help="embedded: sample pods to create (default 200)")
@@ -78,7 +83,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--bind-workers", type=int, default=16, help="concurrent binds (default 16)")
     parser.add_argument("--plugin-mode", action="store_true",
                         help="do not bind: a kube-scheduler with this process as its extender binds YuniKorn's "
-                             "decisions (POST /scheduler/extender/filter and /bind on the REST port)")
+                             "decisions (POST /scheduler/extender/filter and /bind on the REST port, or on "
+                             "--extender-port with TLS)")
+    extender = parser.add_argument_group("plugin mode: the extender over HTTPS with client certificates")
+    extender.add_argument("--extender-port", type=int, default=9443,
+                          help="the extender's HTTPS port once the three files below are given (default 9443); "
+                               "the REST port then serves no extender call")
+    extender.add_argument("--extender-tls-cert-file", metavar="FILE", help="the server's PEM certificate chain")
+    extender.add_argument("--extender-tls-key-file", metavar="FILE", help="the server's PEM private key")
+    extender.add_argument("--extender-client-ca-file", metavar="FILE",
+                          help="PEM CA certificates; a client (kube-scheduler) must present a certificate they signed")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     election = parser.add_argument_group("leader election (kube-scheduler's flags)")
     election.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=False,
@@ -102,6 +116,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--plugin-mode leaves binding to a kube-scheduler, which --embedded does not run")
     if args.leader_elect and args.embedded:
         parser.error("--leader-elect needs a shared cluster; --embedded runs a cluster of its own")
+    tls_files = (args.extender_tls_cert_file, args.extender_tls_key_file, args.extender_client_ca_file)
+    if any(tls_files) and not (all(tls_files) and args.plugin_mode):
+        parser.error("--extender-tls-cert-file, --extender-tls-key-file and --extender-client-ca-file go together, "
+                     "with --plugin-mode")
+    args.extender_tls = ExtenderTls(*tls_files) if all(tls_files) else None
     args.election = _election_settings(args) if args.leader_elect else None
     if args.election is not None and args.election.problems():
         parser.error("leader election: " + "; ".join(args.election.problems()))
@@ -189,15 +208,22 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
     settings = ServiceSettings(namespace=args.namespace, bind_workers=args.bind_workers, watch=WatchSettings(),
                                plugin_mode=args.plugin_mode, await_lead=args.election is not None)
     service = SchedulerService(client, core, settings, supervision).start()
-    rest = elector = None
+    rest = elector = extender = None
     try:
         if args.election is not None:
             elector = _start_election(client, args.election, service)
         try:
-            rest = _start_rest(core, service, args.rest_host, args.rest_port, elector)
+            rest = _start_rest(core, service, args, elector)
         except OSError as error:
             log.error("cannot serve the REST API on port %d: %s", args.rest_port, error)
             return 1
+        if args.extender_tls is not None:
+            try:
+                extender = ExtenderServer(service.extender, args.extender_tls, args.rest_host, args.extender_port)
+            except (OSError, ssl.SSLError) as error:
+                log.error("cannot serve the extender on port %d: %s", args.extender_port, error)
+                return 1
+            log.info("extender at %s (client certificates required)", extender.url)
         if args.embedded:
             threading.Thread(target=embedded.create_pods, name="sample-workload", daemon=True,
                              args=(client, (embedded.sample_pod(i) for i in range(args.pods)))).start()
@@ -216,6 +242,8 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
             elector.stop(release=True)
         if rest is not None:
             rest.stop()
+        if extender is not None:
+            extender.stop()
         service.stop()
         core.stop()
 
@@ -235,16 +263,19 @@ def _step_down() -> None:
     os._exit(LOST_LEASE_EXIT)
 
 
-def _start_rest(core, service: SchedulerService, host: str, port: int, elector: LeaderElector | None = None):
+def _start_rest(core, service: SchedulerService, args: argparse.Namespace, elector: LeaderElector | None = None):
     """Serve the REST API (core snapshots, plus the shim's state in the dump and readiness, the actors'
     failures in health and both probes, and with leader election who leads)."""
     from rest import server
     from rest.app import SchedulerView
+    from rest.cors import parse_origins
 
     view = SchedulerView(core, shim_state=service.latest_state, extender=service.extender,
-                         actor_failures=service.supervision.failures, reader_share=READER_SHARE,
-                         leadership=_leadership(elector, service) if elector is not None else None)
-    rest = server.start(view, host=host, port=port)
+                         extender_on_rest_port=args.extender_tls is None,
+                         actor_failures=service.supervision.failures,
+                         leadership=_leadership(elector, service) if elector is not None else None,
+                         allowed_origins=parse_origins(args.rest_allowed_origins))
+    rest = server.start(view, host=args.rest_host, port=args.rest_port)
     log.info("REST API at %s", rest.url)
     return rest
 

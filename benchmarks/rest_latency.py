@@ -21,7 +21,6 @@ from statistics import median
 from benchmarks_common import CONFIG, CountingCallback, clean_heap, feed
 
 from actors.base import stop_all
-from actors.cli import READER_SHARE
 from actors.core.scheduler import Scheduler
 from actors.heap import tune_collector
 from rest.app import SchedulerView
@@ -66,7 +65,7 @@ def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0) -> dict:
     callback = CountingCallback(asks)
     scheduler = Scheduler(tick_interval=1.0)
     scheduler.register(si_pb2.RegisterResourceManagerRequest(rmID="bench", config=CONFIG), callback)
-    view = SchedulerView(scheduler, reader_share=READER_SHARE)
+    view = SchedulerView(scheduler)
     server = RestServer(view, host="127.0.0.1", port=0)
     context = multiprocessing.get_context("spawn")  # the scheduler's threads are running: never fork them
     ready, go, stop = context.Value("l", 0), context.Event(), context.Event()
@@ -87,9 +86,8 @@ def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0) -> dict:
     stop.set()
     for loader in loaders:
         loader.join(60)
-    # Dumps of the final state through the same server, from fresh snapshots: the first right after
-    # the burst (everything changed since the last read, if any), the second with nothing changed since.
-    view.max_age, view.reader_share = 0.0, 0.0
+    # Dumps of the final state through the same server: the first right after the burst (everything
+    # changed since the last read, if any), the second with nothing changed since (the same snapshot).
     cold, size = dump_seconds(server.port)
     steady, _ = dump_seconds(server.port)
     server.stop()
@@ -109,8 +107,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="each load against its own quiet run; medians")
     args = parser.parse_args(argv)
     tune_collector()  # as the scheduler command does
-    print(f"{args.nodes} nodes, {args.asks} allocations, {args.rounds} rounds; REST readers may take "
-          f"{READER_SHARE:.0%} of the time")
+    print(f"{args.nodes} nodes, {args.asks} allocations, {args.rounds} rounds; every read sees the core as it is")
     quiet_runs, ratios, cpu_ratios, loaded_runs = [], {}, {}, {}
     for round_ in range(1, args.rounds + 1):
         # A burst lasts seconds, so each load is set against a quiet run of the same round.

@@ -1,8 +1,9 @@
 """The Falcon application: routes of YuniKorn's ``/ws/v1`` API over core snapshots.
 
-Every read comes from a snapshot the core builds between scheduling batches (at most
-``max_age`` seconds old), so REST load never stalls a scheduling decision. Each route names the
-optional parts of the snapshot it reads (nodes, applications, health), and only those are taken.
+Every read comes from a snapshot the core builds between scheduling batches, so REST load never
+stalls a scheduling decision; readers share one until the core changes, and a read that follows a
+change sees it. Each route names the optional parts of the snapshot it reads (nodes, applications,
+health), and only those are taken.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from actors.core import yamlsafe
 from actors.core.config import parse
 from actors.core.scheduler import Scheduler
 from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
-from rest import actor_metrics, daos, leadership, liveness, metrics
+from rest import actor_metrics, cors, daos, leadership, liveness, metrics
 from rest.fragments import Fragments
 
 log = logging.getLogger(__name__)
@@ -35,45 +36,21 @@ MAX_BODY = 4 * 2**20
 
 @dataclass
 class SchedulerView:
-    """What the REST API reads: the core, and optionally the shim's state.
-
-    Reads are at most ``max_age`` seconds old: a snapshot costs the partition actor time it would
-    otherwise spend scheduling, so readers share one per interval. With a ``reader_share``, a snapshot
-    also lives until the time spent taking it and building answers from it is at most that share of
-    its lifetime, so polling clients cannot keep the core and the REST threads rebuilding views. Each
-    kind of snapshot (by the areas it holds) gets an equal part of the share, so a cheap one (queues)
-    is renewed often and an expensive one (every node) rarely, and all of them together stay within it.
-    """
+    """What the REST API reads: the core (its snapshots, shared while it does not change), and
+    optionally the shim's state."""
 
     scheduler: Scheduler
     shim_state: Callable[[], object | None] | None = None
     actor_failures: liveness.ActorFailures | None = None  # the stopped actors: health and both probes fail
     extender: object | None = None  # plugin mode: serves kube-scheduler's extender calls (rest.extender)
+    extender_on_rest_port: bool = True  # False: the extender has an HTTPS port of its own (rest.extender_server)
     leadership: leadership.LeadershipSource | None = None  # leader election: who leads (a standby is not ready)
-    max_age: float = 2.0
-    reader_share: float = 0.0
+    allowed_origins: tuple[str, ...] = (cors.ANY,)  # who may read cross-origin (rest.cors), upstream's default
     started: int = field(default_factory=time.time_ns)
     fragments: Fragments = field(default_factory=Fragments, init=False, repr=False)
-    _current: dict = field(default_factory=dict, init=False, repr=False)  # areas -> the snapshot in use
-    _cost: dict = field(default_factory=dict, init=False, repr=False)  # areas -> seconds spent on it
 
     def snapshot(self, areas: frozenset[str] = ALL_AREAS):
-        age = self.max_age
-        if self.reader_share > 0:
-            kinds = len(self._current | {areas: None})
-            age = max(age, kinds * self._cost.get(areas, 0.0) / self.reader_share)
-        began = time.perf_counter()
-        snapshot = self.scheduler.snapshot(age, areas)
-        if snapshot is not self._current.get(areas):
-            # The cost first: ``spent`` may run on another thread as soon as the snapshot is current.
-            self._cost[areas], self._current[areas] = time.perf_counter() - began, snapshot
-        return snapshot
-
-    def spent(self, areas: frozenset[str], taken_at: int, seconds: float) -> None:
-        """Building an answer from the ``areas`` snapshot taken at ``taken_at`` took ``seconds``."""
-        current = self._current.get(areas)
-        if current is not None and current.taken_at == taken_at:
-            self._cost[areas] += seconds
+        return self.scheduler.snapshot(areas)
 
 
 def _fail(status, message: str, description: str = ""):
@@ -409,7 +386,10 @@ class SnapshotCache:
     each snapshot is serialized at most once per path, however many clients poll it.
     """
 
-    UNCACHED = ("/ws/v1/events/", "/ws/v1/health/", "/ws/v1/openapi.json", "/ws/v1/metrics")
+    # The dumps also read what no snapshot holds (the shim's state, the history, the actors' failures),
+    # and a snapshot lives until the core changes: they are built afresh (from cached fragments).
+    UNCACHED = ("/ws/v1/events/", "/ws/v1/health/", "/ws/v1/openapi.json", "/ws/v1/metrics", "/ws/v1/fullstatedump",
+                "/debug/fullstatedump")
 
     def __init__(self, view: SchedulerView, areas: dict[str, frozenset[str]], size: int = 64) -> None:
         self.view = view
@@ -426,7 +406,6 @@ class SnapshotCache:
         areas = self.areas.get(req.uri_template)
         if areas is None:
             return
-        req.context.areas = areas
         req.context.snapshot = self.view.snapshot(areas)
         key = self._key(req)
         if key is None:
@@ -437,8 +416,6 @@ class SnapshotCache:
             resp.content_type = entry[2]
             resp.data = entry[1]
             resp.complete = True
-        else:
-            req.context.handling_began = time.perf_counter()
 
     def process_response(self, req, resp, resource, succeeded) -> None:
         key = self._key(req)
@@ -447,9 +424,6 @@ class SnapshotCache:
         if key in self.entries and self.entries[key][0] == req.context.snapshot_time:
             return
         body = resp.render_body()
-        began = req.context.get("handling_began")
-        if began is not None:
-            self.view.spent(req.context.areas, req.context.snapshot_time, time.perf_counter() - began)
         if body is None:
             return
         if len(self.entries) >= self.size:
@@ -488,8 +462,8 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
         ("/ws/v1/partition/{partition}/usage/group/{group}", partitions, "group", none),
         ("/ws/v1/events/batch", events, "batch", None), ("/ws/v1/events/stream", events, "stream", None),
     ]
-    app = falcon.App(cors_enable=True, middleware=[SnapshotCache(view, {path: areas for path, *_, areas in routes
-                                                                         if areas is not None})])
+    snapshots = SnapshotCache(view, {path: areas for path, *_, areas in routes if areas is not None})
+    app = falcon.App(middleware=[cors.CrossOrigin(view.allowed_origins), snapshots])
     json_handler = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler
@@ -498,7 +472,7 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
     app.add_error_handler(Exception, _unexpected)
     for path, resource, suffix, _ in routes:
         app.add_route(path, resource, suffix=suffix)
-    if view.extender is not None:
+    if view.extender is not None and view.extender_on_rest_port:
         from rest import extender
 
         extender.add_routes(app, view.extender)

@@ -6,6 +6,7 @@ Fields this core has nothing for are documented in the README ("Fields with noth
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 from actors.core.history import HistorySample
@@ -17,6 +18,7 @@ from actors.core.snapshot import (
     NodeSnapshot,
     PartitionSnapshot,
     QueueSnapshot,
+    abs_used_capacity,
 )
 
 
@@ -168,16 +170,28 @@ def event(event_id: int, record) -> dict:
 
 
 def utilizations(p: PartitionSnapshot) -> dict:
-    """Nodes bucketed by utilization (0-10% ... 90-100%) per resource type."""
-    kinds = sorted({name for n in p.nodes for name in n.capacity})
+    """Upstream's ``getPartitionNodesUtilJSON``: per resource type a node has, the nodes in ten buckets
+    of the share of it their allocations use (foreign pods not counted). A share, truncated to a whole
+    percent, is in the bucket above whose lower bound it is, up to its upper one (10.9% is in 0-10%,
+    11% in 10-20%); 0% and a type the allocations do not name go to the first, more than 100% to the
+    last. As upstream, an empty count or list is left out."""
+    buckets: dict[str, list[list[str]]] = {}
+    for n in p.nodes:
+        shares = abs_used_capacity(n.capacity, n.allocated)
+        for kind in n.capacity:
+            share = shares.get(kind, 0)
+            index = min(max(math.ceil(share / 10) - 1, 0), 9)
+            buckets.setdefault(kind, [[] for _ in range(10)])[index].append(n.node_id)
     result = []
-    for kind in kinds:
-        buckets = [{"bucketName": f"{i * 10}-{(i + 1) * 10}%", "numOfNodes": 0, "nodeNames": []} for i in range(10)]
-        for n in p.nodes:
-            if n.capacity[kind] > 0:
-                share = n.utilized.get(kind, 0)
-                bucket = buckets[min(max(share, 0) // 10, 9)]
-                bucket["numOfNodes"] += 1
-                bucket["nodeNames"].append(n.node_id)
-        result.append({"type": kind, "utilization": buckets})
-    return {"clusterId": p.cluster_id, "partition": p.name, "utilizations": result}
+    for kind, names in sorted(buckets.items()):
+        util = []
+        for i, nodes in enumerate(names):
+            bucket = {"bucketName": f"{i * 10}-{(i + 1) * 10}%"}
+            if nodes:
+                bucket.update(numOfNodes=len(nodes), nodeNames=nodes)
+            util.append(bucket)
+        result.append({"type": kind, "utilization": util})
+    body = {"clusterId": p.cluster_id, "partition": p.name}
+    if result:
+        body["utilizations"] = result
+    return body

@@ -30,7 +30,7 @@ class Verdict(Protocol):
 
 class Extender(Protocol):
     """What answers the extender calls. ``filter`` raises ``ValueError`` for a pod without identity;
-    ``bind`` returns ``""`` once bound, else why not; both may raise ``pykka.Timeout``."""
+    ``bind`` returns ``""`` once bound, else why not (refusals included); both may raise ``pykka.Timeout``."""
 
     def filter(self, pod: Mapping, nodes: Sequence[str]) -> Verdict: ...
 
@@ -104,13 +104,11 @@ class ExtenderBind:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         args = _arguments(req)
         fields = {key: args.get(key) for key in ("podname", "podnamespace", "poduid", "node")}
-        missing = [key for key in ("podname", "podnamespace", "node") if not isinstance(fields[key], str)
-                   or not fields[key]]
+        missing = [key for key in fields if not isinstance(fields[key], str) or not fields[key]]
         if missing:
             raise falcon.HTTPBadRequest(title="Invalid arguments",
-                                        description=f"missing {', '.join(missing)} (PodName, PodNamespace, Node)")
-        error = _ask(self._extender.bind, fields["podnamespace"], fields["podname"], str(fields["poduid"] or ""),
-                     fields["node"])
+                                        description=f"missing {', '.join(missing)} (PodName, PodNamespace, PodUID, Node)")
+        error = _ask(self._extender.bind, fields["podnamespace"], fields["podname"], fields["poduid"], fields["node"])
         resp.media = {"Error": error}
 
 

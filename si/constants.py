@@ -47,6 +47,14 @@ NODE_ATTR_PARTITION = "si/node-partition"
 DEFAULT_PARTITION = "default"
 RECOVERY_QUEUE = "root.@recovery@"
 
+# An ask's allocation log (REST ``allocationLog``): upstream's texts, which it marks as constant because
+# clients (its e2e suite) match them.
+NOT_ENOUGH_USER_QUOTA = "Not enough user quota"
+NOT_ENOUGH_QUEUE_QUOTA = "Not enough queue quota"
+PREEMPTION_DOES_NOT_HELP = "Preemption does not help"
+NO_VICTIM_FOR_REQUIRED_NODE = "No fit on required node, preemption does not help"
+PREEMPTION_MAX_ATTEMPTS_EXHAUSTED = "Preemption max attempts exhausted"
+
 
 def label_tag(label: str) -> str:
     """The allocation tag that carries a pod label."""

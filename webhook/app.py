@@ -65,6 +65,9 @@ class _Review:
         (the API server itself would refuse it), not answered with a 500."""
         try:
             return self._decide(request)
+        except RecursionError:  # a value nested deeper than any rule reads, wherever it is
+            log.warning("malformed %s %s/%s denied: nested too deeply", request.kind, request.namespace, request.name)
+            return Decision.deny(f"malformed {request.kind or 'object'}: nested too deeply")
         except (TypeError, AttributeError, ValueError, KeyError) as error:
             log.warning("malformed %s %s/%s denied: %s: %s", request.kind, request.namespace, request.name,
                         type(error).__name__, elide(str(error)))
@@ -78,12 +81,14 @@ def _internal_error(req, resp, error, params) -> None:
     raise falcon.HTTPInternalServerError(description="internal error; see the admission controller's log")
 
 
-def create_app(view: ClusterView, namespace: str, scheduler_check: SchedulerCheck | None = None) -> falcon.App:
-    """The WSGI app serving one replica's webhooks from ``view``; ``namespace`` is the scheduler's."""
+def create_app(view: ClusterView, namespace: str, scheduler_check: SchedulerCheck | None = None,
+               scheduler_user: str = "") -> falcon.App:
+    """The WSGI app serving one replica's webhooks from ``view``; ``namespace`` is the scheduler's and
+    ``scheduler_user`` its user name (the only one that may create placeholder pods)."""
     app = falcon.App()
     app.req_options.auto_parse_form_urlencoded = False
     app.add_route(c.HEALTH_PATH, _Health())
-    app.add_route(c.MUTATE_PATH, _Review(lambda request: mutate(request, view)))
+    app.add_route(c.MUTATE_PATH, _Review(lambda request: mutate(request, view, scheduler_user)))
     app.add_route(c.VALIDATE_PATH, _Review(lambda request: validate(request, view, namespace, scheduler_check)))
     app.add_error_handler(Exception, _internal_error)
     return app

@@ -41,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster configuration)")
     parser.add_argument("--namespace", default=os.environ.get("NAMESPACE", "default"),
                         help="the scheduler's namespace (default: $NAMESPACE or 'default')")
+    parser.add_argument("--scheduler-service-account", default="yunikorn-admin", metavar="NAME",
+                        help="the scheduler's service account in --namespace, the only user that may create "
+                             "placeholder pods (default yunikorn-admin)")
     parser.add_argument("--listen", default="0.0.0.0:9089", help="HTTPS address (default 0.0.0.0:9089)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default 2)")
     parser.add_argument("--threads", type=int, default=16, help="threads per worker (default 16)")
@@ -96,6 +99,10 @@ def _initial_conf(api_client, namespace: str):
         return parse({})
 
 
+def scheduler_user(args) -> str:
+    return f"system:serviceaccount:{args.namespace}:{args.scheduler_service_account}"
+
+
 def _worker_app_factory(args):
     """What each worker runs after the fork: its own client, informers, view and Falcon app."""
     def make_app():
@@ -110,7 +117,7 @@ def _worker_app_factory(args):
             while not informer.synced.wait(10):
                 log.warning("waiting for the initial lists (%.0f s so far)", time.monotonic() - started)
         view.mark_configured()
-        return create_app(view, args.namespace)
+        return create_app(view, args.namespace, scheduler_user=scheduler_user(args))
     return make_app
 
 

@@ -1,6 +1,7 @@
 """Names only the admission controller uses: labels, annotations, webhook objects. Those it shares
 with the shim (application and queue labels, user info, the configmaps) are in ``si.kubernetes``."""
 
+from si.constants import DOMAIN_YUNIKORN_INTERNAL
 from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 
 # Pod labels.
@@ -11,6 +12,7 @@ LABEL_APP_VALUE = "yunikorn"
 ANNOTATION_ALLOW_PREEMPTION = "yunikorn.apache.org/allow-preemption"
 ANNOTATION_ENABLE_YUNIKORN = "yunikorn.apache.org/namespace.enableYuniKorn"
 ANNOTATION_GENERATE_APP_ID = "yunikorn.apache.org/namespace.generateAppId"
+ANNOTATION_PLACEHOLDER = DOMAIN_YUNIKORN_INTERNAL + "placeholder"  # the scheduler's own: only it may set it
 
 # Configuration maps (defaults overridden by configs).
 CONFIGMAP_NAMES = (CONFIGMAP_DEFAULTS, CONFIGMAP_CONFIGS)

@@ -11,6 +11,9 @@ import json
 import logging
 from collections.abc import Mapping
 
+import orjson
+
+from si.bounded import elide
 from si.kubernetes import (
     ANNOTATION_USER_INFO,
     LABEL_APP_ID,
@@ -34,17 +37,18 @@ _TEMPLATE_PATHS = {  # where the pod template's metadata lives in each workload 
 _DEFAULT_TEMPLATE_PATH = ("spec", "template", "metadata")
 
 
-def mutate(request: ReviewRequest, view: ClusterView) -> Decision:
-    """The verdict for one ``/mutate`` review."""
-    if request.operation == "UPDATE":
-        return _pod_update(request, view) if request.kind == "Pod" else Decision.allow()
-    if request.operation != "CREATE":
+def mutate(request: ReviewRequest, view: ClusterView, scheduler_user: str = "") -> Decision:
+    """The verdict for one ``/mutate`` review; ``scheduler_user`` is the scheduler's user name, the only
+    one that may create placeholder pods."""
+    if not (scheduler_user and request.username == scheduler_user):
+        refusal = _placeholder_refusal(request)
+        if refusal:
+            return refusal
+    if request.kind in c.WORKLOAD_KINDS and request.operation in ("CREATE", "UPDATE"):
+        return _workload(request, view)
+    if request.kind != "Pod" or request.operation not in ("CREATE", "UPDATE"):
         return Decision.allow()
-    if request.kind == "Pod":
-        return _pod_create(request, view)
-    if request.kind in c.WORKLOAD_KINDS:
-        return _workload_create(request, view)
-    return Decision.allow()
+    return _pod_update(request, view) if request.operation == "UPDATE" else _pod_create(request, view)
 
 
 # Pods.
@@ -53,8 +57,8 @@ def _pod_create(request: ReviewRequest, view: ClusterView) -> Decision:
     if not isinstance(pod, dict):
         return Decision.deny("pod object is missing or not a JSON object")
     metadata = _mapping(pod.get("metadata"))
-    labels = {str(k): str(v) for k, v in _mapping(metadata.get("labels")).items()}
-    annotations = {str(k): str(v) for k, v in _mapping(metadata.get("annotations")).items()}
+    labels = _strings(metadata.get("labels"), "label")
+    annotations = _strings(metadata.get("annotations"), "annotation")
     conf = view.conf
 
     if not conf.bypass_auth and ANNOTATION_USER_INFO in annotations:
@@ -115,17 +119,17 @@ def _pod_update(request: ReviewRequest, view: ClusterView) -> Decision:
     if not isinstance(new, dict) or not isinstance(old, dict):
         return Decision.deny("pod update without both object and oldObject")
     new_meta, old_meta = _mapping(new.get("metadata")), _mapping(old.get("metadata"))
-    labels = _mapping(new_meta.get("labels"))
+    labels = _strings(new_meta.get("labels"), "label")
     if labels.get(c.LABEL_APP) == c.LABEL_APP_VALUE or not _should_review(request.namespace, labels, view):
         return Decision.allow()
-    if (_mapping(new_meta.get("annotations")).get(ANNOTATION_USER_INFO, "")
-            != _mapping(old_meta.get("annotations")).get(ANNOTATION_USER_INFO, "")):
+    if (_strings(new_meta.get("annotations"), "annotation").get(ANNOTATION_USER_INFO, "")
+            != _strings(old_meta.get("annotations"), "annotation").get(ANNOTATION_USER_INFO, "")):
         return Decision.deny("user info annotation change is not allowed")
     return Decision.allow()
 
 
-# Workloads: only the pod template's user.info.
-def _workload_create(request: ReviewRequest, view: ClusterView) -> Decision:
+# Workloads: only the pod template's user.info, which the controllers the webhook trusts copy into pods.
+def _workload(request: ReviewRequest, view: ClusterView) -> Decision:
     workload = request.object
     if not isinstance(workload, dict):
         return Decision.deny(f"{request.kind} object is missing or not a JSON object")
@@ -133,23 +137,67 @@ def _workload_create(request: ReviewRequest, view: ClusterView) -> Decision:
     if request.kind == "ReplicaSet" and _matches_any(conf.system_users, request.username):
         return Decision.allow()  # a controller re-creating its ReplicaSet: a patch here would loop forever
     path = _TEMPLATE_PATHS.get(request.kind, _DEFAULT_TEMPLATE_PATH)
-    parents = [workload]
-    for step in path:
-        parents.append(_mapping(parents[-1].get(step)))
-    template_meta = parents[-1]
-    labels = _mapping(template_meta.get("labels"))
-    annotations = {str(k): str(v) for k, v in _mapping(template_meta.get("annotations")).items()}
+    template = _template_metadata(workload, path)
+    labels = _strings(template.get("labels"), "label")
+    annotations = _strings(template.get("annotations"), "annotation")
     if not _should_review(request.namespace, labels, view) or conf.bypass_auth:
         return Decision.allow()
-    if ANNOTATION_USER_INFO in annotations:
-        return _check_user_info(request, annotations[ANNOTATION_USER_INFO], view) or Decision.allow()
+    user_info = annotations.get(ANNOTATION_USER_INFO)
+    previous = None
+    if request.operation == "UPDATE":
+        if not isinstance(request.old_object, dict):
+            return Decision.deny(f"{request.kind} update without both object and oldObject")
+        previous = _annotations_at(request.old_object, path).get(ANNOTATION_USER_INFO)
+        if user_info == previous:  # kept as it was (or never there: adding it now would roll out the pods)
+            return Decision.allow()
+    if user_info is not None:  # set, or changed, by the submitter: only trusted users may
+        return _check_user_info(request, user_info, view) or Decision.allow()
     patch = []
+    parent: Mapping = workload
     for depth in range(1, len(path) + 1):  # create any missing parent so the final add has somewhere to go
-        if path[depth - 1] not in parents[depth - 1]:
+        if path[depth - 1] not in parent:
             patch.append({"op": "add", "path": "/" + "/".join(path[:depth]), "value": {}})
-    annotations[ANNOTATION_USER_INFO] = user_info_json(request.username, request.groups)
+        parent = _mapping(parent.get(path[depth - 1]))
+    annotations = {**annotations, ANNOTATION_USER_INFO: user_info_json(request.username, request.groups)}
     patch.append({"op": "add", "path": "/" + "/".join(path) + "/annotations", "value": annotations})
     return Decision.allow(patch)
+
+
+def _template_metadata(workload: Mapping, path: tuple[str, ...]) -> Mapping:
+    node = workload
+    for step in path:
+        node = _mapping(node.get(step))
+    return node
+
+
+def _annotations_at(obj, path: tuple[str, ...]) -> dict[str, str]:
+    """The annotations of the metadata at ``path`` in ``obj`` (empty when any part is missing)."""
+    return _strings(_template_metadata(_mapping(obj), path).get("annotations"), "annotation")
+
+
+# Placeholders: the shim takes pods marked so for a gang's reservation, so only the scheduler may mark one.
+def _placeholder_refusal(request: ReviewRequest) -> Decision | None:
+    """The denial of a pod, or a workload's pod template, that a user marks as a placeholder; in every
+    namespace, since the shim schedules any pod that names it, processed or not."""
+    if request.kind == "Pod":
+        path: tuple[str, ...] = ("metadata",)
+    elif request.kind in c.WORKLOAD_KINDS:
+        path = _TEMPLATE_PATHS.get(request.kind, _DEFAULT_TEMPLATE_PATH)
+    else:
+        return None
+    if request.operation not in ("CREATE", "UPDATE"):
+        return None
+    mark = _annotations_at(request.object, path).get(c.ANNOTATION_PLACEHOLDER)
+    if request.operation == "UPDATE":
+        if mark != _annotations_at(request.old_object, path).get(c.ANNOTATION_PLACEHOLDER):
+            return Decision.deny("placeholder annotation change is not allowed")
+        return None
+    if mark is None:
+        return None
+    log.info("denied %s %s/%s: user %s may not mark a placeholder", request.kind, request.namespace, request.name,
+             request.username)
+    return Decision.deny(f"user {request.username} is not allowed to set annotation {c.ANNOTATION_PLACEHOLDER}: "
+                         "only the scheduler creates placeholder pods")
 
 
 # user.info.
@@ -175,7 +223,7 @@ def _check_user_info(request: ReviewRequest, value: str, view: ClusterView) -> D
         return Decision.deny(f"user {request.username} with groups [{','.join(request.groups)}] "
                              "is not allowed to set user annotation")
     try:
-        info = json.loads(value)
+        info = orjson.loads(value)  # nesting is limited (1,024 levels): a deep value is an error, not a crash
     except ValueError as error:
         return Decision.deny(f"invalid {ANNOTATION_USER_INFO} annotation: {error}")
     if (not isinstance(info, dict) or not isinstance(info.get("user", ""), str)
@@ -198,3 +246,13 @@ def _matches_any(patterns, text: str) -> bool:
 
 def _mapping(value) -> dict:
     return value if isinstance(value, dict) else {}
+
+
+def _strings(value, what: str) -> dict[str, str]:
+    """A labels or annotations map, whose values must be strings (the API server refuses anything else;
+    converting a nested value would recurse without bound)."""
+    mapping = _mapping(value)
+    for key, item in mapping.items():
+        if not isinstance(item, str):
+            raise ValueError(f"{what} {elide(key)} is not a string")
+    return mapping

@@ -58,9 +58,14 @@ class Allocation:
         self.preempted_by = None
         self.reserved = None  # the Reservation of a node this ask holds (actors.core.reservation)
 
-    def note_failure(self, reason: str, now: int) -> None:
-        """``reason`` is now why this ask waits (called when the reason changes)."""
+    def note_failure(self, reason: str, now: int, logged: str = "") -> None:
+        """``reason`` is now why this ask waits (called when the reason changes); the allocation log
+        counts ``logged`` for it when given (one of upstream's constant texts)."""
         self.last_failure = reason
+        self.log_failure(logged or reason, now)
+
+    def log_failure(self, reason: str, now: int) -> None:
+        """Count ``reason`` in the allocation log."""
         log = self.failure_log
         if log is None:
             log = self.failure_log = {}

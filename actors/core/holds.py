@@ -20,7 +20,13 @@ from actors.core.application import Application
 from actors.core.node import Node
 from actors.core.queue import Queue
 from si import si_pb2
-from si.constants import TAG_NAMESPACE, TAG_POD_NAME
+from si.constants import (
+    NO_VICTIM_FOR_REQUIRED_NODE,
+    PREEMPTION_DOES_NOT_HELP,
+    PREEMPTION_MAX_ATTEMPTS_EXHAUSTED,
+    TAG_NAMESPACE,
+    TAG_POD_NAME,
+)
 from si.resources import Resource
 
 if TYPE_CHECKING:
@@ -87,6 +93,7 @@ class NodeHolds:
         found = preemption.on_required_node(node, ask, self._meets_constraints)
         self.stats.histograms["trypreemption_latency"].observe(perf_counter() - began)
         if found is None:
+            self._log_failure(app, ask, NO_VICTIM_FOR_REQUIRED_NODE)
             return False
         self._preempt(app, queue, ask, found)
         return True
@@ -98,14 +105,19 @@ class NodeHolds:
             return False
         if cycle.preemptions.get(id(queue), 0) >= preemption.MAX_PER_QUEUE:
             cycle.preemptions_capped = True
+            self._log_failure(app, ask, PREEMPTION_MAX_ATTEMPTS_EXHAUSTED)
             return False
         if (id(app), ask.shape) in cycle.unpreemptable:
             return False
         if not preemption.guarded_types(queue, ask):
             return False
-        wanted = ask.resource + queue.awaiting
-        if not (wanted.fits_in_max(headroom) and ask.resource.fits_in_max(user_headroom)):
+        if not ask.resource.fits_in_max(user_headroom):
             return False
+        shortfall = None
+        if not ask.resource.fits_in_max(headroom):  # victims under the max it breaks may make room
+            shortfall = Resource({n: v - headroom[n] for n, v in ask.resource.items() if n in headroom and v > headroom[n]})
+        elif not (ask.resource + queue.awaiting).fits_in_max(headroom):
+            return False  # the room under the max is promised to asks waiting for their victims
         due = ask.request_time + int(queue.preemption_delay * 1e9)
         if time.time_ns() < due:
             self._wake_at(due)
@@ -114,11 +126,12 @@ class NodeHolds:
         # The node it reserved is out of the node order, but its victims may well be there.
         order = self.index if ask.reserved is None else itertools.chain((ask.reserved.node_id,), self.index)
         found = preemption.plan(self.nodes, order, self.queues.by_path, self.apps, app.application_id, queue, ask,
-                                self._meets_constraints)
+                                self._meets_constraints, shortfall)
         self.stats.histograms["trypreemption_latency"].observe(perf_counter() - began)
         if found is None:
             if ask.shape is not None:
                 cycle.unpreemptable.add((id(app), ask.shape))
+            self._log_failure(app, ask, PREEMPTION_DOES_NOT_HELP)
             return False
         cycle.preemptions[id(queue)] = cycle.preemptions.get(id(queue), 0) + 1
         self._preempt(app, queue, ask, found)
@@ -141,6 +154,11 @@ class NodeHolds:
         message = f"preempted by {preemptor} of application {app.application_id} in queue {queue.path}"
         for victim in found.victims:
             self._take_victim(victim, flight, message)
+
+    def _log_failure(self, app: Application, ask: Allocation, message: str) -> None:
+        """Count ``message`` (upstream's constant text) in the ask's allocation log."""
+        ask.log_failure(message, time.time_ns())
+        app.version += 1
 
     def _take_victim(self, victim: Allocation, flight: preemption.InFlight | None, message: str) -> None:
         """Tell the resource manager to remove ``victim``; it stays booked until its pod is gone."""
@@ -186,10 +204,12 @@ class NodeHolds:
         node = self.nodes.get(flight.node_id)
         if app is None or app.find_ask(ask.key) is not ask or node is None:
             return
-        if node.schedulable and ask.resource.fits_in(node.available) and self._meets_constraints(ask, node):
+        queue = self.queues.get(app.queue_path)
+        if (node.schedulable and ask.resource.fits_in(node.available) and ask.resource.fits_in_max(queue.headroom())
+                and self._meets_constraints(ask, node)):
             self._remove_ask(app, ask)
             ask.last_failure = ""
-            self._place(app, self.queues.get(app.queue_path), ask, node, decided=True)
+            self._place(app, queue, ask, node, decided=True)
 
     def _eviction_refused(self, app: Application, victim: Allocation) -> None:
         """The resource manager could not remove a victim (e.g. a disruption budget): it stays, is never

@@ -27,7 +27,13 @@ from actors.core.stats import PartitionStats
 from actors.core.ugm import UsageTracker
 from actors.core.usergroups import GroupResolver, UnknownUser
 from si import si_pb2
-from si.constants import APP_TAG_NAMESPACE, RECOVERY_QUEUE, TAG_NAMESPACE
+from si.constants import (
+    APP_TAG_NAMESPACE,
+    NOT_ENOUGH_QUEUE_QUOTA,
+    NOT_ENOUGH_USER_QUOTA,
+    RECOVERY_QUEUE,
+    TAG_NAMESPACE,
+)
 from si.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -201,6 +207,7 @@ class Partition(NodeHolds):
                 queue = self.queues.get(app.queue_path)
                 if queue is not None:
                     queue.app_totals[label] += 1
+                self._forget(app)  # as upstream, on entering either: among the completed applications
 
     # Nodes.
     def update_nodes(self, infos) -> None:
@@ -286,10 +293,12 @@ class Partition(NodeHolds):
     def _add_applications(self, requests) -> None:
         self.stats.add("apps_new", len(requests))
         for request in requests:
-            if request.applicationID in self.apps:
-                self.outbox.rejected_apps.append(si_pb2.RejectedApplication(
-                    applicationID=request.applicationID,
-                    reason=f"application {request.applicationID} already exists"))
+            existing = self.apps.get(request.applicationID)
+            if existing is not None:
+                # The shim submits an application again when a new actor takes it over (its last pod went
+                # and a new one came before the core completed it): it goes on, as upstream's shim would
+                # have kept it. Its first answer may come before the old actor's last releases.
+                self.outbox.accepted_apps.append(si_pb2.AcceptedApplication(applicationID=existing.application_id))
                 continue
             tags = dict(request.tags)
             tags.setdefault(APP_TAG_NAMESPACE, tags.get(TAG_NAMESPACE, ""))
@@ -355,16 +364,19 @@ class Partition(NodeHolds):
                 self._remove_ask(app, ask)
             for allocation in list(app.allocations.values()):
                 self._release(allocation, si_pb2.STOPPED_BY_RM, "application removed", notify=False)
-            if app.state in (states.NEW, states.ACCEPTED):
+            if app.state == states.FAILING:
+                self._set_state(app, states.FAILED, "removed by the resource manager")
+            elif app.state in (states.NEW, states.ACCEPTED, states.RESUMING):
+                if app.state == states.RESUMING:
+                    self._set_state(app, states.ACCEPTED)
                 self._set_state(app, states.COMPLETED, "removed before it ran")
-            else:
-                if app.state in (states.STARTING, states.RUNNING):
-                    self._set_state(app, states.COMPLETING)
+            elif app.state in (states.STARTING, states.RUNNING, states.COMPLETING):
+                self._set_state(app, states.COMPLETING)
                 self._set_state(app, states.COMPLETED, "removed by the resource manager")
-            self._forget(app)
         self.dirty = True
 
     def _forget(self, app: Application) -> None:
+        """A terminated application leaves its queue for the partition's completed ones."""
         queue = self.queues.get(app.queue_path)
         if queue is not None:
             queue.apps.pop(app.application_id, None)
@@ -863,10 +875,15 @@ class Partition(NodeHolds):
                 ask.attempted = True
                 app.version += 1
             if user_headroom is not None and not ask.resource.fits_in_max(user_headroom):
-                self._note_failure(app, ask, f"user {app.user}: resource limit reached in {queue.path}")
+                self._note_failure(app, ask, f"user {app.user}: resource limit reached in {queue.path}",
+                                   NOT_ENOUGH_USER_QUOTA)
                 continue
             if headroom is not None and not ask.resource.fits_in_max(headroom):
-                self._note_failure(app, ask, queue.limiting_max(ask.resource) or f"queue {queue.path}: max reached")
+                # As upstream, victims inside the queue whose max it would break may make room.
+                if self._try_preempt(app, queue, ask, cycle, headroom, user_headroom):
+                    return True
+                self._note_failure(app, ask, queue.limiting_max(ask.resource) or f"queue {queue.path}: max reached",
+                                   NOT_ENOUGH_QUEUE_QUOTA)
                 continue
             began = perf_counter()
             node, shape_decided = self._find_node(ask, cycle)
@@ -962,11 +979,12 @@ class Partition(NodeHolds):
         reasons = sorted(f"{n} {reason}" for reason, n in counts.items())
         return f"0/{len(self.nodes)} nodes are available: {', '.join(reasons)}."
 
-    def _note_failure(self, app: Application | None, ask: Allocation, reason: str) -> None:
-        """Remember why ``ask`` waits; tell the resource manager once per change of reason."""
+    def _note_failure(self, app: Application | None, ask: Allocation, reason: str, logged: str = "") -> None:
+        """Remember why ``ask`` waits; tell the resource manager once per change of reason. The allocation
+        log counts ``logged`` (upstream's constant text) for it when given."""
         if ask.last_failure == reason:
             return
-        ask.note_failure(reason, time.time_ns())
+        ask.note_failure(reason, time.time_ns(), logged)
         if is_node_failure(reason):  # it fits its quotas but no node: the autoscaler's signal
             ask.scale_up_triggered = True
         owner = app or self.apps.get(ask.application_id)
@@ -984,7 +1002,6 @@ class Partition(NodeHolds):
             age = (now - app.state_since) / 1e9
             if app.state == states.COMPLETING and age >= self.timing.completing:
                 self._set_state(app, states.COMPLETED, "no new requests")
-                self._forget(app)
             elif app.state == states.STARTING and age >= self.timing.starting:
                 self._set_state(app, states.RUNNING, "starting timed out")
                 self.dirty = True

@@ -8,12 +8,18 @@ Upstream's laws, each checked here:
 2. victims come only from queues above their guaranteed share, and no victim takes its queue (or an
    ancestor not shared with the preemptor) below it, per resource type;
 3. never a victim of the preemptor's own application (nor of its own leaf queue);
-4. a victim's priority is at most the preemptor's;
+4. a victim's priority is at most the preemptor's, both seen from the victim's queue: the queues'
+   ``priority.offset`` count on the way (the preemptor's up to the fence, the victim's down from it),
+   and a ``priority.policy: fence`` queue below the fence gives all its pods up if its offset is at most
+   the preemptor's priority there, none otherwise (upstream's ``findEligiblePreemptionVictims``);
 5. ``preemption.policy: fence`` — a preemptor inside a fenced queue takes victims only inside it, and
    pods inside a fenced queue are victims only of preemptors inside it; ``disabled`` — pods in or
-   below the queue are never victims;
+   below the queue are never victims. A queue on the preemptor's path whose max the ask would break
+   fences it too: only its pods make room under that max;
 6. an ask preempts only once it has waited its queue's ``preemption.delay``;
-7. all victims are on one node, where the ask fits once they are gone, its predicates included.
+7. all victims are on one node, where the ask fits once they are gone, its predicates included; an
+   ask its queue's headroom holds back (``shortfall``) also takes victims anywhere inside the queue
+   whose max it would break, until they free what the headroom lacks, and holds a node that takes it.
 
 Never victims: foreign pods, placeholders, pods that opted out (``allowPreemptSelf`` false), pods
 already being preempted, and pods whose eviction the resource manager refused. Among the node's
@@ -103,9 +109,20 @@ class _Chooser:
         self.ask = ask
         self.meets = meets
         self.preemptor_path = {q.path for q in queue.chain()}
-        fence = next((q for q in queue.chain() if q.preemption_policy == "fence"), None)
-        self.fence_prefix = fence.path + "." if fence is not None and fence.parent is not None else ""
+        # Upstream's fence root: the first queue up from the preemptor's that is fenced, or whose max the
+        # ask would break, or the root. On the way, the ask's priority as each of those queues sees it.
+        self.seen_priority: dict[str, int] = {}
+        priority = ask.priority
+        for fence in queue.chain():
+            priority = fence.priority_offset if fence.priority_fence else priority + fence.priority_offset
+            self.seen_priority[fence.path] = priority
+            if (fence.parent is None or fence.preemption_policy == "fence"
+                    or (fence.max is not None and not (fence.allocated + ask.resource).fits_in_max(fence.max))):
+                break
+        self.fence = fence
+        self.fence_prefix = fence.path + "." if fence.parent is not None else ""
         self.eligible_queue: dict[str, Queue | None] = {}
+        self.top_priority: dict[str, float] = {}
 
     def _inside(self, path: str, ancestor: str) -> bool:
         return path == ancestor or path.startswith(ancestor + ".")
@@ -130,6 +147,33 @@ class _Chooser:
                     break
         self.eligible_queue[path] = queue
         return queue
+
+    def highest_victim_priority(self, victim_queue: Queue) -> float:
+        """The highest priority a pod of ``victim_queue`` may have to be a victim (law 4): the ask's
+        priority carried down from the fence through the queues' offsets; a priority-fenced queue on the
+        way gives all its pods up (infinity) or none (minus infinity)."""
+        path = victim_queue.path
+        if path in self.top_priority:
+            return self.top_priority[path]
+        below = []
+        for q in victim_queue.chain():
+            if q is self.fence:
+                break
+            below.append(q)
+        priority: float = self.seen_priority[self.fence.path]
+        fenced = False
+        for q in reversed(below):
+            if q.path in self.seen_priority:
+                priority = self.seen_priority[q.path]
+            elif q.priority_fence:
+                if q.priority_offset > priority:
+                    priority = float("-inf")
+                    break
+                fenced = True
+            else:
+                priority -= q.priority_offset
+        top = self.top_priority[path] = float("inf") if fenced and priority > float("-inf") else priority
+        return top
 
     def _claim_against(self, victim_queue: Queue) -> bool:
         """Whether a guarantee of the ask's types lies on the preemptor's path below the queue it shares
@@ -158,16 +202,17 @@ class _Chooser:
                     return False
         return True
 
-    def candidates(self, node: Node, apps: Mapping[str, Application]) -> list[tuple[Allocation, Queue]]:
-        ask = self.ask
+    def candidates(self, allocations: Iterable[Allocation],
+                   apps: Mapping[str, Application]) -> list[tuple[Allocation, Queue]]:
+        """Of ``allocations``, those that may be victims, with their queues, in the order they are taken."""
         found = []
-        for victim in node.allocations.values():
+        for victim in allocations:
             if (not victim.preemptable or victim.placeholder or victim.preempted or victim.eviction_refused
-                    or victim.application_id == self.app_id or victim.priority > ask.priority):
+                    or victim.application_id == self.app_id):
                 continue
             app = apps.get(victim.application_id)
             queue = self.victim_queue(app.queue_path) if app is not None else None
-            if queue is not None:
+            if queue is not None and victim.priority <= self.highest_victim_priority(queue):
                 found.append((victim, queue))
         found.sort(key=lambda pair: (pair[0].priority, -pair[0].allocation_time, pair[0].key))
         return found
@@ -178,7 +223,7 @@ class _Chooser:
         available = node.available
         if ask.fits_in(available):
             return None  # it fits without preemption: the predicates refused it, victims would not help
-        found = self.candidates(node, apps)
+        found = self.candidates(node.allocations.values(), apps)
         if not found:
             return None
         chosen: list[tuple[Allocation, Queue]] = []
@@ -212,44 +257,93 @@ class _Chooser:
         return victims
 
 
+    def with_shortfall(self, node: Node, apps: Mapping[str, Application], everywhere: list[tuple[Allocation, Queue]],
+                       shortfall: Resource) -> tuple[Allocation, ...] | None:
+        """Victims after which the ask, held back by its queue's headroom, runs on ``node``: those on the
+        node it needs there (none if it fits already), then the preferred of ``everywhere`` (inside the
+        fence) until together they free ``shortfall``; None when they cannot."""
+        ask = self.ask.resource
+        local: tuple[Allocation, ...] = ()
+        if not ask.fits_in(node.available):
+            local = self.on_node(node, apps)
+            if local is None:
+                return None
+        elif not self.meets(self.ask, node, ()):
+            return None
+        chosen = list(local)
+        freed = Resource()
+        freed_in: dict[str, Resource] = {}
+
+        def take(victim: Allocation, queue: Queue) -> None:
+            nonlocal freed
+            freed = freed + victim.resource
+            for q in queue.chain():
+                freed_in[q.path] = freed_in.get(q.path, _ZERO) + victim.resource
+
+        for victim in local:  # on_node took them from eligible queues only
+            take(victim, self.victim_queue(apps[victim.application_id].queue_path))
+        for victim, queue in everywhere:
+            short = {n for n, v in shortfall.items() if v > freed.get(n, 0)}
+            if not short:
+                break
+            if victim in chosen or not any(victim.resource.get(n, 0) > 0 for n in short):
+                continue
+            if self.victim_ok(victim, queue, freed_in):
+                chosen.append(victim)
+                take(victim, queue)
+        if not shortfall.fits_in(freed) or not chosen:
+            return None
+        if not preemptor_within_guarantee(self.queue.chain(), ask, freed_in):
+            return None
+        return tuple(chosen)
+
+
 def on_required_node(node: Node, ask: Allocation, meets: Meets) -> Plan | None:
-    """Victims for a DaemonSet pod's ask on its node: pods of lower priority that did not opt out,
-    never another required-node pod; the queues' guarantees do not count (upstream's simple preemptor)."""
-    available = node.available
-    if ask.resource.fits_in(available):
-        return None
+    """Victims for a DaemonSet pod's ask on its node, as upstream's required-node preemptor: any pod
+    there of the same or a lower priority that shares a resource type with the ask, except other
+    required-node pods and pods already leaving; those that opted out (``allowPreemptSelf`` false)
+    come after the others and originators (an application's driver) last, then the lowest priority,
+    the youngest and the smallest first, until together they hold at least what the ask needs. The
+    queues' guarantees do not count."""
+    wanted = {name for name, value in ask.resource.items() if value > 0}
     found = sorted((v for v in node.allocations.values()
-                    if v.priority < ask.priority and v.preemptable and not v.required_node and not v.placeholder
-                    and not v.preempted and not v.eviction_refused),
-                   key=lambda v: (v.priority, -v.allocation_time, v.key))
+                    if not v.required_node and v.priority <= ask.priority and not v.preempted
+                    and not v.eviction_refused and not v.placeholder_released
+                    and any(v.resource.get(name, 0) > 0 for name in wanted)),
+                   key=_required_node_order)
     chosen: list[Allocation] = []
     freed = Resource()
     for victim in found:
-        short = {n for n, v in ask.resource.items() if v > 0 and v > available.get(n, 0) + freed.get(n, 0)}
-        if not any(victim.resource.get(n, 0) > 0 for n in short):
-            continue
+        if ask.resource.fits_in(freed):
+            break
         chosen.append(victim)
         freed = freed + victim.resource
-        if ask.resource.fits_in(available + freed):
-            break
-    else:
+    if not chosen or not ask.resource.fits_in(node.available + freed):
         return None
-    for victim in reversed(chosen[:-1]):
-        if ask.resource.fits_in(available + freed - victim.resource):
-            chosen.remove(victim)
-            freed = freed - victim.resource
     if not meets(ask, node, {v.key for v in chosen}):
         return None
     return Plan(node, tuple(chosen))
 
 
+def _required_node_order(victim: Allocation) -> tuple:
+    kind = 3 if victim.originator else 1 if victim.preemptable else 2
+    return (kind, victim.priority, -victim.allocation_time, sum(victim.resource.values()), victim.key)
+
+
 def plan(nodes: dict[str, Node], node_order: Iterable[str], queues: dict[str, Queue], apps: Mapping[str, Application],
-         app_id: str, queue: Queue, ask: Allocation, meets: Meets) -> Plan | None:
+         app_id: str, queue: Queue, ask: Allocation, meets: Meets, shortfall: Resource | None = None) -> Plan | None:
     """The preemption that lets ``ask`` run, or None. Laws 1-5 and 7; the caller checks the delay and the
-    partition's and the ask's switches. ``apps``: the partition's applications by id."""
+    partition's and the ask's switches. ``apps``: the partition's applications by id; ``shortfall``: what
+    the queue's headroom lacks for the ask, when it holds the ask back."""
     if not guarded_types(queue, ask) or not preemptor_within_guarantee((queue,), ask.resource, {}):
         return None
     chooser = _Chooser(queues, app_id, queue, ask, meets)
+    everywhere: list[tuple[Allocation, Queue]] = []
+    if shortfall is not None:
+        everywhere = chooser.candidates((a for q in queues.values() if q.leaf and chooser.victim_queue(q.path)
+                                         for app in q.apps.values() for a in app.allocations.values()), apps)
+        if not everywhere:
+            return None
     candidates = [ask.required_node] if ask.required_node else node_order
     best: tuple | None = None
     feasible = 0
@@ -257,7 +351,10 @@ def plan(nodes: dict[str, Node], node_order: Iterable[str], queues: dict[str, Qu
         node = nodes.get(node_id)
         if node is None or not node.schedulable or (node.held_by and node.held_by != ask.key):
             continue
-        victims = chooser.on_node(node, apps)
+        if shortfall is None:
+            victims = chooser.on_node(node, apps)
+        else:
+            victims = chooser.with_shortfall(node, apps, everywhere, shortfall)
         if victims is None:
             continue
         score = (len(victims), max(v.priority for v in victims), -min(v.allocation_time for v in victims))

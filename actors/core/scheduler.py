@@ -62,14 +62,31 @@ class Tuning:
     batch_seconds: float = 0.05
 
 
+class Changes:
+    """How often each part of the core (a partition by its name, ``CoreScheduler`` as ``""``) changed
+    what a snapshot shows. Each part is counted by the one actor that owns it; any thread reads
+    :meth:`version`, so a snapshot is reused while the version it was taken at is still current."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    def bump(self, part: str) -> None:
+        self._counts[part] = self._counts.get(part, 0) + 1
+
+    def version(self) -> tuple[tuple[str, int], ...]:
+        return tuple(sorted(self._counts.copy().items()))
+
+
 class PartitionActor(Actor):
     kind = "partition"
     contain_failures = True  # a message that raises is dropped: the partition schedules on
 
     def __init__(self, config: PartitionConfig, rm_id: str, callback: ResourceManagerCallback, ring: EventRing,
-                 predicates: NodePredicates | None, tuning: Tuning, supervisor: Supervisor | None = None) -> None:
+                 predicates: NodePredicates | None, tuning: Tuning, changes: Changes,
+                 supervisor: Supervisor | None = None) -> None:
         super().__init__(supervisor)
         self.partition = Partition(config, rm_id, predicates, tuning.timing)
+        self.changes = changes
         self.callback = callback
         self.ring = ring
         self.tuning = tuning
@@ -100,7 +117,7 @@ class PartitionActor(Actor):
     def on_Tick(self, msg: Tick) -> None:
         if not self.held:
             self.partition.tick()
-        self._after()
+        self._after(changed=False)  # a tick that changed what readers see has told someone
 
     def on_ScheduleCycle(self, msg: ScheduleCycle) -> None:
         self.cycle_queued = False
@@ -131,8 +148,12 @@ class PartitionActor(Actor):
     def on_Barrier(self, msg: Barrier) -> None:
         return None
 
-    def _after(self) -> None:
-        self._flush(self.partition.take_outbox())
+    def _after(self, changed: bool = True) -> None:
+        out = self.partition.take_outbox()
+        if changed or any(vars(out).values()):
+            # Before anyone hears of the change: a reader that follows it sees a new version.
+            self.changes.bump(self.partition.name)
+        self._flush(out)
         if self.partition.dirty and not self.cycle_queued and not self.held:
             self.cycle_queued = True
             self.actor_ref.tell(ScheduleCycle())
@@ -167,8 +188,10 @@ class CoreScheduler(Actor):
     kind = "core"
 
     def __init__(self, ring: EventRing, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
-                 partitions: dict[str, pykka.ActorRef] | None = None, supervisor: Supervisor | None = None) -> None:
+                 partitions: dict[str, pykka.ActorRef] | None = None, supervisor: Supervisor | None = None,
+                 changes: Changes | None = None) -> None:
         super().__init__(supervisor)
+        self.changes = changes or Changes()
         self.ring = ring
         self.predicates = predicates
         self.tuning = tuning or Tuning()
@@ -213,12 +236,13 @@ class CoreScheduler(Actor):
 
     def _start_partition(self, partition: PartitionConfig) -> None:
         self.partitions[partition.name] = ref = PartitionActor.start(
-            partition, self.rm_id, self.callback, self.ring, self.predicates, self.tuning, self._supervisor)
+            partition, self.rm_id, self.callback, self.ring, self.predicates, self.tuning, self.changes, self._supervisor)
         if self.held:
             ref.tell(Hold(True))
 
     def unregister(self) -> None:
         self._stop_partitions()
+        self.changes.bump("")
         self.callback = None
 
     def update_configuration(self, request: si_pb2.UpdateConfigurationRequest) -> str | None:
@@ -245,6 +269,7 @@ class CoreScheduler(Actor):
         return None
 
     def _take_settings(self, settings: CoreSettings, extra: dict[str, str]) -> None:
+        self.changes.bump("")
         self.extra, self.settings = extra, settings
         self.unsupported = tuple(unsupported(extra))
         self._unsupported_report.report(self.unsupported)
@@ -263,6 +288,7 @@ class CoreScheduler(Actor):
             ref = self.partitions.get(name)
             if ref is None:
                 self.counters["failed_nodes"] += len(nodes)
+                self.changes.bump("")
                 self.callback.update_node(si_pb2.NodeResponse(rejected=[
                     si_pb2.RejectedNode(nodeID=n.nodeID, reason=f"partition {name} not found") for n in nodes]))
                 continue
@@ -293,6 +319,7 @@ class CoreScheduler(Actor):
             ref = self.partitions.get(name)
             if ref is None:
                 self.counters["errors"] += len(allocations[name])
+                self.changes.bump("")
                 self.callback.update_allocation(si_pb2.AllocationResponse(rejectedAllocations=[
                     si_pb2.RejectedAllocation(allocationKey=a.allocationKey, applicationID=a.applicationID,
                                               reason=f"partition {name} not found") for a in allocations[name]]))
@@ -376,8 +403,9 @@ class Scheduler:
                  history_size: int = RING_SIZE, supervisor: Supervisor | None = None) -> None:
         self.events = EventRing(capacity=event_capacity)
         self._partitions: dict[str, pykka.ActorRef] = {}  # the core's, read here to measure the backlog
+        self._changes = Changes()
         self._core = CoreScheduler.start(self.events, predicates, tuning or Tuning(), self._partitions,
-                                         supervisor).proxy()
+                                         supervisor, self._changes).proxy()
         self.settings = CoreSettings()
         self.dropped_requests = 0
         self.history = MetricsHistory(history_size)
@@ -390,7 +418,7 @@ class Scheduler:
         self._stopped = threading.Event()
         self._ticker = threading.Thread(target=self._housekeeping, name="core-ticker", daemon=True)
         self._ticker.start()
-        self._snapshots: dict[frozenset[str], CoreSnapshot] = {}  # by the areas they hold
+        self._snapshots: dict[frozenset[str], tuple[tuple, CoreSnapshot]] = {}  # areas -> (version, snapshot)
         self._snapshot_lock = threading.Lock()
 
     def _housekeeping(self) -> None:
@@ -507,17 +535,18 @@ class Scheduler:
         self._core.barrier().get()
 
     # Readers.
-    def snapshot(self, max_age: float = 0.0, areas: frozenset[str] = ALL_AREAS) -> CoreSnapshot:
-        """A snapshot no older than ``max_age`` seconds (taken between scheduling batches) holding at
-        least the optional ``areas`` (see :mod:`actors.core.snapshot`): a reader of queues alone does
-        not make the core picture every node and application."""
+    def snapshot(self, areas: frozenset[str] = ALL_AREAS) -> CoreSnapshot:
+        """The core as it is now, holding at least the optional ``areas`` (see :mod:`actors.core.snapshot`):
+        a reader of queues alone does not make the core picture every node and application. A snapshot
+        taken since the core last changed is shared; otherwise one is taken between scheduling batches."""
         with self._snapshot_lock:
-            oldest = time.time_ns() - max_age * 1e9
-            fresh = [s for s in self._snapshots.values() if s.taken_at >= oldest and areas <= s.areas]
-            if fresh:
-                return max(fresh, key=lambda s: s.taken_at)
-            current = self._snapshots[areas] = self._core.snapshot(areas).get()
-            return current
+            version = self._changes.version()  # before taking: a change meanwhile makes the next read retake
+            current = [s for v, s in self._snapshots.values() if v == version and areas <= s.areas]
+            if current:
+                return max(current, key=lambda s: s.taken_at)
+            snapshot = self._core.snapshot(areas).get()
+            self._snapshots[areas] = (version, snapshot)
+            return snapshot
 
     @staticmethod
     def validate(text: str) -> str | None:

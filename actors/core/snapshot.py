@@ -222,21 +222,31 @@ def percent(used: Resource, total: Resource) -> dict[str, int]:
     return {name: int(used[name] * 100 / value) for name, value in total.items() if value > 0}
 
 
-INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
+MAX_PERCENT = 2**31 - 1  # upstream never shows a percentage beyond a 32-bit integer
 
 
-def abs_used_capacity(maximum: Resource | None, used: Resource) -> dict[str, int]:
-    """Upstream's ``CalculateAbsUsedCapacity``: per type of ``maximum`` that ``used`` names, the percentage
-    used, truncated; a type ``used`` does not name is left out, and no maximum gives nothing."""
-    if maximum is None:
+def abs_used_capacity(capacity: Resource | None, used: Resource) -> dict[str, int]:
+    """Upstream's ``CalculateAbsUsedCapacity``: per type of ``capacity`` that ``used`` names, the
+    percentage used, truncated; nothing used is 0%, any use of a zero capacity 100%. A type ``used``
+    does not name is left out, and no capacity gives nothing."""
+    if capacity is None:
         return {}
     result = {}
-    for name, limit in maximum.items():
+    for name, limit in capacity.items():
         if name not in used:
             continue
         value = used[name]
-        if limit:
-            result[name] = max(min(int(value * 100 / limit), INT64_MAX), INT64_MIN)
-        else:  # a zero maximum: upstream's float division gives an infinity, clamped to the int64 range
-            result[name] = INT64_MAX if value > 0 else INT64_MIN if value < 0 else 0
+        if value <= 0:
+            result[name] = 0
+        elif limit <= 0:
+            result[name] = 100
+        else:
+            result[name] = int(min(value / limit * 100, MAX_PERCENT))
     return result
+
+
+def utilized(capacity: Resource, allocated: Resource) -> dict[str, int]:
+    """Upstream's ``Node.GetUtilizedResource``: the share of the node's capacity its scheduler's own
+    allocations use (foreign pods are not counted), per allocated type the node has."""
+    shares = abs_used_capacity(capacity, allocated)
+    return {name: shares[name] for name in allocated if capacity.get(name, 0) > 0}

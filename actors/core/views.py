@@ -27,6 +27,7 @@ from actors.core.snapshot import (
     QueueSnapshot,
     abs_used_capacity,
     percent,
+    utilized,
 )
 from si.resources import Resource, min_limit, remaining, total
 
@@ -71,7 +72,7 @@ def _shared(allocation: Allocation, shared: dict[str, AllocationSnapshot]) -> Al
 def node_snapshot(node: Node, shared: dict[str, AllocationSnapshot]) -> NodeSnapshot:
     return NodeSnapshot(node.node_id, node.host_name, node.rack_name, MappingProxyType(dict(node.attributes)),
                         node.capacity, node.allocated, node.occupied, node.available,
-                        percent(node.allocated + node.occupied, node.capacity),
+                        utilized(node.capacity, node.allocated),
                         tuple(_shared(a, shared) for a in node.allocations.values()),
                         tuple(_shared(a, shared) for a in node.foreign.values()), node.schedulable,
                         bool(node.held_by), (node.held_by,) if node.held_by else ())

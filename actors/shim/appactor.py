@@ -175,6 +175,7 @@ class ApplicationActor(PooledActor):
         self._reserve_fenced = False  # placeholders a standby could not make: made once it leads
         self._error_told = False
         self._failed_pods: set[str] = set()  # uids whose handling raised: told once
+        self._asked = False  # the core had an ask or an allocation of this application
         if not placeholders.disabled:
             self._gang, problems = read_gang(first.task_groups, first.policy_parameters)
             if problems:
@@ -216,11 +217,18 @@ class ApplicationActor(PooledActor):
         for update in msg.updates:
             self._contained(update.pod, self._task_gone if update.deleted else self._task_seen,
                             update.pod if update.deleted else update)
-        if not self._tasks and self._machine.can("kill"):
+        # Upstream's shim keeps an application whose pods are gone until the core, which had its asks or
+        # allocations, completes it (Completing, then Completed after its timer); one it never asked for
+        # would never complete there, so it is removed at once.
+        if not self._tasks and self._machine.can("kill") and not self._core_completes():
             self._machine.fire("kill")
             self._to_core.append(si_pb2.RemoveApplicationRequest(applicationID=self.app_id, partitionName=PARTITION))
             self._machine.fire("killed")
         self._publish()
+
+    def _core_completes(self) -> bool:
+        return self._asked and self.state in (AppState.ACCEPTED, AppState.RESERVING, AppState.RESUMING,
+                                              AppState.RUNNING)
 
     def _task_seen(self, update: TaskUpdate) -> None:
         pod = update.pod
@@ -263,6 +271,7 @@ class ApplicationActor(PooledActor):
             self._resubmit(pod)
         if pod.assigned:
             task.fire("recover", node=pod.node_name)
+            self._asked = True  # its node reports it to the core
             return
         task.fire("init")
         if pod.ignored:
@@ -325,6 +334,7 @@ class ApplicationActor(PooledActor):
     def _submit(self, task: Task) -> None:
         pod = task.pod
         task.fire("submit")
+        self._asked = True
         self._to_core.append(translate.allocation(pod, task.priority, PARTITION))
         self._pod_event(pod, NORMAL, "Scheduling", f"{pod.full_name} is queued and waiting for allocation")
         if pod.task_group and not pod.placeholder and self._gang is not None:
@@ -399,6 +409,7 @@ class ApplicationActor(PooledActor):
     def _resubmit(self, pod: PodRecord) -> None:
         """A new pod of a finished application: submit the application again."""
         self._machine = StateMachine(APP_TRANSITIONS, AppState.NEW, f"application {self.app_id}")
+        self._asked = False
         self._submit_application(pod, pod.assigned)
 
     def on_ApplicationResponse(self, response: si_pb2.ApplicationResponse) -> None:

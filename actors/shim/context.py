@@ -80,6 +80,7 @@ from actors.shim.messages import (
 )
 from actors.shim.nodeactor import NodeActor
 from actors.shim.nodes import NodeRecord
+from actors.shim.placeholders import made
 from actors.shim.pods import PodRecord
 from actors.shim.routing import (
     Mail,
@@ -431,6 +432,11 @@ class ShimContext(Actor):
         return self._priority_classes.get(pod.priority_class, 0)
 
     def _pod_changed(self, previous: PodRecord | None, pod: PodRecord | None) -> None:
+        if (pod is not None and pod.placeholder and not (previous and previous.placeholder) and self._managed(pod)
+                and not self._made(pod)):
+            self._event("Pod", pod.namespace, pod.name, pod.uid, WARNING, "PlaceholderRefused",
+                        f"{pod.full_name} is marked as a placeholder of application {pod.app_id} but was not "
+                        "created by the scheduler: it is scheduled as an ordinary pod")
         current = pod or previous
         known = current.uid in self._pod_app
         if self._managed(current) and (pod is None or pod.assigned or self._running or known):
@@ -441,13 +447,19 @@ class ShimContext(Actor):
 
     def _resolved(self, pod: PodRecord) -> PodRecord:
         """``pod`` as the core is to see it: its PriorityClass's allow-preemption when it has none of
-        its own, and its pod affinity namespaceSelectors resolved to today's namespaces."""
+        its own, its pod affinity namespaceSelectors resolved to today's namespaces, and an ordinary pod if
+        it claims to be a placeholder the scheduler did not make."""
+        if pod.placeholder and not self._made(pod):
+            pod = dataclasses.replace(pod, placeholder=False)
         if pod.allow_preemption is None and pod.priority_class in self._no_preemption_classes:
             pod = dataclasses.replace(pod, allow_preemption=False)
         if pod.namespace_selectors:
             labels = {name: namespace.labels for name, namespace in self._namespaces.items()}
             pod = dataclasses.replace(pod, constraints=resolve_namespaces(pod.constraints, labels))
         return pod
+
+    def _made(self, placeholder: PodRecord) -> bool:
+        return made(placeholder, self._pods.get(placeholder.owner_pod) if placeholder.owner_pod else None)
 
     def _namespaces_changed(self) -> None:
         """The pending pods whose affinity selects namespaces by label learn what it selects now."""

@@ -1,20 +1,24 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease, as client-go's ``leaderelection`` does it.
 
 Every candidate runs a ``LeaderElector`` thread. It reads the Lease every ``retry_period`` seconds; the
-Lease is free when it is missing (then created), names no holder (released), or was not renewed for
-its ``leaseDurationSeconds`` as measured on this candidate's own clock since it last saw the record
-change (clocks of different machines are never compared). A free Lease is taken by an update that
+Lease is free when it names no holder (released), or was not renewed for its ``leaseDurationSeconds`` as
+measured on this candidate's own clock since it last saw the record change (clocks of different machines
+are never compared). A missing Lease is free to a candidate that never saw one held; one that did waits
+that same full duration since the last change it saw, as the Lease might have been removed under a
+leader still writing. A Lease that names this candidate while it does not lead (rewritten by someone
+else, or left by its previous run) is held like any other. A free Lease is taken by an update that
 carries the resourceVersion read, so of two candidates only one can win (the other gets 409 Conflict).
 The Lease records ``holderIdentity``, ``acquireTime``, ``renewTime``, ``leaseDurationSeconds`` and
 ``leaseTransitions`` (counted up at each change of holder).
 
 A standby waits between tries on a watch of the Lease, so a change (a release) wakes it at once. The
-leader renews every ``retry_period`` seconds. Each success opens the write fence (``fence``) until
-``renew_deadline`` seconds after the renewal began; when no renewal has succeeded for ``renew_deadline``
-seconds, or the Lease names another holder, leadership is lost: the fence closes and ``on_lost`` runs
-(the scheduler then exits, and starts again as a candidate). ``release`` (on SIGTERM) closes the fence,
-waits for the writes under way, and writes the Lease with no holder, so a standby takes over at its
-next look instead of after expiry.
+leader renews every ``retry_period`` seconds and watches the Lease in between. Each success opens the
+write fence (``fence``) until ``renew_deadline`` seconds after the renewal began. Leadership is lost,
+the fence closed and ``on_lost`` run (the scheduler then exits, and starts again as a candidate), on
+first sight of a Lease this candidate does not hold or of no Lease at all, whether a watch event or a
+read shows it, and when no renewal has succeeded for ``renew_deadline`` seconds. ``release`` (on
+SIGTERM) closes the fence, waits for the writes under way, and writes the Lease with no holder, so a
+standby takes over at its next look instead of after expiry.
 
 In a pod (``pod`` set), the elector also labels its own pod ``yunikorn.apache.org/leader``: ``"false"``
 as it starts (a restarted deposed leader included) and when it releases, ``"true"`` once it leads. The
@@ -162,9 +166,10 @@ class LeaderElector:
                 return
             self._await_change(s.retry_period)
 
-    def _await_change(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds, less if the Lease changes meanwhile (a watch from the version
-        last read), so a released Lease is taken at once rather than at the next try."""
+    def _await_change(self, timeout: float, leading: bool = False) -> None:
+        """Wait up to ``timeout`` seconds on a watch from the version last read or written: a standby
+        wakes at any change of the Lease (a release is taken at once rather than at the next try), a
+        leader only at a change that takes the Lease from it, which it records as observed."""
         with self._lock:
             version = self._resource_version
         stream = None
@@ -186,7 +191,13 @@ class LeaderElector:
         closer.start()
         try:
             for kind, lease in stream:
-                if kind != "BOOKMARK" and (lease.get("metadata") or {}).get("name") == self._settings.name:
+                if kind == "BOOKMARK" or (lease.get("metadata") or {}).get("name") != self._settings.name:
+                    continue
+                if not leading:
+                    break
+                spec = {} if kind == "DELETED" else lease.get("spec") or {}
+                if spec.get("holderIdentity") != self._settings.identity:
+                    self._observe(spec, (lease.get("metadata") or {}).get("resourceVersion", ""), self._clock())
                     break
         except (ApiError, WatchExpired, *CONNECTION_ERRORS, ValueError) as error:
             log.debug("leader election: watching the lease failed: %s", error)
@@ -199,15 +210,18 @@ class LeaderElector:
     def _renew_until_lost(self) -> None:
         s = self._settings
         renewed = self._clock()
-        while not self._stopping.wait(s.retry_period):
+        while True:
+            self._await_change(s.retry_period, leading=True)
+            if self._stopping.is_set():
+                return  # ``stop`` closes the fence and releases
+            if not self._still_holder():
+                break
             began = self._clock()
-            if self._try_acquire_or_renew(began):
+            if self._try_acquire_or_renew(began, leading=True):
                 self._fence.open_until(began + s.renew_deadline)
                 renewed = began
             elif not self._still_holder() or self._clock() - renewed >= s.renew_deadline:
                 break
-        else:
-            return  # stopping: ``stop`` closes the fence and releases
         self._fence.close()
         with self._lock:
             self._leading = False
@@ -221,7 +235,7 @@ class LeaderElector:
 
     # ---- one attempt (client-go's tryAcquireOrRenew) --------------------------------------------
 
-    def _try_acquire_or_renew(self, now: float) -> bool:
+    def _try_acquire_or_renew(self, now: float, leading: bool = False) -> bool:
         s = self._settings
         stamp = micro_time()
         wanted = {"holderIdentity": s.identity, "leaseDurationSeconds": _seconds(s.lease_duration),
@@ -232,14 +246,24 @@ class LeaderElector:
             if error.status != 404:
                 log.info("leader election: reading the lease failed: %s", error)
                 return False
-            return self._write("POST", wanted, "")
+            if leading:
+                self._observe({}, "", now)  # removed under its leader: lost, not to be created again
+                return False
+            with self._lock:
+                last_seen = self._observed
+                expires = self._observed_at + (last_seen.get("leaseDurationSeconds") or 0)
+            if last_seen.get("holderIdentity") and expires > now:
+                return False
+            return bool(self._write("POST", wanted, ""))
         except CONNECTION_ERRORS as error:
             log.info("leader election: reading the lease failed: %s", error)
             return False
         spec = current.get("spec") or {}
         self._observe(spec, (current.get("metadata") or {}).get("resourceVersion", ""), now)
         holder = spec.get("holderIdentity") or ""
-        mine = holder == s.identity
+        mine = leading and holder == s.identity
+        if leading and not mine:
+            return False  # taken or released by someone else: lost at once
         if holder and not mine and self._observed_at + (spec.get("leaseDurationSeconds") or 0) > now:
             return False  # held, and renewed within its duration as far as we have seen
         transitions = spec.get("leaseTransitions") or 0
@@ -248,7 +272,10 @@ class LeaderElector:
             wanted["leaseTransitions"] = transitions
         else:
             wanted["leaseTransitions"] = transitions + 1
-        return self._write("PUT", wanted, self._resource_version)
+        written = self._write("PUT", wanted, self._resource_version)
+        if written is None and leading:
+            self._observe({}, "", now)  # someone else changed or removed it since the read: lost
+        return bool(written)
 
     def _observe(self, spec: dict, resource_version: str, now: float) -> None:
         with self._lock:
@@ -256,8 +283,9 @@ class LeaderElector:
                 self._observed, self._observed_at = dict(spec), now
             self._resource_version = resource_version
 
-    def _write(self, method: str, spec: dict, resource_version: str) -> bool:
-        """Create (POST) or replace (PUT) the Lease; on success remember what was written."""
+    def _write(self, method: str, spec: dict, resource_version: str) -> bool | None:
+        """Create (POST) or replace (PUT) the Lease; on success remember what was written. ``None`` when the
+        API refused because the Lease is not as last read (409 Conflict, 404: changed or removed since)."""
         s = self._settings
         metadata = {"name": s.name, "namespace": s.namespace}
         if resource_version:
@@ -268,7 +296,7 @@ class LeaderElector:
             written = self._client.request(method, path, body=body)
         except (ApiError, *CONNECTION_ERRORS) as error:
             log.info("leader election: writing the lease failed: %s", error)
-            return False
+            return None if isinstance(error, ApiError) and error.status in (404, 409) else False
         with self._lock:
             self._observed, self._observed_at = dict(written.get("spec") or spec), self._clock()
             self._resource_version = (written.get("metadata") or {}).get("resourceVersion", "")

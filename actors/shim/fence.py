@@ -9,8 +9,11 @@ while its holder leads: the leader elector opens it until ``renew deadline`` sec
 the last successful acquire or renewal of the Lease, and closes it when leadership ends. The deadline
 is checked at every write, on the writer's own thread, so a leader whose elector is stuck or whose
 renewals fail stops writing on time even before it notices; a standby (the fence never opened)
-writes nothing. Because the renew deadline is shorter than the lease duration, the fence closes before
-any other candidate may take the Lease over: a deposed leader never writes after the new one starts.
+writes nothing. The elector also closes the fence the moment it sees the Lease name another holder or
+vanish. Because the renew deadline is shorter than the lease duration, and a candidate that saw the
+Lease held waits a full lease duration before taking it, even when the Lease vanished, the fence closes
+before any other candidate may take the Lease over: a deposed leader never writes after the new one
+starts (only writes it had already sent can still arrive).
 
 ``close`` also waits for the writes already admitted (those on the wire) to end, so a leader that
 hands over on SIGTERM releases the Lease only once its last write has been answered.

@@ -10,6 +10,8 @@ kube-scheduler's filter call (``FilterAsk``) lets a pod through only on its pend
 allocation to *in progress*. A second filter call while in progress means the last attempt did not end
 in a bind: the task is retracted to the shim context (``RetractTask``), which returns the allocation to
 the core to be placed again. Seeing the pod bound, or gone, settles the allocation (``Settled``).
+kube-scheduler's bind call (``BindAsk``) is allowed only for the pod, by namespace, name and uid, whose
+allocation is in progress, and only to its node.
 """
 
 from __future__ import annotations
@@ -48,7 +50,13 @@ class FilterVerdict:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class BindVerdict:
+    """``placed``: the handoff holds an allocation for the pod; ``refusal``: why it may not be bound now
+    (``""``: it may). A pod not placed is refused with the reason the core has not placed it yet."""
 
+    placed: bool
+    refusal: str
 
 
 
@@ -62,12 +70,13 @@ class AllocationHandoff(Binder):
         super().__init__(client, listener, workers, supervisor)
         self._pending: dict[str, str] = {}
         self._in_progress: dict[str, str] = {}
+        self._names: dict[str, tuple[str, str]] = {}  # uid -> (namespace, name) of the pods placed
         self._waiting: dict[str, str] = {}
 
     def on_FilterAsk(self, message: FilterAsk) -> FilterVerdict:
         return self._filter(message)
 
-    def on_BindAsk(self, message: BindAsk) -> str:
+    def on_BindAsk(self, message: BindAsk) -> BindVerdict:
         return self._may_bind(message)
 
     def on_Settled(self, message: Settled) -> None:
@@ -92,21 +101,25 @@ class AllocationHandoff(Binder):
         self._in_progress[uid] = node
         return FilterVerdict((node,), f"Pod is not fit for node (YuniKorn placed it on {node})")
 
-    def _may_bind(self, ask: BindAsk) -> str:
+    def _may_bind(self, ask: BindAsk) -> BindVerdict:
+        pod = f"{ask.namespace}/{ask.name}"
         node = self._in_progress.get(ask.uid)
-        if node == ask.node:
-            return ""
-        if node is not None:
-            return f"pod {ask.uid} is allocated to {node}, not {ask.node}"
-        if ask.uid in self._pending:
-            return f"pod {ask.uid} has not passed the filter on its allocated node {self._pending[ask.uid]}"
-        return ""  # no allocation at all: not a pod YuniKorn manages
+        if node is None and ask.uid not in self._pending:
+            return BindVerdict(False, f"YuniKorn has not placed pod {pod}: {self._waiting.get(ask.uid, NOT_READY)}")
+        if self._names.get(ask.uid) != (ask.namespace, ask.name):
+            return BindVerdict(True, f"pod {pod} does not have uid {ask.uid}")
+        if node is None:
+            return BindVerdict(True, f"pod {pod} has not passed the filter on its allocated node {self._pending[ask.uid]}")
+        if node != ask.node:
+            return BindVerdict(True, f"pod {pod} is allocated to {node}, not {ask.node}")
+        return BindVerdict(True, "")
 
     def _retract(self, uid: str, node: str, reason: str) -> None:
         log.info("pod %s: %s; returning its allocation to the core", uid, reason)
         self._listener.tell(RetractTask(uid, node, reason))
 
     def _forget(self, uid: str) -> None:
+        self._names.pop(uid, None)
         self._pending.pop(uid, None)
         self._in_progress.pop(uid, None)
         self._waiting.pop(uid, None)
@@ -116,6 +129,7 @@ class AllocationHandoff(Binder):
     def _accept(self, request: BindRequest) -> None:
         if not self._draining:
             self._pending[request.uid] = request.node
+            self._names[request.uid] = (request.namespace, request.name)
             self._in_progress.pop(request.uid, None)
             self._waiting.pop(request.uid, None)
         super()._accept(request)

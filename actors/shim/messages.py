@@ -140,10 +140,11 @@ class FilterAsk:
 
 @message
 class BindAsk:
-    """Ask: may pod ``uid`` be bound to ``node`` now? Answers ``""`` (yes) or the reason it may not.
-    A pod without any allocation here is not YuniKorn's to decide, so it may."""
+    """Ask: may pod ``uid`` (``namespace/name``) be bound to ``node`` now? Answers a ``BindVerdict``."""
 
     uid: str
+    namespace: str
+    name: str
     node: str
 
 

@@ -79,6 +79,17 @@ def placeholder_name(app_id: str, group: str) -> str:
     return f"tg-{_dns(app_id)[:28]}-{_dns(group)[:20]}-{nonce}"
 
 
+def made(pod: PodRecord, owner: PodRecord | None) -> bool:
+    """Whether ``pod``, marked as a placeholder, is one the scheduler made: named by
+    :func:`placeholder_name` for its application and task group, and owned by ``owner``, an ordinary pod
+    of the same application and namespace. Anyone may mark a pod; only the scheduler names and owns it so."""
+    prefix = f"tg-{_dns(pod.app_id)[:28]}-{_dns(pod.task_group)[:20]}-"
+    nonce = pod.name[len(prefix):]
+    return (pod.name.startswith(prefix) and len(nonce) == 10 and all(char in _ALPHABET for char in nonce)
+            and owner is not None and not owner.placeholder and owner.app_id == pod.app_id
+            and owner.namespace == pod.namespace)
+
+
 def _dns(text: str) -> str:
     return _NOT_DNS.sub("-", text.lower()).strip("-") or "x"
 

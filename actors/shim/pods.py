@@ -66,7 +66,8 @@ class PodRecord:
     task_group: str = ""  # the gang's task group the pod belongs to
     task_groups: str = ""  # the gang's declaration (JSON), read by the application (see ``gang``)
     policy_parameters: str = ""
-    placeholder: bool = False  # a placeholder pod the shim made for a gang
+    placeholder: bool = False  # marked as a placeholder (the context checks the shim made it: ``placeholders.made``)
+    owner_pod: str = ""  # the uid of the pod that owns it (a placeholder's: its application's originator)
     ignored: tuple[str, ...] = ()  # constraints the shim does not enforce (see ``constraints.ignored``)
     claims: tuple[str, ...] = ()  # its persistent volume claims, by name
     volume_wait: str = ""  # why its claims keep it from being scheduled (see ``volumes``)
@@ -164,6 +165,8 @@ def parse_pod(raw: Mapping) -> PodRecord:
         task_groups=annotations.get(keys.ANNOTATION_TASK_GROUPS) or "",
         policy_parameters=annotations.get(keys.ANNOTATION_SCHEDULING_POLICY) or "",
         placeholder=annotations.get(keys.ANNOTATION_PLACEHOLDER) == "true",
+        owner_pod=next((ref.get("uid") or "" for ref in metadata.get("ownerReferences") or ()
+                        if ref.get("kind") == "Pod" and ref.get("apiVersion") == "v1"), ""),
         allow_preemption=keys.allow_preemption(annotations),
         preempts=spec.get("preemptionPolicy") != "Never",
     )

@@ -174,7 +174,8 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
     # The run did exercise the scheduler's main calls, so the check above was not vacuous.
     assert {("list", "pods", ""), ("watch", "pods", ""), ("list", "nodes", ""), ("create", "pods", "binding"),
             ("list", "configmaps", ""), ("create", "events", ""), ("patch", "pods", "status"),
-            ("get", "leases", ""), ("create", "leases", ""), ("update", "leases", ""), ("patch", "pods", ""),
+            ("get", "leases", ""), ("watch", "leases", ""), ("create", "leases", ""), ("update", "leases", ""),
+            ("patch", "pods", ""),
             ("watch", "persistentvolumeclaims", ""), ("list", "storageclasses", ""), ("patch", "persistentvolumes", ""),
             ("patch", "persistentvolumeclaims", "status"), ("create", "pods", ""), ("delete", "pods", ""),
             ("create", "pods", "eviction")} <= made, made

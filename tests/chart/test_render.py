@@ -66,6 +66,7 @@ def test_scheduler_deployment(render):
     container = _container(objects, "yunikorn-scheduler")
     assert container["command"] == ["yunikorn-scheduler"]
     assert "--rest-port=9080" in container["args"]
+    assert "--rest-allowed-origins=*" in container["args"]  # CORS as upstream's (see README, "Security")
     assert container["ports"] == [{"name": "http", "containerPort": 9080, "protocol": "TCP"}]
     assert {"name": "NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in container["env"]
     assert container["livenessProbe"]["httpGet"] == {"path": "/ws/v1/health/live", "port": "http"}
@@ -103,7 +104,7 @@ def test_scheduler_pair_with_leader_election_by_default(render):
     assert budget["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
     role = objects.one("Role", "yunikorn-scheduler")
     assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-            "verbs": ["get", "create", "update"]} in role["rules"]
+            "verbs": ["get", "watch", "create", "update"]} in role["rules"]
     assert {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]} in role["rules"]
 
 
@@ -138,6 +139,12 @@ def test_three_scheduler_replicas_and_custom_lease_timing(render):
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
 
 
+def test_rest_allowed_origins_reach_the_scheduler(render):
+    args = _container(render({"scheduler": {"restAllowedOrigins": "https://ui.example.com, https://b.example"}}),
+                      "yunikorn-scheduler")["args"]
+    assert "--rest-allowed-origins=https://ui.example.com, https://b.example" in args
+
+
 def test_scheduler_placement_values_reach_the_pod(render):
     placement = {"nodeSelector": {"pool": "system"}, "priorityClassName": "system-cluster-critical",
                  "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "yk", "effect": "NoSchedule"}],
@@ -170,6 +177,9 @@ def test_admission_controller_deployment(render):
     container = _container(objects, "yunikorn-admission-controller")
     assert container["command"] == ["yunikorn-admission-controller"]
     assert "--listen=0.0.0.0:9089" in container["args"]
+    # Placeholders are the scheduler's: the controller refuses them from any other user.
+    assert "--scheduler-service-account=yunikorn-admin" in container["args"]
+    assert _pod_spec(objects, "yunikorn-scheduler")["serviceAccountName"] == "yunikorn-admin"
     assert container["ports"][0]["containerPort"] == 9089
     for probe in ("startupProbe", "readinessProbe"):
         assert container[probe]["httpGet"] == {"scheme": "HTTPS", "path": "/health", "port": "webhook-api"}

@@ -143,7 +143,7 @@ def test_a_held_core_books_but_decides_nothing_until_let_go(core_factory):
     time.sleep(1.0)  # three times the placeholder timeout: a timer that is not held would have fired
     core.settle()
     assert released(core, "ph-0") == [] and "later-ph-0" not in {a.allocationKey for a in core.callback.new()}
-    partition = core.scheduler.snapshot(0.0).partition("default")
+    partition = core.scheduler.snapshot().partition("default")
     assert "later-ph-0" in {ask.allocation_key for app in partition.applications for ask in app.requests}
     core.scheduler.hold(False)
     wait_for(lambda: "later-ph-0" in {a.allocationKey for a in core.callback.new()})

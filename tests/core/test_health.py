@@ -107,7 +107,7 @@ def test_checks_run_periodically_and_the_endpoint_answers_the_last_result(core_f
     scheduler = core.scheduler
     first = scheduler.last_health
     assert first is not None and first.healthy, "the first check runs when the resource manager registers"
-    client = falcon.testing.TestClient(create_app(SchedulerView(scheduler, max_age=0.0)))
+    client = falcon.testing.TestClient(create_app(SchedulerView(scheduler)))
     core.asks("no-such-app", 1)
     core.settle()
     answer = client.simulate_get("/ws/v1/scheduler/healthcheck").json
@@ -123,7 +123,7 @@ def test_an_interval_of_zero_or_less_disables_periodic_runs_and_the_endpoint_run
     core = core_factory(extra={"health.checkInterval": "0s"})
     scheduler = core.scheduler
     assert scheduler.health_interval == 0 and scheduler.last_health is None
-    client = falcon.testing.TestClient(create_app(SchedulerView(scheduler, max_age=0.0)))
+    client = falcon.testing.TestClient(create_app(SchedulerView(scheduler)))
     assert client.simulate_get("/ws/v1/scheduler/healthcheck").json["Healthy"] is True
     core.asks("no-such-app", 1)
     core.settle()

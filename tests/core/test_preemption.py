@@ -6,6 +6,7 @@ import pytest
 
 from si import si_pb2
 from si.resources import Resource
+from tests.core.test_scheduling import queues
 from tests.waiting import wait_for
 
 GIB = 2**30
@@ -421,3 +422,49 @@ partitions:
     ask(core, "app-b", "b-0")  # x has room under its guarantee: b takes it from c, not from its sibling a
     wait_for(lambda: len(preempted(core)) == 2, message="b preempts")
     assert {r.applicationID for r in preempted(core)} == {"app-c"}
+
+
+PRIORITY_QUEUES = queues("""          - name: parent
+            resources: {max: {vcore: 3}}
+            queues:
+              - name: sandbox
+                resources: {guaranteed: {vcore: 1}}
+              - name: high
+                resources: {guaranteed: {vcore: 1}}
+                properties: {preemption.delay: 0s, priority.offset: "100"}
+              - name: low
+                resources: {guaranteed: {vcore: 1}}
+                properties: {preemption.delay: 0s, priority.offset: "-100"}""")
+
+
+def allocation_log(core, app_id, key):
+    app = next(a for a in core.snapshot().partitions[0].applications if a.application_id == app_id)
+    return {reason: count for reason, _, count in next(a for a in app.requests if a.allocation_key == key).failure_log}
+
+
+@pytest.mark.parametrize("node_vcore", [8000, 3000], ids=["room on the node", "the node full too"])
+def test_an_ask_its_queue_max_holds_back_preempts_inside_that_max_as_its_queue_priority_allows(core_factory,
+                                                                                             node_vcore):
+    """Upstream's e2e Verify_preemption_on_priority_queue: the parent's max is used up by a sibling over
+    its guarantee; the queue of offset 100 preempts one of its pods, the one of offset -100 cannot and
+    logs upstream's constant texts."""
+    core = core_factory(PRIORITY_QUEUES)
+    core.nodes(1, vcore=node_vcore, memory=64 * GIB)
+    core.app("sandbox", queue="root.parent.sandbox")
+    for i in range(3):
+        ask(core, "sandbox", f"s-{i}")
+    core.settle()
+    core.app("low", queue="root.parent.low")
+    ask(core, "low", "low-0")
+    core.settle()
+    assert preempted(core) == []
+    log = allocation_log(core, "low", "low-0")
+    assert log.keys() == {"Preemption does not help", "Not enough queue quota"}
+    core.app("high", queue="root.parent.high")
+    ask(core, "high", "high-0")
+    core.settle()
+    assert [v.allocationKey for v in preempted(core)] == ["s-2"], "one pod, the youngest"
+    assert placed(core, "high-0") == []
+    confirm(core)
+    assert placed(core, "high-0") == ["node-0"] and placed(core, "low-0") == []
+

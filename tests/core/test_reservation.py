@@ -104,8 +104,12 @@ def required_node_ask(core, app_id, key, node, vcore=1000, priority=1000):
     core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[message]))
 
 
-def test_a_daemonset_pod_on_a_full_node_reserves_it_and_preempts_lower_priority_pods(core_factory):
-    core = core_factory()
+def daemonset_victims(core):
+    return [r.allocationKey for r in core.callback.released() if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
+
+
+def full_nodes_with_an_opted_out_pod(core):
+    """Two full nodes of queue q's pods of priority 0; the node of the opted-out pod ``keep``."""
     core.nodes(2, vcore=4000, memory=64 * GIB)
     core.app("work", queue="root.q")
     opted_out = si_pb2.Allocation(allocationKey="keep", applicationID="work", partitionName="default", priority=0,
@@ -116,23 +120,39 @@ def test_a_daemonset_pod_on_a_full_node_reserves_it_and_preempts_lower_priority_
     core.settle()
     core.asks("work", 7, vcore=1000, memory=GIB)  # both nodes full
     core.settle()
-    target = placed(core, "keep")[0]
     core.app("daemons", queue="root.system")
-    required_node_ask(core, "daemons", "ds-equal", target, priority=0)  # not above anyone: reserves only
-    core.settle()
-    assert reserved_nodes(core) == {target: ("ds-equal",)}
-    assert not [r for r in core.callback.released() if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
-    core.release("daemons", "ds-equal")
+    return placed(core, "keep")[0]
+
+
+def test_a_daemonset_pod_on_a_full_node_reserves_it_and_preempts_pods_of_its_priority_or_lower(core_factory):
+    core = core_factory()
+    target = full_nodes_with_an_opted_out_pod(core)
+    work_on_target = {a.allocationKey for a in core.callback.new() if a.nodeID == target}
     required_node_ask(core, "daemons", "ds-0", target, vcore=2000)
     core.settle()
-    victims = [r for r in core.callback.released() if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
-    work_on_target = {a.allocationKey for a in core.callback.new() if a.nodeID == target}
-    assert len(victims) == 2 and {v.allocationKey for v in victims} <= work_on_target - {"keep"}
+    victims = daemonset_victims(core)
+    assert len(victims) == 2 and set(victims) <= work_on_target - {"keep"}
     assert reserved_nodes(core) == {target: ("ds-0",)}, "held for the DaemonSet pod meanwhile"
     for victim in victims:
-        core.release(victim.applicationID, victim.allocationKey, si_pb2.PREEMPTED_BY_SCHEDULER)
+        core.release("work", victim, si_pb2.PREEMPTED_BY_SCHEDULER)
     core.settle()
     assert placed(core, "ds-0") == [target]
+
+
+def test_a_daemonset_pod_takes_a_pod_of_equal_priority_and_an_opted_out_one_last(core_factory):
+    core = core_factory()
+    target = full_nodes_with_an_opted_out_pod(core)
+    youngest = [a.allocationKey for a in core.callback.new() if a.nodeID == target and a.allocationKey != "keep"][-1]
+    required_node_ask(core, "daemons", "ds-equal", target, priority=0)  # as upstream: equal priority is no shield
+    core.settle()
+    assert daemonset_victims(core) == [youngest], "the youngest pod that did not opt out"
+    core.release("work", youngest, si_pb2.PREEMPTED_BY_SCHEDULER)
+    core.settle()
+    assert placed(core, "ds-equal") == [target]
+    required_node_ask(core, "daemons", "ds-most", target, vcore=3000, priority=0)
+    core.settle()
+    victims = daemonset_victims(core)[1:]
+    assert len(victims) == 3 and victims[-1] == "keep", "an opted-out pod is a victim too, after the others"
 
 
 def test_an_ask_that_reserved_a_node_preempts_there_once_its_delay_ends(core_factory):

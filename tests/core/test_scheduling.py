@@ -197,6 +197,8 @@ def test_user_limits_hold_and_extra_apps_wait(core_factory):
     placed = Counter(a.applicationID for a in core.callback.new())
     assert placed == {"bob-1": 2, "eve-1": 3}, "bob's own limit replaces the wildcard for him"
     assert core.callback.failures("bob-2-0")[-1] == "user bob: resource limit reached in root.q"
+    bob = next(a for a in core.snapshot().partitions[0].applications if a.application_id == "bob-1")
+    assert {reason for a in bob.requests for reason, _, _ in a.failure_log} == {"Not enough user quota"}, "upstream's"
     assert core.callback.failures("eve-2-0")[-1] == "user eve: maxapplications limit reached in root.q"
     assert not core.callback.rejected_apps(), "over a limit an application waits; it is not rejected"
     usage = {u["userName"]: u for u in core.snapshot().partitions[0].user_usage}
@@ -386,22 +388,25 @@ def test_events_are_recorded_in_the_ring(core_factory):
     assert [i for i, _ in events] == list(range(lowest, highest + 1))
 
 
-def test_a_snapshot_holds_only_the_areas_asked_for_and_a_fresh_wider_one_serves_narrower_reads(core_factory):
+def test_a_snapshot_holds_only_the_areas_asked_for_and_serves_narrower_reads_until_the_core_changes(core_factory):
     core = core_factory()
     core.nodes(2)
     core.app("app", queue="root.sandbox")
     core.asks("app", 3)
     core.settle()
     scheduler = core.scheduler
-    queues_only = scheduler.snapshot(0.0, frozenset()).partitions[0]
+    queues_only = scheduler.snapshot(frozenset()).partitions[0]
     assert queues_only.nodes is None and queues_only.applications is None and queues_only.health is None
     assert queues_only.total_nodes == 2 and queues_only.schedulable_nodes == 2
     assert queues_only.total_containers == 3 and queues_only.root_queue.find("root.sandbox") is not None
-    nodes_only = scheduler.snapshot(0.0, frozenset({NODES})).partitions[0]
+    nodes_only = scheduler.snapshot(frozenset({NODES})).partitions[0]
     assert sum(len(n.allocations) for n in nodes_only.nodes) == 3
     assert nodes_only.applications is None and nodes_only.health is None
-    full = scheduler.snapshot(0.0)
+    full = scheduler.snapshot()
     assert full.areas == ALL_AREAS and full.health.healthy
     assert [a.application_id for a in full.partitions[0].applications] == ["app"]
-    assert scheduler.snapshot(60.0, frozenset({HEALTH})) is full, "a fresh snapshot with more areas serves"
-    assert scheduler.snapshot(0.0, frozenset({HEALTH})) is not full, "max_age 0 always takes a new one"
+    assert scheduler.snapshot(frozenset({HEALTH})) is full, "while nothing changes, one with more areas serves"
+    core.nodes(1, prefix="later-")
+    core.settle()
+    again = scheduler.snapshot(frozenset({HEALTH}))
+    assert again is not full and again.partitions[0].total_nodes == 3, "a read that follows a change sees it"

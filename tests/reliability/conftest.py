@@ -17,7 +17,7 @@ def scheduler(cluster):
     def start(queues_yaml: str = OPEN_CONFIG) -> str:
         cluster.configure(queues_yaml, **HEALTH_ON_READ)
         cluster.start_scheduler()
-        view = SchedulerView(cluster.scheduler, shim_state=cluster.service.latest_state, max_age=0.0)
+        view = SchedulerView(cluster.scheduler, shim_state=cluster.service.latest_state)
         servers.append(RestServer(view, host="127.0.0.1", port=0))
         return servers[-1].url
 

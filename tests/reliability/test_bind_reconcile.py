@@ -23,7 +23,7 @@ def test_a_bind_applied_after_the_scheduler_gave_up_is_counted_where_the_pod_is(
     uid = cluster.pods()["first"]["metadata"]["uid"]
 
     def holders():
-        partition = cluster.scheduler.snapshot(0.0).partition("default")
+        partition = cluster.scheduler.snapshot().partition("default")
         return [n.node_id for n in partition.nodes if uid in {a.allocation_key for a in n.allocations}]
     wait_for(lambda: holders() == [home], message="the pod's allocation on its node, and only there")
     for name in ("second", "third"):

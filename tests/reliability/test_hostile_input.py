@@ -41,7 +41,7 @@ def scheduler_url():
     from tests.coreharness import Core
 
     core = Core(cfg.DEFAULT_QUEUES_YAML)
-    server = RestServer(SchedulerView(core.scheduler, max_age=0.0), host="127.0.0.1", port=0)
+    server = RestServer(SchedulerView(core.scheduler), host="127.0.0.1", port=0)
     yield f"127.0.0.1:{server.port}"
     server.stop()
     core.scheduler.stop()

@@ -12,9 +12,10 @@ import urllib.request
 import pytest
 
 from actors.shim.election import LEADER_LABEL
-from kubesim.resources import POD
+from kubesim.resources import BY_PATH, POD
 from tests.reliability.invariants import HEALTH_ON_READ, assert_invariants, get_json
 from tests.reliability.process import SchedulerProcess
+from tests.reliability.wiretap import WireTap
 from tests.reliability.workload import burst
 from tests.waiting import wait_for
 
@@ -52,16 +53,18 @@ def _leader_label(cluster, pod: str) -> str | None:
     return (found[0]["metadata"].get("labels") or {}).get(LEADER_LABEL)
 
 
-def _pair(cluster, tmp_path, *extra: str) -> tuple[SchedulerProcess, SchedulerProcess]:
+def _pair(cluster, tmp_path, *extra: str, kubeconfigs: tuple[str, str] | None = None
+          ) -> tuple[SchedulerProcess, SchedulerProcess]:
     """Start ``a``, wait until it leads, then start ``b`` and wait until it stands by with warm caches.
     Each runs as if in its pod (``POD_NAME``, the pod in kubesim), which it labels leader or not."""
+    kubeconfig_a, kubeconfig_b = kubeconfigs or (cluster.kubeconfig, cluster.kubeconfig)
     for name in ("yunikorn-a", "yunikorn-b"):
         cluster.sim.store.create(POD, "default", {"metadata": {"name": name},
                                                   "spec": {"containers": [{"name": "main", "image": "busybox"}]}})
-    started = [SchedulerProcess(cluster.kubeconfig, tmp_path / "a.log", *FAST, *extra, env={"POD_NAME": "yunikorn-a"})]
+    started = [SchedulerProcess(kubeconfig_a, tmp_path / "a.log", *FAST, *extra, env={"POD_NAME": "yunikorn-a"})]
     try:
         started[0].wait_ready()
-        started.append(SchedulerProcess(cluster.kubeconfig, tmp_path / "b.log", *FAST, *extra,
+        started.append(SchedulerProcess(kubeconfig_b, tmp_path / "b.log", *FAST, *extra,
                                         env={"POD_NAME": "yunikorn-b"}))
         wait_for(lambda: started[1].readiness().get("warm"), timeout=60, interval=0.1, message="b standing by, warm")
     except BaseException:
@@ -205,3 +208,55 @@ def test_a_leader_whose_renewals_fail_stops_binding_before_the_standby_starts(cl
         cluster.sim.store.listeners.remove(record)
         cluster.sim.faults.clear()
         _stop_all(b, a)
+
+
+def _delete_lease(cluster) -> None:
+    cluster.sim.store.delete(BY_PATH[("coordination.k8s.io", "v1", "leases")], "default", "yunikorn-scheduler")
+
+
+def _name_the_standby(cluster) -> None:
+    lease = _find_lease(cluster)
+    lease["spec"]["holderIdentity"] = "yunikorn-b"
+    cluster.sim.store.replace(BY_PATH[("coordination.k8s.io", "v1", "leases")], "default", "yunikorn-scheduler",
+                              lease, None)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("disturb", [_delete_lease, _name_the_standby], ids=["deleted", "names-the-standby"])
+def test_a_lease_taken_from_the_leader_stops_its_writes_before_the_standby_writes(cluster, tmp_path, disturb):
+    """Each process reaches kubesim through its own tap, so every write is counted with its writer."""
+    cluster.sim.seed_nodes(10, cpu="4")
+    cluster.configure(CAPPED_CONFIG, **HEALTH_ON_READ)
+    cluster.sim.faults.latency(verb="create", resource="pods/binding", seconds=0.1)  # 40 binds/s: still binding
+    # A leader that noticed only when renewing would write on for up to 2 s after a change right after a renewal.
+    slow_renewals = ("--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
+                     "--leader-elect-retry-period", "2s")
+    upstream = (cluster.sim.host, cluster.sim.port)
+    taps = WireTap(upstream), WireTap(upstream)
+    kubeconfigs = tuple(tap.write_kubeconfig(cluster.sim.kubeconfig(), tmp_path / f"kubeconfig-{name}")
+                        for tap, name in zip(taps, "ab", strict=True))
+    a, b = _pair(cluster, tmp_path, *slow_renewals, kubeconfigs=kubeconfigs)
+    try:
+        names = burst(cluster, "w", 300, queue="root.open", cpu="100m")
+        wait_for(lambda: sum(map(cluster.bound, names)) >= 20, timeout=60, message="binding under way")
+        renewed = _find_lease(cluster)["spec"]["renewTime"]
+        wait_for(lambda: _find_lease(cluster)["spec"]["renewTime"] != renewed, timeout=10, interval=0.01,
+                 message="a renewal")
+        disturbed = time.monotonic()
+        disturb(cluster)
+        assert a.process.wait(timeout=30) == 3, (tmp_path / "a.log").read_text()[-2000:]
+        b.wait_ready(timeout=30)
+        found = assert_invariants(cluster.sim, b.url, timeout=60)
+        assert found.bound == len(names)
+        own_pod_or_lease = r"/leases/|/pods/yunikorn-[ab]$"
+        late = taps[0].writes_since(disturbed, excluding=own_pod_or_lease)
+        taken = taps[1].writes_since(disturbed, excluding=own_pod_or_lease)
+        # Only what the leader had sent as it saw the change (those reach the proxy a moment later).
+        assert all(w.at - disturbed < 0.25 for w in late), late
+        assert taken and max((w.at for w in late), default=disturbed) < min(w.at for w in taken)
+        # The standby waited a lease duration since it last saw the Lease change (a retry period before, at worst).
+        assert min(w.at for w in taken) - disturbed >= 1.5
+    finally:
+        _stop_all(b, a)
+        for tap in taps:
+            tap.close()

@@ -29,6 +29,6 @@ class Client:
 def rest(core_factory):
     """A running core, and its REST API on a free port."""
     core = core_factory()
-    server = RestServer(SchedulerView(core.scheduler, max_age=0.0), host="127.0.0.1", port=0)
+    server = RestServer(SchedulerView(core.scheduler), host="127.0.0.1", port=0)
     yield core, Client(server.url)
     server.stop()

@@ -9,6 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from si import si_pb2
 from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
 from si.resources import Resource
+from tests.waiting import wait_for
 
 BAD = sorted((pathlib.Path(__file__).parents[1] / "core" / "configs" / "bad").glob("*.yaml"))
 
@@ -151,7 +152,8 @@ def test_event_stream_is_ndjson_and_bounded(rest):
     assert response.status == 200
     first = json.loads(response.readline())
     assert "InstanceUUID" in first
-    threading.Thread(target=lambda: (core.nodes(2), core.settle())).start()
+    feeder = threading.Thread(target=lambda: (core.nodes(2), core.settle()))
+    feeder.start()
     lines = []
     while len(lines) < 2:
         line = response.readline()
@@ -159,6 +161,7 @@ def test_event_stream_is_ndjson_and_bounded(rest):
             lines.append(json.loads(line))
     assert all("eventChangeDetail" in line for line in lines)
     connection.close()
+    feeder.join(timeout=10)  # the core must outlive the feeder's settle: the fixture stops it after the test
 
 
 def test_event_stream_limit_answers_503(rest, core_factory):
@@ -235,18 +238,39 @@ def test_unknown_paths_answer_json_errors(rest, path):
     assert status == 404 and body["status_code"] == 404
 
 
-def test_reads_share_a_snapshot_for_max_age_seconds(core_factory):
+def test_reads_share_a_snapshot_until_the_core_changes(core_factory):
     import falcon.testing
 
+    from actors.core.snapshot import NODES
     from rest.app import SchedulerView, create_app
 
     core = core_factory()
     core.nodes(1)
-    view = SchedulerView(core.scheduler, max_age=3600)
-    client = falcon.testing.TestClient(create_app(view))
+    core.settle()
+    client = falcon.testing.TestClient(create_app(SchedulerView(core.scheduler)))
     first = client.simulate_get("/ws/v1/partition/default/nodes")
+    taken = core.scheduler.snapshot(frozenset({NODES}))
+    assert client.simulate_get("/ws/v1/partition/default/nodes").content == first.content
+    assert core.scheduler.snapshot(frozenset({NODES})) is taken, "nothing changed: the same snapshot"
     core.nodes(1, prefix="later-")
     core.settle()
-    assert client.simulate_get("/ws/v1/partition/default/nodes").content == first.content, "same snapshot, same bytes"
-    view.max_age = 0.0
-    assert len(client.simulate_get("/ws/v1/partition/default/nodes").json) == 2, "a new snapshot is read afresh"
+    assert len(client.simulate_get("/ws/v1/partition/default/nodes").json) == 2, "a read after a change sees it"
+
+
+def test_a_failed_application_is_among_the_completed_ones(rest):
+    """As upstream, an application that enters Failed moves to the partition's completed applications."""
+    core, client = rest
+    core.nodes(1, vcore=500)  # none of the gang's placeholders fits
+    ask = Resource.of(vcore=2000, memory=2**30)
+    core.scheduler.update_application(si_pb2.ApplicationRequest(rmID="rm", new=[si_pb2.AddApplicationRequest(
+        applicationID="hard-gang", queueName="root.batch", partitionName="default",
+        ugi=si_pb2.UserGroupInformation(user="alice"), placeholderAsk=ask.to_proto(),
+        executionTimeoutMilliSeconds=200, gangSchedulingStyle="Hard")]))
+    core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[si_pb2.Allocation(
+        allocationKey=f"ph-{i}", applicationID="hard-gang", partitionName="default", taskGroupName="workers",
+        placeholder=True, resourcePerAlloc=Resource.of(vcore=1000, memory=2**29).to_proto()) for i in range(2)]))
+    wait_for(lambda: core.callback.app_states("hard-gang")[-1:] == ["Failed"], message="the gang fails")
+    status, completed = client.get("/ws/v1/partition/default/applications/completed")
+    assert status == 200 and [(a["applicationID"], a["applicationState"]) for a in completed] == [
+        ("hard-gang", "Failed")]
+    assert client.get("/ws/v1/partition/default/applications/active")[1] == []

@@ -24,8 +24,7 @@ class ShimState:
 
 
 def _client(core, status: dict, shim: dict) -> falcon.testing.TestClient:
-    view = SchedulerView(core.scheduler, shim_state=lambda: shim["value"], leadership=lambda: status["value"],
-                         max_age=0.0)
+    view = SchedulerView(core.scheduler, shim_state=lambda: shim["value"], leadership=lambda: status["value"])
     return falcon.testing.TestClient(create_app(view))
 
 
@@ -66,5 +65,5 @@ def test_the_leader_is_ready_once_running(core_factory):
 
 
 def test_without_leader_election_there_is_no_gauge(core_factory):
-    client = falcon.testing.TestClient(create_app(SchedulerView(core_factory().scheduler, max_age=0.0)))
+    client = falcon.testing.TestClient(create_app(SchedulerView(core_factory().scheduler)))
     assert "yunikorn_leader" not in client.simulate_get("/ws/v1/metrics").text

@@ -100,7 +100,7 @@ def scheduled(core_factory):
     core.scheduler.update_application(si_pb2.ApplicationRequest(rmID="rm", remove=[
         si_pb2.RemoveApplicationRequest(applicationID="gone-app", partitionName="default")]))
     core.settle()
-    server = RestServer(SchedulerView(core.scheduler, max_age=0.0), host="127.0.0.1", port=0)
+    server = RestServer(SchedulerView(core.scheduler), host="127.0.0.1", port=0)
     yield core, Client(server.url)
     server.stop()
 
@@ -217,7 +217,7 @@ partitions:
     core.app("c-app", queue="root.c")
     core.asks("c-app", 1, vcore=1000, memory=1)  # root.b is fenced: root.c may not take its pods
     core.settle()
-    server = RestServer(SchedulerView(core.scheduler, max_age=0.0), host="127.0.0.1", port=0)
+    server = RestServer(SchedulerView(core.scheduler), host="127.0.0.1", port=0)
     try:
         client = Client(server.url)
         _, queues = client.get("/ws/v1/partition/default/queues")

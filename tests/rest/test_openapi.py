@@ -46,7 +46,7 @@ class _LazyApp:
             _core.app("app-1", queue="root.team")
             _core.asks("app-1", 2)
             _core.settle()
-            self.app = create_app(SchedulerView(_core.scheduler, max_age=0.0))
+            self.app = create_app(SchedulerView(_core.scheduler))
         return self.app(environ, start_response)
 
 

@@ -17,7 +17,7 @@ def server(core_factory):
     core = core_factory()
     settings = ServerSettings(threads=4, max_streams=2, idle_timeout=1, max_header_bytes=8 * 1024,
                               max_body_bytes=64 * 1024)
-    running = RestServer(SchedulerView(core.scheduler, max_age=0.0), host="127.0.0.1", port=0, settings=settings)
+    running = RestServer(SchedulerView(core.scheduler), host="127.0.0.1", port=0, settings=settings)
     yield running
     running.stop()
 

@@ -34,7 +34,7 @@ def served(core_factory):
 
     def serve(**options):
         core = core_factory(CONFIG, **options)
-        server = RestServer(SchedulerView(core.scheduler, max_age=0.0), host="127.0.0.1", port=0)
+        server = RestServer(SchedulerView(core.scheduler), host="127.0.0.1", port=0)
         servers.append(server)
         return core, Client(server.url)
 
@@ -98,6 +98,33 @@ def test_nodes_carry_foreign_allocations_under_both_keys(served):
     assert set(node0["foreignAllocations"][0]) == {"allocationKey", "allocationTags", "allocationTime", "resource",
                                                    "priority", "nodeId", "preemptable"}
     assert client.get("/ws/v1/partition/default/node/node-1")[1]["foreignAllocations"] == []
+
+
+def test_nodes_page_utilisation_counts_allocations_only_in_upstream_buckets(served):
+    core, client = served()
+    core.nodes(4, vcore=10000, memory=10 * 2**30)
+    core.app("running", queue="root.open")
+
+    def found(key, node, vcore, memory, tags=None):
+        core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[si_pb2.Allocation(
+            allocationKey=key, applicationID="" if tags else "running", nodeID=node, partitionName="default",
+            allocationTags=tags or {}, resourcePerAlloc=Resource.of(vcore=vcore, memory=memory).to_proto())]))
+
+    found("at-10", "node-0", 1000, 2**30)  # exactly 10%: the first bucket
+    found("above-10", "node-1", 1100, 2**30 + 2**27)  # 11%: the second
+    found("full", "node-2", 10000, 10 * 2**30)  # 100%: the last
+    found("foreign", "node-3", 9000, 9 * 2**30, {TAG_FOREIGN: FOREIGN_DEFAULT})  # not the scheduler's: 0%
+    core.settle()
+    nodes = {n["nodeID"]: n for n in client.get("/ws/v1/partition/default/nodes")[1]}
+    assert nodes["node-3"]["utilized"] == {} and nodes["node-3"]["occupied"]["vcore"] == 9000
+    assert nodes["node-1"]["utilized"] == {"vcore": 11, "memory": 11}
+    (partition,) = client.get("/ws/v1/scheduler/node-utilizations")[1]
+    vcore = next(u["utilization"] for u in partition["utilizations"] if u["type"] == "vcore")
+    assert [b["bucketName"] for b in vcore] == [f"{i * 10}-{i * 10 + 10}%" for i in range(10)]
+    assert vcore[0] == {"bucketName": "0-10%", "numOfNodes": 2, "nodeNames": ["node-0", "node-3"]}
+    assert vcore[1] == {"bucketName": "10-20%", "numOfNodes": 1, "nodeNames": ["node-1"]}
+    assert vcore[9] == {"bucketName": "90-100%", "numOfNodes": 1, "nodeNames": ["node-2"]}
+    assert vcore[5] == {"bucketName": "50-60%"}, "as upstream, an empty bucket has no count and no list"
 
 
 def test_root_max_is_the_partition_capacity_and_abs_used_capacity_is_a_percentage_of_max(served):

@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kubesim import KubeSim
 from rest.app import SchedulerView
 from rest.server import RestServer
+from si.kubernetes import ANNOTATION_USER_INFO
 from si.quantity import from_kubernetes
 from tests.shim.cluster import Cluster
 from tests.waiting import wait_for
@@ -63,17 +64,19 @@ class Http:
 
 
 @contextlib.contextmanager
-def served(directory: pathlib.Path, prepare: Callable[[Cluster], None] = lambda cluster: None):
-    """kubesim, the scheduler on it once ``prepare(cluster)`` has run, and the REST API reading the core,
-    the shim's state and the actors' failures, as the command serves it; all stopped at the end."""
-    sim = KubeSim(bookmark_interval=0.2).start()
+def served(directory: pathlib.Path, prepare: Callable[[Cluster], None] = lambda cluster: None,
+           kubelet_delay: float | None = None):
+    """kubesim (with kubelets that run bound pods after ``kubelet_delay`` seconds, if given), the
+    scheduler on it once ``prepare(cluster)`` has run, and the REST API reading the core, the shim's
+    state and the actors' failures, as the command serves it; all stopped at the end."""
+    sim = KubeSim(bookmark_interval=0.2, kubelet_delay=kubelet_delay).start()
     sim.write_kubeconfig(str(directory / "kubeconfig"))
     cluster = Cluster(sim, str(directory / "kubeconfig"))
     server = None
     try:
         prepare(cluster)
         service = cluster.start_scheduler()
-        server = RestServer(SchedulerView(cluster.scheduler, shim_state=service.latest_state, max_age=0.0,
+        server = RestServer(SchedulerView(cluster.scheduler, shim_state=service.latest_state,
                                           actor_failures=service.supervision.failures), host="127.0.0.1", port=0)
         yield cluster, Http(server.url)
     finally:
@@ -287,3 +290,66 @@ def test_a_gang_shows_its_placeholders_and_their_replacement(tmp_path):
         assert flags == [(False, True, "workers"), (True, False, "workers")]
         queue = http.ok("/ws/v1/partition/default/queue/root.default")
         assert queue["allocatedResource"]["vcore"] == 1000  # the placeholder left counts in the queue
+
+
+FRESHNESS_QUEUES = QUEUES + """\
+          - name: team
+            limits:
+              - limit: developers
+                groups: [developers]
+                maxresources: {vcore: 100}
+              - limit: every other group
+                groups: ['*']
+                maxresources: {vcore: 100}
+"""
+
+
+def test_a_read_right_after_a_pod_runs_sees_its_usage(tmp_path):
+    """Upstream reads live state, and its e2e suite reads queue and group usage as soon as a pod runs."""
+    def prepare(cluster: Cluster) -> None:
+        cluster.node("node-a", cpu="4", memory="8Gi")
+        cluster.configure(FRESHNESS_QUEUES)
+
+    with served(tmp_path, prepare, kubelet_delay=0.0) as (cluster, http):
+        assert not http.ok("/ws/v1/partition/default/queue/root.team")["allocatedResource"]
+        assert http.ok("/ws/v1/partition/default/usage/groups") == []
+        cluster.core_api.create_namespaced_pod("default", {
+            "metadata": {"name": "fresh", "labels": {"applicationId": "fresh-app", "queue": "root.team"},
+                         "annotations": {ANNOTATION_USER_INFO: '{"user": "ann", "groups": ["developers"]}'}},
+            "spec": {"schedulerName": "yunikorn", "containers": [
+                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "300m"}}}]}})
+        wait_for(lambda: pods(cluster)["fresh"]["status"].get("phase") == "Running", timeout=20,
+                 message="the pod runs")
+        assert http.ok("/ws/v1/partition/default/queue/root.team")["allocatedResource"]["vcore"] == 300
+        (group,) = http.ok("/ws/v1/partition/default/usage/groups")
+        assert group["groupName"] == "developers" and group["applications"] == ["fresh-app"]
+        assert group["queues"]["resourceUsage"]["vcore"] == 300
+
+
+def test_an_application_whose_last_pod_goes_completes_on_the_core_timer(tmp_path):
+    """As upstream: the shim keeps the application, the core moves it Completing, a pod that comes
+    meanwhile runs in it again, and only the core's timer (paced here by the scheduling interval)
+    makes it Completed, among the completed applications."""
+    def prepare(cluster: Cluster) -> None:
+        cluster.node("node-a", cpu="4", memory="8Gi")
+        cluster.configure(FRESHNESS_QUEUES, **{"service.schedulingInterval": "1h"})
+
+    with served(tmp_path, prepare) as (cluster, http):
+        def state() -> str:
+            status, app = http.get("/ws/v1/partition/default/application/short-app")
+            return app["applicationState"] if status == 200 else "Gone"
+
+        labels = {"applicationId": "short-app", "queue": "root.team"}
+        cluster.pod("first", labels=labels)
+        cluster.wait_bound("first")
+        cluster.core_api.delete_namespaced_pod("first", "default")
+        wait_for(lambda: state() == "Completing", message="Completing once its last pod is gone")
+        cluster.pod("again", labels=labels)
+        cluster.wait_bound("again")
+        assert state() == "Running"
+        cluster.core_api.delete_namespaced_pod("again", "default")
+        wait_for(lambda: state() == "Completing", message="Completing again")
+        cluster.configure(FRESHNESS_QUEUES, **{"service.schedulingInterval": "50ms"})
+        wait_for(lambda: state() == "Completed", message="Completed on the core's timer")
+        completed = http.ok("/ws/v1/partition/default/applications/completed")
+        assert [(a["applicationID"], a["applicationState"]) for a in completed] == [("short-app", "Completed")]

@@ -119,7 +119,7 @@ class Cluster:
 
     def core_node(self, name: str):
         """The core's snapshot of node ``name`` in the default partition; ``None`` when it has none."""
-        partition = self.scheduler.snapshot(0.0).partition("default")
+        partition = self.scheduler.snapshot().partition("default")
         return next((node for node in partition.nodes if node.node_id == name), None)
 
     def binds_per_pod(self) -> Counter:

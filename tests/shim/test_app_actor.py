@@ -156,14 +156,27 @@ def test_failing_then_failed_fails_the_pods_without_a_node(app):
     assert failed.reason == "ApplicationFailed" and "placeholders timed out" in failed.message
 
 
-def test_killed_when_its_last_pod_is_deleted(app):
+def test_its_last_pod_deleted_the_core_completes_it(app):
+    """As upstream's shim: the asks go, the application stays until the core, Completing on its timer,
+    says Completed."""
     first = pod("p0")
     a = app(first)
     a.tell(TaskUpdates((TaskUpdate(first, 0),)), accepted())
     a.tell(TaskUpdates((TaskUpdate(first, 0, deleted=True),)))
-    assert a.state() == "Killed"
-    release, remove = a.sent()[-2:]
+    release = a.sent()[-1]
     assert isinstance(release, si_pb2.AllocationRelease) and release.allocationKey == first.uid
+    assert a.state() == "Accepted"
+    a.tell(updated(state="Completing"), updated(state="Completed"))
+    assert a.state() == "Completed"
+
+
+def test_killed_at_once_when_its_last_pod_is_deleted_before_the_core_had_an_ask(app):
+    first = pod("p0")
+    a = app(first)
+    a.tell(TaskUpdates((TaskUpdate(first, 0),)))
+    a.tell(TaskUpdates((TaskUpdate(first, 0, deleted=True),)))
+    assert a.state() == "Killed"
+    remove = a.sent()[-1]
     assert isinstance(remove, si_pb2.RemoveApplicationRequest) and remove.applicationID == APP
 
 

@@ -70,11 +70,15 @@ def test_rest_shows_the_shim_and_sigterm_shuts_down_gracefully(cluster):
     cluster.sim.seed_nodes(1)
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "actors.cli", "--kubeconfig", cluster.kubeconfig,
-                                "--rest-port", str(port)], cwd=REPO, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                                "--rest-port", str(port), "--rest-allowed-origins", "https://ui.example.com"],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     wait_for(lambda: get_json(base + "/ws/v1/health/ready") == (200, {"ready": True, "shimState": "Running"}),
              timeout=60)
+    for origin, granted in (("https://ui.example.com", "https://ui.example.com"), ("https://elsewhere", None)):
+        request = urllib.request.Request(base + "/ws/v1/partitions", headers={"Origin": origin})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert response.headers["Access-Control-Allow-Origin"] == granted
     cluster.pod("p")
     wait_for(lambda: cluster.bound("p"), timeout=60)
     wait_for(lambda: any(pod["name"] == "p" and pod["state"] == "Bound"

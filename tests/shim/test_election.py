@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -10,8 +11,10 @@ from actors.cli import parse_args
 from actors.shim.client import BindError, KubeClient
 from actors.shim.election import ElectionSettings, LeaderElector
 from actors.shim.fence import Fenced, LeaderFence
+from kubesim.resources import BY_PATH
 from tests.waiting import wait_for
 
+LEASE = BY_PATH[("coordination.k8s.io", "v1", "leases")]
 FAST = dict(lease_duration=2.0, renew_deadline=1.5, retry_period=0.1)
 
 
@@ -111,6 +114,54 @@ def test_a_candidate_does_not_take_a_lease_renewed_within_its_duration(kubesim, 
     finally:
         kubesim.faults.clear()
         a.elector.stop(release=False)
+
+
+# The leader renews every 2 s: a leader that noticed only when renewing would keep writing for up to 2 s.
+WATCHED = dict(lease_duration=4.0, renew_deadline=3.0, retry_period=2.0)
+
+
+def _leader_and_standby(connect) -> tuple[Candidate, Candidate]:
+    a = Candidate(connect, "a", **WATCHED)
+    wait_for(a.led.is_set, timeout=10, message="a leading")
+    b = Candidate(connect, "b", **WATCHED)
+    wait_for(lambda: b.elector.status().leader == "a", timeout=5, message="b seeing a lead")
+    return a, b
+
+
+def test_a_deleted_lease_closes_the_leaders_fence_at_once_and_the_standby_waits_a_lease_duration(kubesim, connect):
+    a, b = _leader_and_standby(connect)
+    try:
+        wait_for(lambda: _lease(kubesim)["renewTime"] != _lease(kubesim)["acquireTime"], timeout=5,
+                 message="a renewing")
+        kubesim.store.delete(LEASE, "default", "yunikorn-scheduler")
+        deleted = time.monotonic()
+        wait_for(lambda: not a.fence.is_open(), timeout=1.0, message="a's fence closing at the deletion")
+        wait_for(a.lost.is_set, timeout=1.0, message="a losing the lease")
+        wait_for(b.led.is_set, timeout=10, message="b taking the vanished lease")
+        # b last saw a renewal at most a retry period before the deletion, and waits a lease duration from it.
+        assert time.monotonic() - deleted >= WATCHED["lease_duration"] - WATCHED["retry_period"]
+        assert _lease(kubesim)["holderIdentity"] == "b"
+    finally:
+        a.elector.stop(release=False)
+        b.elector.stop(release=False)
+
+
+def test_a_lease_rewritten_to_name_the_standby_closes_the_leaders_fence_and_is_held_for_a_duration(kubesim, connect):
+    a, b = _leader_and_standby(connect)
+    try:
+        lease = kubesim.objects("leases")[0]
+        lease["spec"]["holderIdentity"] = "b"
+        kubesim.store.replace(LEASE, "default", "yunikorn-scheduler", lease, None)
+        rewritten = time.monotonic()
+        wait_for(lambda: not a.fence.is_open(), timeout=1.0, message="a's fence closing at the rewrite")
+        wait_for(a.lost.is_set, timeout=1.0, message="a losing the lease")
+        wait_for(b.led.is_set, timeout=10, message="b taking the lease once it was not renewed for its duration")
+        assert time.monotonic() - rewritten >= WATCHED["lease_duration"]
+        spec = _lease(kubesim)
+        assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("b", 1)
+    finally:
+        a.elector.stop(release=False)
+        b.elector.stop(release=False)
 
 
 def test_the_fence_refuses_every_write_of_a_client_that_does_not_lead(kubesim, connect):

@@ -54,8 +54,9 @@ def bound_placeholders(cluster, app: str | None = None) -> dict[str, str]:
 
 
 def core_app(cluster, app: str):
-    partition = cluster.scheduler.snapshot(0.0).partition("default")
-    return next((a for a in partition.applications if a.application_id == app), None)
+    partition = cluster.scheduler.snapshot().partition("default")
+    return next((a for a in partition.applications + partition.terminated_applications if a.application_id == app),
+                None)
 
 
 def phase(cluster, name: str) -> str:
@@ -286,3 +287,54 @@ def test_placeholder_creation_stops_once_the_originating_pod_is_deleted(cluster,
     gang_pod(cluster, "canary", "canary", "w", [{"name": "w", "minMember": 1, "minResource": {"cpu": "1m"}}], cpu="1m")
     cluster.wait_bound("canary")
     assert pods_created(cluster) == 1 + made + 2  # the canary and its placeholder
+
+
+def forged_placeholder(cluster, name: str, app: str, group: str, owner_uid: str = "", owner_name: str = "") -> None:
+    """A pod a user made look like one of ``app``'s placeholders (label, task group, placeholder mark)."""
+    metadata = {"name": name, "namespace": "default", "labels": {"applicationId": app, "queue": "root.batch"},
+                "annotations": {"internal.yunikorn.apache.org/placeholder": "true",
+                                "yunikorn.apache.org/task-group-name": group}}
+    if owner_uid:
+        metadata["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": owner_name, "uid": owner_uid,
+                                        "controller": False, "blockOwnerDeletion": True}]
+    cluster.core_api.create_namespaced_pod("default", {
+        "metadata": metadata,
+        "spec": {"schedulerName": "yunikorn",
+                 "containers": [{"name": "main", "image": "x", "resources": {"requests": {"cpu": "100m"}}}]}})
+
+
+def test_a_forged_placeholder_in_a_plain_application_runs_as_an_ordinary_pod(cluster):
+    """F10: only the scheduler makes placeholders; before, such a pod stayed Pending with no event."""
+    start(cluster, nodes=1)
+    gang_pod(cluster, "plain-0", "plain", "")
+    cluster.wait_bound("plain-0")
+    forged_placeholder(cluster, "fake-0", "plain", "worker")
+    cluster.wait_bound("fake-0")
+    (event,) = wait_for(lambda: cluster.events("PlaceholderRefused", "fake-0"), message="the warning")
+    assert event.type == "Warning" and "not created by the scheduler" in event.message
+    assert not core_app(cluster, "plain").placeholder_data
+    cluster.assert_consistent()
+
+
+def test_forged_placeholders_do_not_stand_in_for_a_gangs(cluster):
+    """F10: a placeholder is a pod the scheduler named for the application's gang, owned by an ordinary pod
+    of that application; a pod lacking either is an ordinary member of its task group, with a warning."""
+    start(cluster, nodes=2)
+    groups = [{"name": "driver", "minMember": 1, "minResource": {"cpu": "1", "memory": "1Gi"}},
+              {"name": "executor", "minMember": 2, "minResource": {"cpu": "1", "memory": "1Gi"}}]
+    driver = gang_pod(cluster, "driver", "gang", "driver", groups)
+    cluster.wait_bound("driver")
+    made = set(placeholders(cluster, "gang"))
+    assert len(made) == 2
+    other = gang_pod(cluster, "other-0", "other", "")
+    forged_placeholder(cluster, "tg-gang-executor-abcdefghij", "gang", "executor", other, "other-0")
+    forged_placeholder(cluster, "fake-executor", "gang", "executor", driver, "driver")
+    cluster.wait_bound("tg-gang-executor-abcdefghij", "fake-executor")
+    for name in ("tg-gang-executor-abcdefghij", "fake-executor"):
+        wait_for(lambda name=name: cluster.events("PlaceholderRefused", name), message=f"the warning on {name}")
+    # As the executors they claim to be, they take over the gang's own placeholders.
+    wait_for(lambda: not placeholders(cluster, "gang"), message="the gang's placeholders replaced")
+    assert not any(cluster.events("PlaceholderRefused", name) for name in made)
+    data = {d.task_group_name: d for d in core_app(cluster, "gang").placeholder_data}
+    assert (data["executor"].count, data["executor"].replaced) == (2, 2)
+    cluster.assert_consistent()

@@ -4,7 +4,7 @@ import pytest
 from kubernetes import client as k8s
 
 from actors.shim import keys
-from actors.shim.handoff import NOT_READY, AllocationHandoff
+from actors.shim.handoff import NOT_READY, AllocationHandoff, BindVerdict
 from actors.shim.messages import (
     BindAsk,
     BindOutcome,
@@ -36,6 +36,12 @@ def hand_off(actor, listener, uid: str, node: str) -> None:
     wait_for(lambda: [o for o in inbox_messages(listener, BindOutcome) if o.node == node])
 
 
+def may_bind(actor, uid: str, node: str) -> str:
+    verdict = actor.ask(BindAsk(uid, "default", "p", node))
+    assert verdict.placed
+    return verdict.refusal
+
+
 def test_a_decision_is_announced_on_the_pod_and_reported_bound(handoff, kube_api):
     actor, listener, uid = handoff
     assert actor.ask(FilterAsk(uid, NODES)).passed == ()
@@ -49,11 +55,12 @@ def test_a_decision_is_announced_on_the_pod_and_reported_bound(handoff, kube_api
 def test_filter_passes_only_the_pending_node_then_a_second_call_retracts(handoff):
     actor, listener, uid = handoff
     hand_off(actor, listener, uid, "n2")
-    assert actor.ask(BindAsk(uid, "n2")).startswith("pod ")  # not through the filter yet
+    assert "not passed the filter" in may_bind(actor, uid, "n2")
     verdict = actor.ask(FilterAsk(uid, NODES))
     assert verdict.passed == ("n2",)
-    assert actor.ask(BindAsk(uid, "n2")) == ""
-    assert "allocated to n2" in actor.ask(BindAsk(uid, "n3"))
+    assert actor.ask(BindAsk(uid, "default", "p", "n2")) == BindVerdict(True, "")
+    assert may_bind(actor, uid, "n3") == "pod default/p is allocated to n2, not n3"
+    assert actor.ask(BindAsk(uid, "default", "q", "n2")) == BindVerdict(True, "pod default/q does not have uid " + uid)
     again = actor.ask(FilterAsk(uid, NODES))
     assert again.passed == () and "the attempt on n2 failed" in again.reason
     wait_for(lambda: inbox_messages(listener, RetractTask))
@@ -77,7 +84,8 @@ def test_settled_allocations_are_forgotten_and_waiting_reasons_answered(handoff)
     assert actor.ask(FilterAsk(uid, NODES)).passed == ("n1",)
     actor.tell(Settled(uid))
     assert actor.ask(FilterAsk(uid, NODES)).reason == NOT_READY  # no retraction: the pod was bound
-    assert actor.ask(BindAsk(uid, "n3")) == ""  # no allocation: not YuniKorn's to refuse
+    # No allocation: the extender decides on the pod itself, with the core's reason at hand.
+    assert actor.ask(BindAsk(uid, "default", "p", "n3")) == BindVerdict(False, f"YuniKorn has not placed pod default/p: {NOT_READY}")
     assert inbox_messages(listener, RetractTask) == []
 
 

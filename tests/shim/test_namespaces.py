@@ -56,7 +56,7 @@ def test_annotated_namespaces_get_their_queues_limits_end_to_end(cluster):
     namespace(cluster, "legacy", namespace_max_cpu="600m")
     namespace(cluster, "single", namespace_maxApps="1")
     cluster.start_scheduler()
-    server = RestServer(SchedulerView(cluster.scheduler, max_age=0.0), host="127.0.0.1", port=0)
+    server = RestServer(SchedulerView(cluster.scheduler), host="127.0.0.1", port=0)
     try:
         http = Http(server.url)
         capped = [f"capped-{i}" for i in range(4)]

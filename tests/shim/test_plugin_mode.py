@@ -109,7 +109,7 @@ def plugin(kubesim, tmp_path):
             cluster.configure(queues)
         service = cluster.start_scheduler(plugin_mode=True)
         started["rest"] = RestServer(SchedulerView(cluster.scheduler, shim_state=service.latest_state,
-                                                   max_age=0.0, extender=service.extender),
+                                                   extender=service.extender),
                                      host="127.0.0.1", port=0)
         return KubeScheduler(cluster, started["rest"].url)
 
@@ -196,6 +196,40 @@ def test_a_failing_extender_bind_is_followed_by_a_new_placement(plugin):
     assert cluster.binds_per_pod()["flaky"] == 1
 
 
+def test_the_extender_binds_only_what_the_core_decided_to_the_node_it_decided(plugin):
+    cluster, start = plugin
+    kube = start(QUEUES.format(small=1))
+    names = ["q0", "q1", "q2"]
+    for name in names:
+        cluster.pod(name, cpu="400m", labels={"applicationId": "quota", "queue": "root.small"})
+    kube.schedule(names, expected=2)  # 2 x 400m fit in the queue's 1 vcore
+    (over,) = [name for name in names if not cluster.node_of(name)]
+    # A pod over its queue's maximum: the core placed it nowhere.
+    assert kube.bind_through_extender(over, kube.nodes[0]).startswith(f"YuniKorn has not placed pod default/{over}")
+    # A pod of another scheduler.
+    cluster.pod("other", scheduler="default-scheduler")
+    assert "is not for yunikorn (schedulerName default-scheduler)" in kube.bind_through_extender("other", kube.nodes[0])
+    # A placed pod: only to its node, only under its own name and uid.
+    cluster.pod("placed", labels={"applicationId": "job", "queue": "root.big"})
+    node = approved_node(cluster, "placed")
+    assert kube.filter("placed")["NodeNames"] == [node]
+    assert kube.bind_through_extender("placed", "no-such-node") == f"pod default/placed is allocated to {node}, not no-such-node"
+    status, reply = kube.post(BIND, {"PodName": "other", "PodNamespace": "default", "Node": node,
+                                     "PodUID": kube.pod("placed")["metadata"]["uid"]})
+    assert status == 200 and reply["Error"].startswith("pod default/other does not have uid")
+    status, reply = kube.post(BIND, {"PodName": "placed", "PodNamespace": "default", "Node": node, "PodUID": "forged"})
+    assert status == 200 and reply["Error"] == "pod default/placed does not have uid forged"
+    # A pod that names no application is kube-scheduler's to place, on a node that exists.
+    cluster.pod("plain")
+    assert kube.bind_through_extender("plain", "no-such-node") == "node no-such-node does not exist"
+    assert cluster.binds_per_pod() == Counter({name: 1 for name in names if name != over})
+    assert not any(cluster.node_of(name) for name in (over, "other", "placed", "plain"))
+    assert kube.bind_through_extender("plain", kube.nodes[1]) == ""
+    assert kube.bind_through_extender("placed", node) == ""
+    wait_for(lambda: cluster.node_of("plain") == kube.nodes[1] and cluster.node_of("placed") == node)
+    cluster.assert_consistent()
+
+
 def test_queue_quota_is_enforced_and_its_reason_is_the_filter_answer(plugin):
     cluster, start = plugin
     kube = start(QUEUES.format(small=1))
@@ -232,7 +266,7 @@ def test_lower_cased_keys_node_objects_and_bad_requests(plugin):
         status, reply = kube.post(FILTER, body)
         assert status == 400 and expected in json.dumps(reply)
     status, reply = kube.post(BIND, {"PodName": "lower"})
-    assert status == 400 and "PodNamespace" in reply["description"]
+    assert status == 400 and "PodNamespace, PodUID" in reply["description"]
     assert cluster.node_of("lower") is None
 
 

@@ -20,11 +20,16 @@ partitions:
 """
 
 
-def fill_queue_b(cluster, count=4, **labels):
-    names = [f"b{i}" for i in range(count)]
+def fill(cluster, names, queue, app, **labels):
+    """Pods of 500m CPU ``names`` in ``queue``, bound."""
     for name in names:
-        cluster.pod(name, cpu="500m", labels={"queue": "root.b", "applicationId": "b-app", **labels})
+        cluster.pod(name, cpu="500m", labels={"queue": queue, "applicationId": app, **labels})
     cluster.wait_bound(*names)
+    return names
+
+
+def fill_queue_b(cluster, count=4, **labels):
+    names = fill(cluster, [f"b{i}" for i in range(count)], "root.b", "b-app", **labels)
     for name in names:  # their kubelet reports them running and ready
         cluster.sim.complete_pod("default", name, "Running")
     return names
@@ -53,10 +58,7 @@ def test_a_victim_protected_by_its_disruption_budget_is_kept_and_another_is_evic
     cluster.node("n1", cpu="2")
     cluster.configure(QUEUES)
     cluster.start_scheduler()
-    others = [f"c{i}" for i in range(2)]
-    for name in others:
-        cluster.pod(name, cpu="500m", labels={"queue": "root.b", "applicationId": "b-app"})
-    cluster.wait_bound(*others)
+    others = fill(cluster, [f"c{i}" for i in range(2)], "root.b", "b-app")
     for name in others:
         cluster.sim.complete_pod("default", name, "Running")
     protected = fill_queue_b(cluster, count=2, tier="web")  # the youngest: chosen first
@@ -115,3 +117,35 @@ def test_a_daemonset_pod_on_a_full_node_evicts_a_lower_priority_pod_and_runs_the
     [evicted] = evictions(cluster)
     assert nodes[evicted] == "n2" and evicted not in cluster.pods()
     cluster.assert_consistent()
+
+
+PRIORITY_QUEUES = QUEUES + """\
+          - name: parent
+            resources: {max: {vcore: 1500m}}
+            queues:
+              - name: sandbox
+                resources: {guaranteed: {vcore: 500m}}
+              - name: high
+                resources: {guaranteed: {vcore: 500m}}
+                properties: {preemption.delay: 1s, priority.offset: "100"}
+              - name: low
+                resources: {guaranteed: {vcore: 500m}}
+                properties: {preemption.delay: 1s, priority.offset: "-100"}
+"""
+
+
+def test_a_full_parent_max_gives_room_to_the_queue_of_higher_priority_only(cluster):
+    """Upstream's e2e Verify_preemption_on_priority_queue, on a node with room to spare."""
+    cluster.node("n1", cpu="4")
+    cluster.configure(PRIORITY_QUEUES)
+    cluster.start_scheduler()
+    sandbox = fill(cluster, [f"s{i}" for i in range(3)], "root.parent.sandbox", "sandbox-app")
+    cluster.pod("low", cpu="500m", labels={"queue": "root.parent.low", "applicationId": "low-app"})
+    cluster.pod("high", cpu="500m", labels={"queue": "root.parent.high", "applicationId": "high-app"})
+    cluster.wait_bound("high")
+    assert len(evictions(cluster)) == 1 and evictions(cluster)[0] in sandbox
+    assert not cluster.bound("low")
+    low = next(a for a in cluster.scheduler.snapshot().partition("default").applications
+               if a.application_id == "low-app")
+    logged = {reason for request in low.requests for reason, _, _ in request.failure_log}
+    assert "Not enough queue quota" in logged

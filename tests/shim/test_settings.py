@@ -33,7 +33,7 @@ def running(cluster):
     cluster.node("node-a", labels={"node.kubernetes.io/instance-type": "m5.large", "example.com/flavour": "big"})
     cluster.node("node-b")
     cluster.start_scheduler()
-    server = RestServer(SchedulerView(cluster.scheduler, max_age=0.0), host="127.0.0.1", port=0)
+    server = RestServer(SchedulerView(cluster.scheduler), host="127.0.0.1", port=0)
     yield cluster, Http(server.url)
     server.stop()
 

@@ -15,7 +15,7 @@ from tests.shim.test_gang import SPARK, bound_placeholders, gang_pod, phase, pla
 
 def _allocated(cluster) -> dict[str, str]:
     """Allocation key -> node, of YuniKorn's and foreign pods, as the core books them."""
-    partition = cluster.scheduler.snapshot(0.0).partition("default")
+    partition = cluster.scheduler.snapshot().partition("default")
     return {a.allocation_key: node.node_id for node in partition.nodes
             for a in (*node.allocations, *node.foreign_allocations)}
 

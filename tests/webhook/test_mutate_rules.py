@@ -220,6 +220,116 @@ def test_workload_with_foreign_user_info_is_denied(rules):
     assert response["allowed"] is False and "mallory" in response["status"]["message"]
 
 
+def _template_annotations(obj: dict, kind: str) -> dict:
+    spec = obj["spec"]["jobTemplate"]["spec"] if kind == "CronJob" else obj["spec"]
+    return spec["template"]["metadata"].get("annotations") or {}
+
+
+@pytest.mark.parametrize("kind", list(c.WORKLOAD_KINDS))
+def test_workload_update_naming_someone_else_is_denied(rules, kind):
+    """F5: the controllers the webhook trusts make pods from the template, so an UPDATE that puts another
+    identity there is checked as a CREATE is."""
+    old = workload(kind, annotations={ANNOTATION_USER_INFO: '{"user":"mallory"}'})
+    new = workload(kind, annotations={ANNOTATION_USER_INFO: '{"user":"admin","groups":["admins"]}'})
+    response = rules.mutate(new, kind=kind, operation="UPDATE", old=old, user="mallory", groups=("devs",))
+    assert response["allowed"] is False
+    assert response["status"]["message"] == "user mallory with groups [devs] is not allowed to set user annotation"
+    added = rules.mutate(new, kind=kind, operation="UPDATE", old=workload(kind), user="mallory", groups=("devs",))
+    assert added["allowed"] is False
+
+
+def test_workload_update_keeping_user_info_is_allowed_unchanged(rules):
+    old = workload("Deployment", annotations={ANNOTATION_USER_INFO: '{"user":"alice"}'})
+    new = workload("Deployment", labels={"version": "2"}, annotations={ANNOTATION_USER_INFO: '{"user":"alice"}'})
+    response = rules.mutate(new, kind="Deployment", operation="UPDATE", old=old, user="bob", groups=())
+    assert response["allowed"] is True and "patch" not in response
+
+
+def test_workload_update_removing_user_info_records_the_submitter(rules):
+    """Without it, the pods would run as the controller that makes them."""
+    old = workload("Job", annotations={ANNOTATION_USER_INFO: '{"user":"alice"}', "note": "keep"})
+    new = workload("Job", annotations={"note": "keep"})
+    result = patched(new, rules.mutate(new, kind="Job", operation="UPDATE", old=old, user="bob", groups=("g",)))
+    assert _template_annotations(result, "Job") == {"note": "keep", ANNOTATION_USER_INFO: '{"user":"bob","groups":["g"]}'}
+
+
+def test_trusted_users_may_change_a_workloads_user_info(rules):
+    old = workload("CronJob", annotations={ANNOTATION_USER_INFO: '{"user":"alice"}'})
+    new = workload("CronJob", annotations={ANNOTATION_USER_INFO: '{"user":"carol"}'})
+    response = rules.mutate(new, kind="CronJob", operation="UPDATE", old=old,
+                            user="system:serviceaccount:kube-system:cronjob-controller", groups=())
+    assert response["allowed"] is True and "patch" not in response
+
+
+@pytest.mark.parametrize("kind", ["Pod", "Deployment", "Job"])
+def test_user_info_nested_5000_deep_is_denied_with_a_message(rules, kind):
+    """F5: the value is parsed with a depth limit; before, Python's recursion limit made it a 500, which
+    ``failurePolicy: Ignore`` turns into an unmutated admission."""
+    deep = "[" * 5000 + "]" * 5000
+    obj = pod(annotations={ANNOTATION_USER_INFO: deep}) if kind == "Pod" else \
+        workload(kind, annotations={ANNOTATION_USER_INFO: deep})
+    response = rules.mutate(obj, kind=kind, user="system:serviceaccount:kube-system:job-controller")
+    assert response["allowed"] is False
+    assert response["status"]["message"].startswith(f"invalid {ANNOTATION_USER_INFO} annotation: ")
+
+
+@pytest.mark.parametrize("kind", ["Pod", "Deployment"])
+def test_annotation_that_is_not_a_string_is_denied_with_a_message(rules, kind):
+    nested: object = "x"
+    for _ in range(900):  # within the body's nesting limit, beyond what repr() survives
+        nested = {"a": nested}
+    obj = pod(annotations={"note": nested}) if kind == "Pod" else workload(kind, annotations={"note": nested})
+    response = rules.mutate(obj, kind=kind)
+    assert response["allowed"] is False
+    assert response["status"]["message"] == f"malformed {kind}: annotation note is not a string"
+
+
+# Placeholders (F10): only the scheduler marks a pod as one.
+SCHEDULER = "system:serviceaccount:default:yunikorn-admin"  # the default --scheduler-service-account
+PLACEHOLDER = {c.ANNOTATION_PLACEHOLDER: "true"}
+
+
+@pytest.mark.parametrize("namespace", ["default", "kube-system", "ns-disabled"])
+def test_users_may_not_create_placeholders(rules, namespace):
+    response = rules.mutate(pod(annotations=PLACEHOLDER), namespace=namespace, user="mallory", groups=("devs",))
+    assert response["allowed"] is False
+    assert response["status"]["message"] == ("user mallory is not allowed to set annotation "
+                                             "internal.yunikorn.apache.org/placeholder: only the scheduler "
+                                             "creates placeholder pods")
+
+
+def test_the_scheduler_creates_placeholders(rules):
+    original = pod(name="tg-app-group-abcdefghij", annotations=PLACEHOLDER)
+    result = patched(original, rules.mutate(original, user=SCHEDULER, groups=("system:serviceaccounts",)))
+    assert annotations_of(result)[c.ANNOTATION_PLACEHOLDER] == "true"
+    assert result["spec"]["schedulerName"] == "yunikorn"
+
+
+def test_controllers_may_not_create_placeholders_either(rules):
+    response = rules.mutate(pod(annotations=PLACEHOLDER), user="system:serviceaccount:kube-system:job-controller")
+    assert response["allowed"] is False
+
+
+@pytest.mark.parametrize("mark", ["true", "false"])
+def test_marking_or_unmarking_a_pod_as_placeholder_is_denied(rules, mark):
+    old = pod(annotations={ANNOTATION_USER_INFO: '{"user":"alice"}'})
+    new = pod(annotations={ANNOTATION_USER_INFO: '{"user":"alice"}', c.ANNOTATION_PLACEHOLDER: mark})
+    for before, after in ((old, new), (new, old)):
+        response = rules.mutate(after, operation="UPDATE", old=before, user="alice")
+        assert response["allowed"] is False
+        assert response["status"]["message"] == "placeholder annotation change is not allowed"
+    assert rules.mutate(new, operation="UPDATE", old=new, user="alice")["allowed"] is True
+
+
+@pytest.mark.parametrize("kind", list(c.WORKLOAD_KINDS))
+def test_workload_templates_may_not_mark_placeholders(rules, kind):
+    marked = workload(kind, annotations=PLACEHOLDER)
+    response = rules.mutate(marked, kind=kind, user="alice")
+    assert response["allowed"] is False and c.ANNOTATION_PLACEHOLDER in response["status"]["message"]
+    updated = rules.mutate(marked, kind=kind, operation="UPDATE", old=workload(kind), user="alice")
+    assert updated["allowed"] is False
+
+
 def test_replicaset_from_a_controller_is_not_patched(rules):
     response = rules.mutate(workload("ReplicaSet"), kind="ReplicaSet",
                             user="system:serviceaccount:kube-system:deployment-controller")
