@@ -259,6 +259,8 @@ class ShimContext(Actor):
 
     def _remember(self, kind: str, record: Any, deleted: bool = False) -> None:
         """Keep the latest record of every object (the caches recovery and lookups read)."""
+        if kind == kinds.NODES:
+            self._count_node(self._nodes.get(record.key), None if deleted else record)
         cache = {kinds.PODS: self._pods, kinds.NODES: self._nodes, kinds.NAMESPACES: self._namespaces,
                  kinds.CONFIGMAPS: self._configmaps}.get(kind)
         value = record
@@ -273,8 +275,6 @@ class ShimContext(Actor):
                 self._no_preemption_classes.add(record.name)
         if cache is None:
             return
-        if kind == kinds.NODES:
-            self._count_node(self._nodes.get(record.key), None if deleted else record)
         if deleted:
             cache.pop(record.key, None)
         else:
