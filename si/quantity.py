@@ -15,6 +15,7 @@ from fractions import Fraction
 
 from si.bounded import elide, shown
 from si.constants import CPU, MEMORY, VCORE
+from si.gonumber import INT64_MAX
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
@@ -23,7 +24,6 @@ _QUANTITY = re.compile(
     r"^(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
     r"(?:(?P<binary>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?[0-9]+)|(?P<decimal>[numkMGTPE]?))$"
 )
-INT64_MAX = 2**63 - 1
 # Longer spellings are refused before any arithmetic: an int64 has 19 digits, and a 5,000-digit
 # mantissa or exponent would otherwise cost time and end in Python's own int-size ValueError.
 MAX_LENGTH = 100
@@ -92,6 +92,8 @@ def from_kubernetes(resources: Mapping[str, str | int | float] | None) -> dict[s
     for name, text in (resources or {}).items():
         key = si_name(name)
         result[key] = result.get(key, 0) + to_si_value(key, text)
+        if result[key] > INT64_MAX:  # cpu and vcore both given
+            raise QuantityError(f"{elide(key)}: the quantities add up to more than an int64 holds")
     return result
 
 

@@ -33,6 +33,7 @@ from actors.core import usergroups, yamlsafe
 from actors.core.acl import ACL, GROUP_NAME, USER_NAME, WILDCARD
 from si.bounded import LIMIT, elide, shown
 from si.goduration import parse_duration
+from si.gonumber import parse_int
 from si.quantity import QuantityError, format_quantity, to_si_value
 from si.resources import Resource, min_limit
 
@@ -378,7 +379,7 @@ def _properties(node: Any, path: str) -> Mapping[str, str]:
 
 def _whole(text: str, path: str, low: int, high: int) -> None:
     try:
-        number = int(text)
+        number = parse_int(text)  # as upstream: strconv.ParseInt, ASCII digits
     except ValueError:
         raise ConfigError(path, f"not a whole number: {shown(text)}") from None
     if not low <= number <= high:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 
 from actors.core import config as cfg
 from actors.core.acl import ACL
 from actors.core.application import Application
+from si import gojson
 from si.constants import APP_TAG_NAMESPACE_GUARANTEED, APP_TAG_NAMESPACE_MAX_APPS, APP_TAG_NAMESPACE_QUOTA
+from si.gonumber import INT64_MAX, in_range, parse_uint
 from si.resources import Resource, min_limit, remaining
 
 log = logging.getLogger(__name__)
@@ -278,10 +279,10 @@ def _resource_tag(tags: Mapping[str, str], key: str) -> Resource | None:
     if not text:
         return None
     try:
-        document = json.loads(text)
+        document = gojson.loads(text, f"application tag {key}")
         quantities = {name: entry.get("value", 0) for name, entry in (document.get("resources") or {}).items()}
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in quantities.values()):
-            raise ValueError("values must be whole numbers of at least 0")
+        if not all(in_range(v, 0, INT64_MAX) for v in quantities.values()):
+            raise ValueError("values must be whole numbers of 0 to the int64 maximum")
     except (ValueError, TypeError, AttributeError) as error:
         log.warning("application tag %s ignored: %r is not a resource (%s)", key, text, error)
         return None
@@ -292,7 +293,8 @@ def _count_tag(tags: Mapping[str, str], key: str) -> int:
     text = tags.get(key, "")
     if not text:
         return 0
-    if not text.isdigit():
-        log.warning("application tag %s ignored: %r is not a count", key, text)
+    try:
+        return parse_uint(text)  # as upstream's core: strconv.ParseUint
+    except ValueError as error:
+        log.warning("application tag %s ignored: %s", key, error)
         return 0
-    return int(text)

@@ -18,6 +18,7 @@ from actors import loglevels
 from actors.core.config import duration_seconds
 from si.bounded import shown
 from si.gobool import parse_bool
+from si.gonumber import parse_int
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ def _duration(text: str) -> float:
 
 def _count(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        value = int(text)
+        value = parse_int(text)
         if value < minimum:
             raise ValueError(f"must be at least {minimum}")
         return value

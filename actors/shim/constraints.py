@@ -22,6 +22,9 @@ from dataclasses import dataclass
 
 import orjson
 
+from si.bounded import shown
+from si.gonumber import in_range, parse_int
+
 NODE_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
 LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 FILTERING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -256,7 +259,9 @@ def _host_ports_json(spec: Mapping) -> list:
         for port in container.get("ports") or ():
             number = port.get("hostPort") or (port.get("containerPort") if host_network else None)
             if number:
-                ports.append([int(number), port.get("protocol") or "TCP", port.get("hostIP") or ""])
+                if not in_range(number, 1, 65535):
+                    raise ConstraintError(f"host port {shown(number)} is not a port number (1-65535)")
+                ports.append([number, port.get("protocol") or "TCP", port.get("hostIP") or ""])
     return ports
 
 
@@ -365,7 +370,7 @@ def _requirement(raw: Mapping, operators: frozenset[str], where: str) -> Require
 
 def _is_int(text: str) -> bool:
     try:
-        int(text)
+        parse_int(text)
     except ValueError:
         return False
     return True

@@ -275,6 +275,9 @@ class ShimContext(Actor):
                 self._no_preemption_classes.add(record.name)
         if cache is None:
             return
+        if kind == kinds.NAMESPACES and not deleted and record.problems and (
+                getattr(cache.get(record.key), "problems", "") != record.problems):
+            self._event("Namespace", "", record.name, "", WARNING, "NamespaceAnnotationIgnored", record.problems[:1024])
         if deleted:
             cache.pop(record.key, None)
         else:

@@ -11,18 +11,40 @@ is scheduled without one, as upstream), so no placeholder is ever made from half
 
 from __future__ import annotations
 
-import json
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from si import gojson
+from si.bounded import shown
 from si.constants import PODS
+from si.gonumber import INT32_MAX, INT64_MAX, in_range, parse_int
 from si.quantity import QuantityError, from_kubernetes
 from si.resources import Resource
 
 SOFT, HARD = "Soft", "Hard"
-DEFAULT_TIMEOUT = 15 * 60.0
+DEFAULT_TIMEOUT = 15 * 60
 _OPTIONAL_MAPS = ("nodeSelector", "labels", "annotations")
+# Upstream's TaskGroup struct: its fields have no json tags, so Go matches these names case-insensitively.
+_FIELDS = ("name", "minMember", "minResource", *_OPTIONAL_MAPS, "tolerations", "affinity", "topologySpreadConstraints")
+# The Kubernetes types of a task group's tolerations, affinity and topology spread (k8s.io/api/core/v1):
+# Go decodes them by their json tags, as case-insensitively as the group's own fields.
+_S, _I32 = gojson.STRING, gojson.INT32
+_TOLERATION = {"key": _S, "operator": _S, "value": _S, "effect": _S, "tolerationSeconds": gojson.INT64}
+_LABEL_SELECTOR = {"matchLabels": gojson.STRING_MAP, "matchExpressions": [{"key": _S, "operator": _S, "values": [_S]}]}
+_NODE_TERM = {kind: [{"key": _S, "operator": _S, "values": [_S]}] for kind in ("matchExpressions", "matchFields")}
+_POD_TERM = {"labelSelector": _LABEL_SELECTOR, "namespaces": [_S], "topologyKey": _S,
+             "namespaceSelector": _LABEL_SELECTOR, "matchLabelKeys": [_S], "mismatchLabelKeys": [_S]}
+_POD_AFFINITY = {"requiredDuringSchedulingIgnoredDuringExecution": [_POD_TERM],
+                 "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": _I32, "podAffinityTerm": _POD_TERM}]}
+_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [_NODE_TERM]},
+                              "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": _I32,
+                                                                                   "preference": _NODE_TERM}]},
+             "podAffinity": _POD_AFFINITY, "podAntiAffinity": _POD_AFFINITY}
+_SPREAD = {"maxSkew": _I32, "topologyKey": _S, "whenUnsatisfiable": _S, "labelSelector": _LABEL_SELECTOR,
+           "minDomains": _I32, "nodeAffinityPolicy": _S, "nodeTaintsPolicy": _S, "matchLabelKeys": [_S]}
+# The SI carries the timeout in int64 milliseconds.
+MAX_TIMEOUT = INT64_MAX // 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +67,7 @@ class TaskGroup:
 @dataclass(frozen=True, slots=True)
 class Gang:
     groups: tuple[TaskGroup, ...]
-    timeout: float = DEFAULT_TIMEOUT  # seconds the placeholders may wait for the whole gang
+    timeout: int = DEFAULT_TIMEOUT  # seconds the placeholders may wait for the whole gang
     style: str = SOFT
 
     @property
@@ -66,82 +88,90 @@ class Gang:
 
 
 def read_task_groups(text: str) -> tuple[tuple[TaskGroup, ...], list[str]]:
-    """The task groups of the annotation, or none and the problems found."""
+    """The task groups of the annotation, or none and the problems found. Read as upstream's Go
+    decodes it (``null`` is no task groups; keys match ``Name``, ``MinMember``... case-insensitively)."""
     try:
-        document = json.loads(text)
-    except ValueError as error:
-        return (), [f"task groups are not valid JSON: {error}"]
-    if not isinstance(document, list):
-        return (), ["task groups must be a JSON list"]
+        document = gojson.loads(text, "task groups")
+        if document is None:
+            return (), []
+        document = gojson.go_list(document, "task groups")
+    except gojson.JSONError as error:
+        return (), [str(error)]
     groups, problems, names = [], [], set()
     for position, item in enumerate(document):
-        group = _task_group(item, position, problems)
-        if group is None:
+        try:
+            group = _task_group(item, position)
+        except gojson.JSONError as error:
+            problems.append(str(error))
             continue
         if group.name in names:
             problems.append(f"task group {group.name!r} is declared twice")
         names.add(group.name)
         groups.append(group)
+    if not problems:
+        problems = _overflowing(groups)
     return (tuple(groups), []) if not problems else ((), problems)
 
 
-def _task_group(item, position: int, problems: list[str]) -> TaskGroup | None:
-    if not isinstance(item, dict):
-        problems.append(f"task group #{position} is not a JSON object")
-        return None
-    name = item.get("name")
+def _task_group(item: object, position: int) -> TaskGroup:
+    fields = gojson.go_fields(item, _FIELDS, f"task group #{position}")
+    name = fields.get("name", "")
     if not isinstance(name, str) or not name:
-        problems.append(f"task group #{position} has no name")
-        return None
-    where = f"task group {name!r}"
-    min_member = item.get("minMember", 0)
-    if isinstance(min_member, bool) or not isinstance(min_member, int) or min_member < 0:
-        problems.append(f"{where}: minMember must be a whole number of at least 0, not {min_member!r}")
-        return None
-    requests = item.get("minResource") or {}
+        raise gojson.JSONError(f"task group #{position} has no name")
+    where = f"task group {shown(name, 60)}"
+    min_member = fields.get("minMember", 0)
+    if not in_range(min_member, 0, INT32_MAX):
+        raise gojson.JSONError(f"{where}: minMember must be a whole number of at least 0 and at most {INT32_MAX}, "
+                               f"not {shown(min_member)}")
+    requests = {k: "0" if v is None else v
+                for k, v in gojson.go_object(fields.get("minResource", {}), f"{where}: minResource").items()}
     try:
-        if not isinstance(requests, dict):
-            raise QuantityError("must be a map of resource names to quantities")
         resource = Resource(from_kubernetes(requests))
-        if resource.has_negative():
-            raise QuantityError(f"negative quantities {resource.negative_components()}")
-    except (QuantityError, TypeError) as error:
-        problems.append(f"{where}: minResource {error}")
-        return None
-    maps = {}
-    for key in _OPTIONAL_MAPS:
-        value = item.get(key) or {}
-        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-            problems.append(f"{where}: {key} must be a map of strings")
-            return None
-        maps[key] = types.MappingProxyType(value)
-    tolerations, spread = item.get("tolerations") or [], item.get("topologySpreadConstraints") or []
-    affinity = item.get("affinity") or None
-    if not isinstance(tolerations, list) or not isinstance(spread, list) or not isinstance(affinity, (dict, type(None))):
-        problems.append(f"{where}: tolerations and topologySpreadConstraints must be lists, affinity an object")
-        return None
-    return TaskGroup(name, min_member, resource + {PODS: 1}, types.MappingProxyType(dict(requests)),
+    except QuantityError as error:
+        raise gojson.JSONError(f"{where}: minResource {error}") from None
+    maps = {key: types.MappingProxyType(gojson.go_string_map(fields.get(key, {}), f"{where}: {key}"))
+            for key in _OPTIONAL_MAPS}
+    tolerations = gojson.go_decode(fields.get("tolerations", []), [_TOLERATION], f"{where}: tolerations")
+    spread = gojson.go_decode(fields.get("topologySpreadConstraints", []), [_SPREAD],
+                              f"{where}: topologySpreadConstraints")
+    affinity = gojson.go_decode(fields.get("affinity", {}), _AFFINITY, f"{where}: affinity") or None
+    return TaskGroup(name, min_member, resource + {PODS: 1}, types.MappingProxyType(requests),
                      maps["nodeSelector"], tuple(tolerations), affinity, tuple(spread), maps["labels"],
                      maps["annotations"])
 
 
-def read_policy(text: str) -> tuple[float, str, list[str]]:
+def _overflowing(groups: list[TaskGroup]) -> list[str]:
+    """The resources whose placeholder ask (every member of every group) an SI int64 cannot carry."""
+    totals: dict[str, int] = {}
+    for group in groups:
+        for name, value in group.min_resource.items():
+            totals[name] = totals.get(name, 0) + value * group.min_member
+    return [f"the placeholders of all task groups ask more {name} than an int64 holds"
+            for name, total in sorted(totals.items()) if total > INT64_MAX]
+
+
+def read_policy(text: str) -> tuple[int, str, list[str]]:
     """Timeout (seconds) and style from ``schedulingPolicyParameters``; a bad value keeps its default."""
     timeout, style, problems = DEFAULT_TIMEOUT, SOFT, []
     for pair in text.split():
         key, _, value = pair.partition("=")
         if key == "placeholderTimeoutInSeconds":
-            if value.isdigit() and int(value) > 0:
-                timeout = float(value)
+            try:
+                seconds = parse_int(value)
+            except ValueError:
+                seconds = 0
+            if 0 < seconds <= MAX_TIMEOUT:
+                timeout = seconds
             else:
-                problems.append(f"placeholderTimeoutInSeconds must be a whole number above 0, not {value!r}")
+                problems.append(f"placeholderTimeoutInSeconds must be a whole number of 1 to {MAX_TIMEOUT}, "
+                                f"not {shown(value)}")
         elif key == "gangSchedulingStyle":
             if value in (SOFT, HARD):
                 style = value
             else:
-                problems.append(f"gangSchedulingStyle must be Soft or Hard, not {value!r}")
+                problems.append(f"gangSchedulingStyle must be Soft or Hard, not {shown(value)}")
         else:
-            problems.append(f"unknown scheduling policy parameter {key!r}")
+            problems.append(f"unknown scheduling policy parameter {shown(key)}")
     return timeout, style, problems
 
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from actors.shim import keys
 from actors.shim.constraints import FILTERING_EFFECTS
 from si import constants
+from si.bounded import shown
+from si.gojson import mapping, string_map, text
 from si.quantity import QuantityError, from_kubernetes
 from si.resources import ZERO, Resource
 
@@ -71,35 +73,47 @@ class NodeRecord:
 
 
 def parse_node(raw: Mapping) -> NodeRecord:
-    """A ``NodeRecord`` from a node's JSON. Raises ``ValueError`` only when the node has no name."""
-    metadata = raw.get("metadata") or {}
-    spec = raw.get("spec") or {}
+    """A ``NodeRecord`` from a node's JSON, whatever its content. Raises ``ValueError`` only when the
+    node has no name."""
+    raw = mapping(raw)
+    metadata = mapping(raw.get("metadata"))
+    spec, status = mapping(raw.get("spec")), mapping(raw.get("status"))
     name = metadata.get("name")
-    if not name:
-        raise ValueError(f"node without a name: {metadata!r}")
-    labels = metadata.get("labels") or {}
-    invalid = ""
+    if not name or not isinstance(name, str):
+        raise ValueError(f"node without a name: {shown(metadata)}")
+    problems = []
+    labels = string_map(metadata.get("labels") or {})
+    if labels is None:
+        problems.append("labels must be a map of strings")
     try:
-        allocatable = Resource(from_kubernetes((raw.get("status") or {}).get("allocatable")))
+        allocatable = Resource(from_kubernetes(status.get("allocatable")))
     except (QuantityError, TypeError, AttributeError) as error:
-        invalid, allocatable = f"invalid allocatable: {error}", ZERO
-    taints = [{"key": t.get("key", ""), "value": t.get("value", ""), "effect": t["effect"]}
-              for t in spec.get("taints") or () if t.get("effect") in FILTERING_EFFECTS]
+        problems.append(f"invalid allocatable: {error}")
+        allocatable = ZERO
+    taints = spec.get("taints") or ()
+    if not isinstance(taints, list | tuple) or not all(
+            isinstance(t, Mapping) and all(isinstance(t.get(k, ""), str) for k in ("key", "value", "effect"))
+            for t in taints):
+        problems.append("taints must be a list of taints")
+        taints = ()
+    filtering = [{"key": t.get("key", ""), "value": t.get("value", ""), "effect": t["effect"]}
+                 for t in taints if t.get("effect") in FILTERING_EFFECTS]
     return NodeRecord(
         name=name,
-        resource_version=metadata.get("resourceVersion", ""),
-        allocatable=allocatable,
-        labels=types.MappingProxyType(dict(labels)),
-        taints=json.dumps(taints, separators=(",", ":"), sort_keys=True) if taints else "",
+        resource_version=text(metadata.get("resourceVersion")),
+        allocatable=ZERO if problems else allocatable,
+        labels=types.MappingProxyType(dict(labels or {})),
+        taints=json.dumps(filtering, separators=(",", ":"), sort_keys=True) if filtering else "",
         unschedulable=bool(spec.get("unschedulable")),
-        invalid=invalid,
-        ready=_ready(raw.get("status") or {}),
+        invalid="; ".join(problems),
+        ready=_ready(status),
     )
 
 
 def _ready(status: Mapping) -> bool:
     """A node is ready unless its ``Ready`` condition says otherwise (no conditions: not yet reported)."""
-    for condition in status.get("conditions") or ():
+    conditions = status.get("conditions") or ()
+    for condition in conditions if isinstance(conditions, list) else ():
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             return condition.get("status") == "True"
     return True

@@ -10,7 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from actors.shim import keys
-from actors.shim.namespaces import namespace_app_tags
+from actors.shim.namespaces import namespace_app_tags, read_annotations
+from si.bounded import shown
+from si.gojson import mapping, string_map, text
+from si.gonumber import INT32_MAX, INT32_MIN, in_range
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +27,7 @@ class NamespaceRecord:
     resource_version: str
     app_tags: Mapping[str, str]
     labels: Mapping[str, str] = field(default_factory=dict)  # what pod affinity namespaceSelectors match
+    problems: str = ""  # annotations left out, and why (a Warning event on the namespace)
 
     @property
     def key(self) -> str:
@@ -48,6 +52,7 @@ class ConfigMapRecord:
     resource_version: str
     data: Mapping[str, str]
     binary_data: Mapping[str, str]
+    problems: str = ""  # entries that are not text: the configuration reader refuses the configmap
 
     @property
     def key(self) -> str:
@@ -55,31 +60,45 @@ class ConfigMapRecord:
 
 
 def parse_namespace(raw: Mapping) -> NamespaceRecord:
-    """A ``NamespaceRecord``; a malformed quota annotation is logged and left out of the tags."""
-    metadata = raw.get("metadata") or {}
-    name = metadata.get("name")
-    if not name:
-        raise ValueError(f"namespace without a name: {metadata!r}")
-    return NamespaceRecord(name, metadata.get("resourceVersion", ""),
-                           types.MappingProxyType(namespace_app_tags(name, metadata.get("annotations") or {})),
-                           types.MappingProxyType(dict(metadata.get("labels") or {})))
+    """A ``NamespaceRecord``; a malformed annotation is left out of the tags and named in ``problems``."""
+    metadata = _metadata(raw, "namespace")
+    name = metadata["name"]
+    annotations, labels = (string_map(metadata.get(key) or {}) for key in ("annotations", "labels"))
+    tags, problems = read_annotations(name, annotations or {})
+    if annotations is None or labels is None:
+        problems.append("labels and annotations must be maps of strings: ignored")
+    return NamespaceRecord(name, _version(metadata), types.MappingProxyType(tags),
+                           types.MappingProxyType(dict(labels or {})), "; ".join(problems))
 
 
 def parse_priority_class(raw: Mapping) -> PriorityClassRecord:
-    metadata = raw.get("metadata") or {}
-    name = metadata.get("name")
-    if not name:
-        raise ValueError(f"priority class without a name: {metadata!r}")
+    """A ``PriorityClassRecord``; a value the SI's int32 cannot carry (the API server refuses it) is 0."""
+    metadata = _metadata(raw, "priority class")
     value = raw.get("value")
-    return PriorityClassRecord(name, metadata.get("resourceVersion", ""), value if isinstance(value, int) else 0,
-                               keys.allow_preemption(metadata.get("annotations") or {}) is not False)
+    return PriorityClassRecord(metadata["name"], _version(metadata), value if in_range(value, INT32_MIN, INT32_MAX) else 0,
+                               keys.allow_preemption(string_map(metadata.get("annotations") or {}) or {}) is not False)
 
 
 def parse_configmap(raw: Mapping) -> ConfigMapRecord:
-    metadata = raw.get("metadata") or {}
-    name = metadata.get("name")
-    if not name:
-        raise ValueError(f"configmap without a name: {metadata!r}")
-    return ConfigMapRecord(name, metadata.get("resourceVersion", ""),
-                           types.MappingProxyType(dict(raw.get("data") or {})),
-                           types.MappingProxyType(dict(raw.get("binaryData") or {})))
+    """A ``ConfigMapRecord``; entries that are not strings are named in ``problems``."""
+    metadata = _metadata(raw, "configmap")
+    entries, problems = {}, []
+    for part in ("data", "binaryData"):
+        entries[part] = string_map(raw.get(part) or {})
+        if entries[part] is None:
+            problems.append(f"{part} must be a map of strings")
+    return ConfigMapRecord(metadata["name"], _version(metadata), types.MappingProxyType(dict(entries["data"] or {})),
+                           types.MappingProxyType(dict(entries["binaryData"] or {})), "; ".join(problems))
+
+
+def _metadata(raw: Mapping, kind: str) -> Mapping:
+    """An object's metadata; ``ValueError`` (the informer skips the object) without a name."""
+    metadata = mapping(raw).get("metadata")
+    if not isinstance(metadata, Mapping) or not metadata.get("name") or not isinstance(metadata["name"], str):
+        raise ValueError(f"{kind} without a name: {shown(metadata)}")
+    return metadata
+
+
+def _version(metadata: Mapping) -> str:
+    return text(metadata.get("resourceVersion"))
+

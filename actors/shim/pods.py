@@ -10,14 +10,16 @@ reason in ``invalid`` and the shim rejects the task with that reason.
 from __future__ import annotations
 
 import functools
-import json
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from actors.shim import constraints, keys
+from si import gojson
+from si.bounded import elide, shown
 from si.constants import PODS
+from si.gonumber import INT32_MAX, INT32_MIN, INT64_MAX, in_range
 from si.kubernetes import (
     ANNOTATION_USER_INFO,
     LABEL_DISABLE_STATE_AWARE,
@@ -33,6 +35,9 @@ SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 TERMINATED_PHASES = frozenset({SUCCEEDED, FAILED})
 _EMPTY: Mapping[str, str] = types.MappingProxyType({})
+# What walking a spec of the wrong shape raises (a string where an object belongs, a list where a
+# string does), and what the constraint code refuses.
+_SHAPE_ERRORS = (ValueError, TypeError, AttributeError, KeyError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,15 +113,20 @@ class PodRecord:
 
 
 def parse_pod(raw: Mapping) -> PodRecord:
-    """A ``PodRecord`` from a pod's JSON. Raises ``ValueError`` only when the pod has no identity."""
-    metadata = raw.get("metadata") or {}
-    spec = raw.get("spec") or {}
+    """A ``PodRecord`` from a pod's JSON, whatever its content. Raises ``ValueError`` only when the pod
+    has no identity (a uid, namespace and name, each a string)."""
+    raw = gojson.mapping(raw)
+    metadata = gojson.mapping(raw.get("metadata"))
     uid, namespace, name = metadata.get("uid"), metadata.get("namespace"), metadata.get("name")
-    if not uid or not namespace or not name:
-        raise ValueError(f"pod without uid, namespace or name: {metadata!r}")
-    labels = metadata.get("labels") or {}
-    annotations = metadata.get("annotations") or {}
+    if not (uid and namespace and name and isinstance(uid, str) and isinstance(namespace, str)
+            and isinstance(name, str)):
+        raise ValueError(f"pod without uid, namespace or name: {shown(metadata)}")
     problems = []
+    spec = raw.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        problems.append("spec is not an object")
+        spec = {}
+    labels, annotations = (_strings(metadata, field, problems) for field in ("labels", "annotations"))
     try:
         resource = pod_resource(spec)
     except (QuantityError, TypeError, AttributeError) as error:
@@ -124,23 +134,33 @@ def parse_pod(raw: Mapping) -> PodRecord:
         resource = Resource({PODS: 1})
     try:
         constraint_tag = constraints.encode(spec, namespace, labels)
-    except constraints.ConstraintError as error:
-        problems.append(f"invalid constraints: {error}")
-        constraint_tag = ""
+        required_node, ignored = constraints.required_node(spec), constraints.ignored(spec)
+    except _SHAPE_ERRORS as error:
+        problems.append(f"invalid constraints: {elide(str(error))}")
+        constraint_tag, required_node, ignored = "", "", ()
+    try:
+        claims = pod_claims(spec)
+        static = any(ref.get("kind") == "Node" for ref in metadata.get("ownerReferences") or ())
+    except _SHAPE_ERRORS:
+        problems.append("invalid volumes or owner references: not the shape of a pod's")
+        claims, static = (), False
     try:
         user, groups = user_info(annotations)
     except ValueError as error:
         problems.append(str(error))
         user, groups = keys.DEFAULT_USER, ()
     priority = spec.get("priority")
+    if priority is not None and not in_range(priority, INT32_MIN, INT32_MAX):
+        problems.append(f"priority must be a whole number of {INT32_MIN} to {INT32_MAX}, not {shown(priority)}")
+        priority = None
     return PodRecord(
         uid=uid,
         namespace=namespace,
         name=name,
-        resource_version=metadata.get("resourceVersion", ""),
-        scheduler_name=spec.get("schedulerName") or "default-scheduler",
-        node_name=spec.get("nodeName") or "",
-        phase=(raw.get("status") or {}).get("phase") or "Pending",
+        resource_version=gojson.text(metadata.get("resourceVersion")),
+        scheduler_name=gojson.text(spec.get("schedulerName")) or "default-scheduler",
+        node_name=gojson.text(spec.get("nodeName")),
+        phase=gojson.text(gojson.mapping(raw.get("status")).get("phase")) or "Pending",
         deleting=bool(metadata.get("deletionTimestamp")),
         labels=types.MappingProxyType(dict(labels)) if labels else _EMPTY,
         app_id=application_id(labels, annotations, namespace, uid),
@@ -150,15 +170,14 @@ def parse_pod(raw: Mapping) -> PodRecord:
         groups=groups,
         disable_state_aware=labels.get(LABEL_DISABLE_STATE_AWARE) == "true",
         resource=resource,
-        priority=int(priority) if isinstance(priority, int) else None,
-        priority_class=spec.get("priorityClassName") or "",
-        static=any(ref.get("kind") == "Node" for ref in metadata.get("ownerReferences") or ()),
+        priority=priority,
+        priority_class=gojson.text(spec.get("priorityClassName")),
+        static=static,
         created=_timestamp(metadata.get("creationTimestamp")),
         constraints=constraint_tag,
-        required_node=constraints.required_node(spec),
-        ignored=constraints.ignored(spec),
-        claims=tuple(v["persistentVolumeClaim"]["claimName"] for v in spec.get("volumes") or ()
-                     if (v.get("persistentVolumeClaim") or {}).get("claimName")),
+        required_node=required_node,
+        ignored=ignored,
+        claims=claims,
         gated=bool(spec.get("schedulingGates")),
         invalid="; ".join(problems),
         task_group=annotations.get(keys.ANNOTATION_TASK_GROUP_NAME) or "",
@@ -173,20 +192,25 @@ def parse_pod(raw: Mapping) -> PodRecord:
 
 
 def user_info(annotations: Mapping[str, str]) -> tuple[str, tuple[str, ...]]:
-    """User and groups from the ``user.info`` annotation; ``nobody`` without one."""
+    """User and groups from the ``user.info`` annotation (upstream's ``UserGroupInformation``, decoded
+    by Go's rules); ``nobody`` without one."""
     text = annotations.get(ANNOTATION_USER_INFO)
     if not text:
         return keys.DEFAULT_USER, ()
     try:
-        info = json.loads(text)
-        user, groups = info.get("user") or keys.DEFAULT_USER, info.get("groups") or []
-    except (ValueError, AttributeError):
-        raise ValueError(f"annotation {ANNOTATION_USER_INFO} is not a JSON object "
-                         '{"user": ..., "groups": [...]}') from None
-    if not isinstance(user, str) or not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-        raise ValueError(f"annotation {ANNOTATION_USER_INFO}: user must be a string and groups a "
-                         "list of strings")
-    return user, tuple(groups)
+        info = gojson.go_fields(gojson.loads(text, f"annotation {ANNOTATION_USER_INFO}"), ("user", "groups"),
+                                f"annotation {ANNOTATION_USER_INFO}")
+        user = gojson.go_string(info.get("user", ""), f"annotation {ANNOTATION_USER_INFO}: user")
+        groups = gojson.go_string_list(info.get("groups", []), f"annotation {ANNOTATION_USER_INFO}: groups")
+    except gojson.JSONError as error:
+        raise ValueError(str(error)) from None
+    return user or keys.DEFAULT_USER, tuple(groups)
+
+
+def pod_claims(spec: Mapping) -> tuple[str, ...]:
+    """The names of the persistent volume claims the pod's volumes use."""
+    return tuple(claim for volume in spec.get("volumes") or ()
+                 if isinstance(claim := (volume.get("persistentVolumeClaim") or {}).get("claimName"), str) and claim)
 
 
 def pod_resource(spec: Mapping) -> Resource:
@@ -209,6 +233,9 @@ def pod_resource(spec: Mapping) -> Resource:
     _raise_to(total, init_peak)
     _add(total, from_kubernetes(spec.get("overhead")))
     total[PODS] = total.get(PODS, 0) + 1
+    too_large = sorted(name for name, value in total.items() if value > INT64_MAX)
+    if too_large:
+        raise QuantityError(f"the pod asks more {', '.join(too_large)} than an int64 holds")
     return Resource(total)
 
 
@@ -249,8 +276,17 @@ def _raise_to(target: dict[str, int], floor: Mapping[str, int]) -> None:
             target[name] = value
 
 
-def _timestamp(text: str | None) -> float:
-    if not text:
+def _strings(metadata: Mapping, field: str, problems: list[str]) -> Mapping[str, str]:
+    """The pod's labels or annotations; none, and a problem, when they are not a map of strings."""
+    value = metadata.get(field) or _EMPTY
+    if gojson.string_map(value) is None:
+        problems.append(f"{field} must be a map of strings")
+        return _EMPTY
+    return value
+
+
+def _timestamp(text: object) -> float:
+    if not text or not isinstance(text, str):
         return 0.0
     try:
         return datetime.fromisoformat(text).timestamp()

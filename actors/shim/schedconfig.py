@@ -60,6 +60,8 @@ def merge(defaults: ConfigMapRecord | None, configs: ConfigMapRecord | None) -> 
 
 def flatten(configmap: ConfigMapRecord) -> dict[str, str]:
     """A configmap's entries as text (``si.kubernetes.configmap_entries``)."""
+    if configmap.problems:
+        raise SchedulerConfigError(f"configmap {configmap.name}: {configmap.problems}")
     try:
         return configmap_entries(configmap.data, configmap.binary_data)
     except ValueError as error:

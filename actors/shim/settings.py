@@ -20,7 +20,6 @@ A bad value is a ``SchedulerConfigError``: the configuration in force stays.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -34,6 +33,7 @@ from actors.shim.volumes import DEFAULT_BIND_TIMEOUT
 from si.bounded import shown
 from si.gobool import parse_bool
 from si.goduration import parse_duration
+from si.gonumber import parse_count, parse_decimal, parse_int
 
 log = logging.getLogger(__name__)
 
@@ -76,9 +76,10 @@ def _placeholders(extra: Mapping[str, str]) -> PlaceholderSettings:
     for key, field in PLACEHOLDER_IDS.items():
         text = extra.get(key, "").strip()
         if text:
-            if not text.isdigit():
-                raise ValueError(f"{key}: {shown(text)} is not a user or group id (a whole number of at least 0)")
-            ids[field] = int(text)
+            try:
+                ids[field] = parse_count(text)
+            except ValueError:
+                raise ValueError(f"{key}: {shown(text)} is not a user or group id (a whole number of at least 0)") from None
     text = extra.get(DISABLE_GANG, "false").strip()
     try:
         disabled = parse_bool(text)
@@ -107,10 +108,10 @@ def _number(extra: Mapping[str, str], key: str, default, kind):
     if not text:
         return default
     try:
-        value = kind(text)
+        value = parse_int(text) if kind is int else parse_decimal(text)
     except ValueError:
         value = None
-    if value is None or not math.isfinite(value) or value <= 0:
+    if value is None or value <= 0:
         raise ValueError(f"{key}: {shown(text)} is not a positive {'integer' if kind is int else 'number'}")
     return value
 

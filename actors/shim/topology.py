@@ -23,6 +23,7 @@ import orjson
 from actors.shim import constraints as c
 from actors.shim.keys import TAG_CONSTRAINTS
 from si.constants import TAG_LABEL_PREFIX, TAG_NAMESPACE
+from si.gonumber import parse_int
 
 AFFINITY = "node(s) didn't match pod affinity rules"
 ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
@@ -54,8 +55,8 @@ def requirement_matches(requirement: c.Requirement, value: str | None) -> bool:
         return value is None
     if value is None:
         return False
-    try:
-        actual, bound = int(value), int(next(iter(requirement.values)))
+    try:  # as Kubernetes: strconv.ParseInt of both
+        actual, bound = parse_int(value), parse_int(next(iter(requirement.values)))
     except ValueError:
         return False
     return actual > bound if operator == "Gt" else actual < bound

@@ -105,7 +105,7 @@ def add_application(pod: PodRecord, tags: Mapping[str, str], partition: str = co
     )
     if gang is not None:
         request.placeholderAsk.CopyFrom(gang.placeholder_ask.to_proto())
-        request.executionTimeoutMilliSeconds = int(gang.timeout * 1000)
+        request.executionTimeoutMilliSeconds = gang.timeout * 1000
         request.gangSchedulingStyle = gang.style
     return request
 

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 import orjson
 
 from actors.shim.pods import PodRecord
-from si.quantity import from_kubernetes
+from si.bounded import shown
+from si.gojson import mapping, text
+from si.quantity import QuantityError, from_kubernetes
 
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
@@ -82,43 +84,52 @@ class StorageClassRecord:
         return self.name
 
 
-def _storage(resources: Mapping | None) -> int:
+def _storage(resources: object) -> int:
     try:
-        return int(from_kubernetes({"storage": ((resources or {}).get("storage") or "0")}).get("storage", 0))
-    except Exception:  # a malformed quantity asks for nothing we can compare: match on the rest
+        return from_kubernetes({"storage": mapping(resources).get("storage") or "0"}).get("storage", 0)
+    except QuantityError:  # a malformed quantity asks for nothing we can compare: match on the rest
         return 0
 
 
 def parse_claim(raw: Mapping) -> ClaimRecord:
-    metadata, spec = raw.get("metadata") or {}, raw.get("spec") or {}
-    if not metadata.get("name") or not metadata.get("namespace"):
-        raise ValueError(f"claim without a namespace or name: {metadata!r}")
-    return ClaimRecord(metadata["namespace"], metadata["name"], metadata.get("uid", ""),
-                       metadata.get("resourceVersion", ""), spec.get("storageClassName"),
-                       spec.get("volumeName") or "", (raw.get("status") or {}).get("phase") or "Pending",
-                       _storage((spec.get("resources") or {}).get("requests")), tuple(spec.get("accessModes") or ()),
-                       (metadata.get("annotations") or {}).get(SELECTED_NODE, ""))
+    metadata, spec = mapping(raw.get("metadata")), mapping(raw.get("spec"))
+    namespace, name = text(metadata.get("namespace")), text(metadata.get("name"))
+    if not name or not namespace:
+        raise ValueError(f"claim without a namespace or name: {shown(metadata)}")
+    storage_class = spec.get("storageClassName")
+    return ClaimRecord(namespace, name, text(metadata.get("uid")), text(metadata.get("resourceVersion")),
+                       storage_class if storage_class is None else text(storage_class),
+                       text(spec.get("volumeName")), text(mapping(raw.get("status")).get("phase")) or "Pending",
+                       _storage(mapping(spec.get("resources")).get("requests")), _texts(spec.get("accessModes")),
+                       text(mapping(metadata.get("annotations")).get(SELECTED_NODE)))
 
 
 def parse_volume(raw: Mapping) -> VolumeRecord:
-    metadata, spec = raw.get("metadata") or {}, raw.get("spec") or {}
-    if not metadata.get("name"):
-        raise ValueError(f"volume without a name: {metadata!r}")
-    ref = spec.get("claimRef") or {}
-    terms = ((spec.get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms") or ()
-    return VolumeRecord(metadata["name"], metadata.get("resourceVersion", ""), spec.get("storageClassName") or "",
-                        _storage(spec.get("capacity")), tuple(spec.get("accessModes") or ()),
-                        tuple(terms), f"{ref.get('namespace', '')}/{ref['name']}" if ref.get("name") else "",
-                        (raw.get("status") or {}).get("phase") or "Available")
+    metadata, spec = mapping(raw.get("metadata")), mapping(raw.get("spec"))
+    name = text(metadata.get("name"))
+    if not name:
+        raise ValueError(f"volume without a name: {shown(metadata)}")
+    ref = mapping(spec.get("claimRef"))
+    terms = mapping(mapping(spec.get("nodeAffinity")).get("required")).get("nodeSelectorTerms") or ()
+    return VolumeRecord(name, text(metadata.get("resourceVersion")), text(spec.get("storageClassName")),
+                        _storage(spec.get("capacity")), _texts(spec.get("accessModes")),
+                        tuple(t for t in terms if isinstance(t, Mapping)) if isinstance(terms, list) else (),
+                        f"{text(ref.get('namespace'))}/{ref['name']}" if text(ref.get("name")) else "",
+                        text(mapping(raw.get("status")).get("phase")) or "Available")
 
 
 def parse_storage_class(raw: Mapping) -> StorageClassRecord:
-    metadata = raw.get("metadata") or {}
-    if not metadata.get("name"):
-        raise ValueError(f"storage class without a name: {metadata!r}")
-    return StorageClassRecord(metadata["name"], metadata.get("resourceVersion", ""),
-                              raw.get("volumeBindingMode") or "Immediate", raw.get("provisioner") or "",
-                              (metadata.get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true")
+    metadata = mapping(raw.get("metadata"))
+    name = text(metadata.get("name"))
+    if not name:
+        raise ValueError(f"storage class without a name: {shown(metadata)}")
+    return StorageClassRecord(name, text(metadata.get("resourceVersion")),
+                              text(raw.get("volumeBindingMode")) or "Immediate", text(raw.get("provisioner")),
+                              mapping(metadata.get("annotations")).get(DEFAULT_CLASS_ANNOTATION) == "true")
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    return tuple(item for item in value if isinstance(item, str)) if isinstance(value, list | tuple) else ()
 
 
 class VolumeCatalog:

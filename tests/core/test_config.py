@@ -227,3 +227,10 @@ def test_field_shapes(body, reason):
         with pytest.raises(cfg.ConfigError) as error:
             cfg.validate(text)
         assert str(error.value).startswith("partitions[0].") and reason in str(error.value)
+
+
+@pytest.mark.parametrize("offset", ["١", "²", " 5", "1_0", "2147483648"])
+def test_whole_number_properties_are_read_as_go_reads_them(offset):
+    text = f"partitions: [{{name: default, queues: [{{name: root, properties: {{priority.offset: '{offset}'}}}}]}}]"
+    with pytest.raises(cfg.ConfigError, match="priority.offset"):
+        cfg.parse(text)

@@ -111,3 +111,18 @@ def test_malformed_tags_are_ignored(core_factory):
     team = queue(core, "root.team")
     assert team.max_resource is None and team.guaranteed_resource is None and team.max_running_apps == 0
     assert len(core.callback.new()) == 2
+
+
+def test_tags_that_killed_the_partition_are_ignored_and_it_keeps_scheduling(core_factory):
+    core = core_factory(DEFAULT_QUEUES_YAML)
+    core.nodes(1)
+    core.app("app", namespace="team", **{"namespace.resourcemaxapps": "\u00b2",
+                                         "namespace.resourcequota": "[" * 5000 + "]" * 5000,
+                                         "namespace.resourceguaranteed": resources(vcore=2**63)})
+    core.app("next", namespace="other")
+    core.asks("app", 1)
+    core.asks("next", 1)
+    core.settle()
+    team = queue(core, "root.team")
+    assert team.max_resource is None and team.guaranteed_resource is None and team.max_running_apps == 0
+    assert {a.applicationID for a in core.callback.new()} == {"app", "next"}

@@ -91,11 +91,13 @@ def _over_committed_nodes(sim) -> list[str]:
     for pod in sim.objects("pods"):
         node = pod["spec"].get("nodeName")
         if node and pod.get("status", {}).get("phase") not in _DONE:
-            for container in pod["spec"]["containers"]:
-                used[node].update(from_kubernetes(container.get("resources", {}).get("requests", {})))
+            for container in pod["spec"]["containers"]:  # (a tenant's pod may hold null where a map belongs)
+                used[node].update(from_kubernetes((container.get("resources") or {}).get("requests") or {}))
     found = []
     for node in sim.objects("nodes"):
         name = node["metadata"]["name"]
+        if name not in used:  # (a hostile node's allocatable may not even parse)
+            continue
         allocatable = from_kubernetes(node["status"]["allocatable"])
         found += [f"node {name}: {kind} {amount} > {allocatable.get(kind, 0)}"
                   for kind, amount in used[name].items() if amount > allocatable.get(kind, 0)]

@@ -284,3 +284,30 @@ def test_forged_placeholders_do_not_stand_in_for_a_gangs(cluster):
     data = {d.task_group_name: d for d in core_app(cluster, "gang").placeholder_data}
     assert (data["executor"].count, data["executor"].replaced) == (2, 2)
     cluster.assert_consistent()
+
+
+# Issue 26: upstream decodes task-groups into a Go struct without json tags, so its keys match
+# case-insensitively; upstream's own e2e framework sends the Go field names, and "null" for none.
+def test_task_groups_in_go_field_names_make_a_gang(cluster):
+    start(cluster)
+    groups = [{"Name": "driver", "MinMember": 1, "MinResource": {"cpu": "1", "memory": "1Gi"}},
+              {"Name": "executor", "MinMember": 2, "MinResource": {"cpu": "1", "memory": "1Gi"},
+               "NodeSelector": {"kubernetes.io/hostname": "n1"}, "Tolerations": None, "Affinity": None}]
+    gang_pod(cluster, "driver", "go-names", "driver", groups)
+    cluster.wait_bound("driver")  # in the room of the driver's placeholder
+    wait_for(lambda: [node for name, node in bound_placeholders(cluster, "go-names").items() if "executor" in name]
+             == ["n1", "n1"], message="the executors' 2 placeholders bound on n1, their node selector's")
+    assert not cluster.events("TaskGroupsError")
+
+
+def test_null_task_groups_are_no_gang_and_no_warning(cluster):
+    start(cluster)
+    for name, task_groups in (("plain", "null"), ("broken", "[{")):  # the second's warning follows the first's
+        body = {"metadata": {"name": name, "namespace": "default", "labels": {"applicationId": name,
+                                                                              "queue": "root.batch"},
+                             "annotations": {"yunikorn.apache.org/task-groups": task_groups}},
+                "spec": {"schedulerName": "yunikorn", "containers": [{"name": "main", "image": "x"}]}}
+        cluster.core_api.create_namespaced_pod("default", body)
+    cluster.wait_bound("plain", "broken")
+    wait_for(lambda: cluster.events("TaskGroupsError", "broken"), message="the broken pod's warning")
+    assert not placeholders(cluster) and not cluster.events("TaskGroupsError", "plain")

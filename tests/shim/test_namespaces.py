@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from actors.shim.namespaces import namespace_app_tags
+from actors.shim.namespaces import namespace_app_tags, read_annotations
 from rest.app import SchedulerView
 from rest.server import RestServer
 from tests.rest.test_with_cluster import Http
@@ -39,6 +39,24 @@ def test_namespace_quota_wins_over_the_deprecated_annotations():
 ])
 def test_unusable_annotations_give_no_tag(annotations):
     assert namespace_app_tags("ns", annotations) == {"namespace": "ns"}
+
+
+@pytest.mark.parametrize(("annotations", "problem"), [
+    ({"yunikorn.apache.org/namespace.maxApps": "\u00b2"}, "not a whole number written in the digits 0-9"),
+    ({"yunikorn.apache.org/namespace.maxApps": "-1"}, "negative"),
+    ({"yunikorn.apache.org/namespace.maxApps": "99999999999999999999"}, "out of range"),
+    ({"yunikorn.apache.org/namespace.quota": '{"cpu": 1}'}, "must be a JSON object of strings"),  # Go: map[string]string
+    ({"yunikorn.apache.org/namespace.quota": "[" * 5000}, "nests deeper than"),
+    ({"yunikorn.apache.org/namespace.guaranteed": '{"memory": "9Ei"}'}, "does not fit in int64"),
+])
+def test_annotations_upstream_refuses_are_left_out_and_named(annotations, problem):
+    tags, problems = read_annotations("ns", annotations)
+    assert tags == {"namespace": "ns"} and any(problem in p for p in problems), problems
+
+
+def test_max_apps_is_read_as_go_reads_it():
+    assert read_annotations("ns", {"yunikorn.apache.org/namespace.maxApps": "+5"}) == (
+        {"namespace": "ns", "namespace.resourcemaxapps": "5"}, [])
 
 
 def namespace(cluster: Cluster, name: str, **annotations: str) -> None:
@@ -86,3 +104,15 @@ def test_annotated_namespaces_get_their_queues_limits_end_to_end(cluster):
         cluster.assert_consistent()
     finally:
         server.stop()
+
+
+def test_an_annotation_left_out_is_a_warning_on_the_namespace_and_its_pods_run(cluster):
+    cluster.node("node-a")
+    namespace(cluster, "listed", namespace_maxApps="-1")  # seen when the scheduler lists namespaces
+    cluster.start_scheduler()
+    namespace(cluster, "odd", namespace_maxApps="\u00b2", namespace_quota='{"cpu": 2}')
+    cluster.pod("runs", namespace="odd")
+    cluster.wait_bound("runs")
+    message = wait_for(lambda: cluster.events("NamespaceAnnotationIgnored", "odd"))[0].message
+    assert "namespace.maxApps" in message and "namespace.quota" in message
+    assert "negative" in wait_for(lambda: cluster.events("NamespaceAnnotationIgnored", "listed"))[0].message

@@ -123,3 +123,61 @@ def test_states_and_identity():
 def test_scheduling_gates_mark_the_pod_gated():
     assert parse_pod(pod_json(spec={"schedulingGates": [{"name": "wait"}]})).gated
     assert not parse_pod(pod_json()).gated
+
+
+# Whatever a pod holds, parsing it gives a record: what the API server would have refused is a reason
+# in ``invalid`` (the task is rejected with it), never an exception in the informer.
+USER_INFO = "yunikorn.apache.org/user.info"
+HOSTILE_PODS = {
+    "user-info-nested-5000-deep": ({"annotations": {USER_INFO: "[" * 5000 + "]" * 5000}}, "nests deeper than"),
+    "node-affinity-a-string": ({"spec": {"affinity": {"nodeAffinity": "anywhere"}}}, "invalid constraints"),
+    "affinity-a-list": ({"spec": {"affinity": ["a"]}}, "invalid constraints"),
+    "priority-2-to-the-31": ({"spec": {"priority": 2**31}}, "priority must be a whole number"),
+    "priority-a-float": ({"spec": {"priority": 1.5}}, "priority must be a whole number"),
+    "labels-not-strings": ({"labels": {"a": 1}}, "labels must be a map of strings"),
+    "annotations-a-list": ({"annotations": ["a"]}, "annotations must be a map of strings"),
+    "containers-a-string": ({"spec": {"containers": "main"}}, "invalid resources"),
+    "two-containers-past-int64": ({"spec": {"containers": [
+        {"name": "a", "resources": {"requests": {"memory": "4Ei"}}},
+        {"name": "b", "resources": {"requests": {"memory": "4Ei"}}}]}}, "more memory than an int64 holds"),
+    "volumes-strings": ({"spec": {"volumes": ["v"]}}, "invalid volumes"),
+    "host-port-unicode-digits": ({"spec": {"containers": [{"name": "a", "ports": [{"hostPort": "²"}]}]}},
+                                 "invalid constraints"),
+    "spec-a-list": ({"spec": ["containers"]}, "spec is not an object"),
+}
+
+
+@pytest.mark.parametrize(("changes", "problem"), HOSTILE_PODS.values(), ids=HOSTILE_PODS.keys())
+def test_a_hostile_pod_is_a_record_with_its_problem(changes, problem):
+    raw = pod_json()
+    raw["metadata"].update({k: v for k, v in changes.items() if k != "spec"})
+    if isinstance(changes.get("spec"), dict):
+        raw["spec"].update(changes["spec"])
+    elif "spec" in changes:
+        raw["spec"] = changes["spec"]
+    pod = parse_pod(raw)
+    assert problem in pod.invalid, pod.invalid
+    assert pod.priority is None or -(2**31) <= pod.priority < 2**31
+    pod.resource.to_proto()  # what the SI message of its ask carries
+
+
+def test_user_info_is_read_with_gos_rules():
+    pod = parse_pod(pod_json(annotations={USER_INFO: '{"User": "alice", "GROUPS": ["dev", null], "x": 1}'}))
+    assert (pod.user, pod.groups, pod.invalid) == ("alice", ("dev", ""), "")
+    assert parse_pod(pod_json(annotations={USER_INFO: '{"user": ""}'})).user == "nobody"
+    assert "groups must be a JSON list of strings" in parse_pod(pod_json(annotations={
+        USER_INFO: '{"user": "a", "groups": "dev"}'})).invalid
+
+
+def test_fields_of_the_wrong_type_read_as_absent():
+    pod = parse_pod(pod_json(spec={"nodeName": 5, "priorityClassName": ["x"], "schedulerName": {"a": 1}}))
+    assert (pod.node_name, pod.priority_class, pod.scheduler_name) == ("", "", "default-scheduler")
+
+
+def test_a_pod_without_identity_is_the_only_value_error():
+    raw = pod_json()
+    raw["metadata"]["uid"] = ["x"]
+    with pytest.raises(ValueError, match="without uid"):
+        parse_pod(raw)
+    with pytest.raises(ValueError, match="without uid"):
+        parse_pod({"metadata": "x"})
