@@ -3,7 +3,8 @@
 Connects with ``--kubeconfig PATH``, else the in-cluster service account, else stops with a hint.
 ``--embedded`` starts an in-process kubesim with ``--nodes`` nodes and a sample multi-queue workload of
 ``--pods`` pods, shows a progress bar while they are scheduled and a summary table once they are all
-bound, then keeps serving until Ctrl-C (or exits with ``--exit-when-done``). SIGTERM and SIGINT shut
+bound (then exits with ``--exit-when-done``), then the pods finishing and their applications completing,
+and keeps serving until Ctrl-C. SIGTERM and SIGINT shut
 down gracefully (informers stopped, binds drained, actors stopped) and exit 0.
 
 ``--leader-elect`` runs this process as one candidate of an active/standby pair (kube-scheduler's flags
@@ -185,11 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _start_embedded(args: argparse.Namespace, kubeconfig: Path):
-    from kubesim import KubeSim
-
-    sim = KubeSim(port=0, kubelet_delay=0.0).start()
+    sim = embedded.start_cluster(args.nodes)
     sim.write_kubeconfig(str(kubeconfig))
-    sim.seed_nodes(args.nodes)
     log.info("embedded kubesim at %s with %d nodes", sim.url, args.nodes)
     print(f"embedded cluster at {sim.url}; for kubectl: export KUBECONFIG={kubeconfig}", flush=True)
     return sim
@@ -231,6 +229,7 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
                 print(embedded.summary(client), flush=True)
                 if args.exit_when_done:
                     return 0
+                embedded.show_completion(core, lambda: _count(service.latest_state(), _FINISHED), args.pods, stop)
         while not stop.wait(0.5):
             if service.scheduler_state() == SchedulerState.FAILED:
                 log.error("scheduler start-up failed; exiting")
@@ -296,7 +295,7 @@ def _show_progress(service: SchedulerService, total: int, stop: threading.Event)
             print(file=sys.stderr)
             return False
         snapshot = service.latest_state()
-        bound = _bound(snapshot)
+        bound = _count(snapshot, _BOUND_ONCE)
         elapsed = time.monotonic() - started
         filled = int(30 * bound / total) if total else 30
         state = snapshot.state if snapshot else SchedulerState.NEW
@@ -306,10 +305,14 @@ def _show_progress(service: SchedulerService, total: int, stop: threading.Event)
     return True
 
 
-def _bound(snapshot: ShimStateSnapshot | None) -> int:
+_FINISHED = frozenset({TaskState.COMPLETED, TaskState.FAILED})
+_BOUND_ONCE = frozenset({TaskState.BOUND}) | _FINISHED  # a sample pod that ended was bound
+
+
+def _count(snapshot: ShimStateSnapshot | None, states: frozenset[str]) -> int:
     if snapshot is None:
         return 0
-    return sum(1 for pod in snapshot.pods if pod.state == TaskState.BOUND)
+    return sum(1 for pod in snapshot.pods if pod.state in states)
 
 
 if __name__ == "__main__":

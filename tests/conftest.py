@@ -6,12 +6,18 @@ The whole run must leave no actor alive: a session check fails the run otherwise
 import threading
 
 import pytest
+from hypothesis import settings
 
 from actors.base import live_actors, stop_all
 from kubesim import KubeSim
 from tests.coreharness import OPEN_CONFIG, Core
 from tests.shim.cluster import Cluster
 from tests.waiting import wait_for
+
+# A property's examples are judged by what they do, not by how long they take: on a loaded 2-core machine
+# hypothesis's 200 ms deadline fails examples that are merely slow.
+settings.register_profile("project", deadline=None)
+settings.load_profile("project")
 
 
 @pytest.fixture
