@@ -252,13 +252,12 @@ HOSTILE_PODS = {  # (annotations, spec fields): the values of the findings, each
                    "yunikorn.apache.org/task-groups": "[]"}, {}),
     "F2-user-info": ({"yunikorn.apache.org/user.info": NESTED}, {}),
     "F2-affinity": ({}, {"affinity": {"nodeAffinity": "everywhere"}}),
-    "F9-priority": ({}, {"priority": 2**31}),
-}
+}  # F9's priority of 2**31 the API server refuses now, as kube-apiserver does: poison_task_ask stands in
 
 
 def hostile_pod(cluster, name: str, finding: str, cpu: str = "100m", node: str = "") -> None:
     """Posted as raw JSON, as kubectl sends a manifest (the official client refuses some of these)."""
-    annotations, spec = HOSTILE_PODS[finding]
+    annotations, spec = HOSTILE_PODS.get(finding, ({}, {}))  # "": an ordinary pod
     if node:
         spec = {**spec, "nodeName": node}
     body = {"apiVersion": "v1", "kind": "Pod",
@@ -297,13 +296,19 @@ def test_a_namespace_max_apps_that_is_no_number_stops_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("when", ["at start", "while running"])
-def test_a_running_pod_whose_priority_is_out_of_range_holds_its_room(tmp_path, when):
+@pytest.mark.parametrize("cause", ["invalid", "its report raises"])
+def test_a_running_pod_that_cannot_be_reported_as_ours_holds_its_room(tmp_path, monkeypatch, when, cause):
+    if cause == "its report raises":
+        monkeypatch.setattr(translate, "allocation", raising_for(
+            translate.allocation, lambda pod, *_: pod.name == "hostile"))
+    finding = "F2-user-info" if cause == "invalid" else ""
+
     def prepare(cluster) -> None:
         nodes(cluster)  # node-a: 4 cpu
         if when == "at start":
-            hostile_pod(cluster, "hostile", "F9-priority", cpu="3", node="node-a")
+            hostile_pod(cluster, "hostile", finding, cpu="3", node="node-a")
 
     with served(tmp_path, prepare) as (cluster, http):
         if when == "while running":
-            hostile_pod(cluster, "hostile", "F9-priority", cpu="3", node="node-a")
+            hostile_pod(cluster, "hostile", finding, cpu="3", node="node-a")
         assert_room_still_taken(cluster, http)
