@@ -79,6 +79,7 @@ class Changes:
 
 class PartitionActor(Actor):
     kind = "partition"
+    contain_failures = True  # a message that raises is dropped: the partition schedules on
 
     def __init__(self, config: PartitionConfig, rm_id: str, callback: ResourceManagerCallback, ring: EventRing,
                  predicates: NodePredicates | None, tuning: Tuning, changes: Changes,

@@ -75,6 +75,7 @@ def test_an_unsupported_key_is_logged_once_and_listed_by_the_config_endpoint(run
     ("kubernetes.qps", "-5", "kubernetes.qps: '-5' is not a positive number"),
     ("log.core.level", "loud", "log.core.level: 'loud' is not a log level"),
     ("service.volumeBindTimeout", "soon", "service.volumeBindTimeout: 'soon' is not a positive duration"),
+    ("service.maxPlaceholdersPerGang", "²", "service.maxPlaceholdersPerGang: '²' is not a positive integer"),
 ])
 def test_a_bad_value_is_refused_and_the_configuration_in_force_stays(running, key, value, reason):
     cluster, http = running
