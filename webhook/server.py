@@ -32,6 +32,7 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from webhook import constants as c
+from webhook import fastpath
 from webhook.app import MAX_BODY
 from webhook.framing import Refusal, request_length
 from webhook.tls import ReloadingContext
@@ -128,6 +129,7 @@ class IntakeWorker(ThreadWorker):
         cfg = self.cfg
         self._tls = ReloadingContext(Path(cfg.certfile))
         self._max_head = cfg.limit_request_line + 2 + cfg.limit_request_fields * (cfg.limit_request_field_size + 2)
+        self._limits = fastpath.Limits(cfg.limit_request_line, cfg.limit_request_fields, cfg.limit_request_field_size)
         self._arriving: set[_Connection] = set()
         self._serving: dict[_Connection, float] = {}
         self._buffered = 0  # bytes received and not yet handed to a thread, over all connections
@@ -143,6 +145,9 @@ class IntakeWorker(ThreadWorker):
             raise
         self.nr_conns += 1
         sock.setblocking(False)
+        # An answer is one write, sent as soon as it is made: never held back for the client's acknowledgement
+        # of what went before (a TLS session ticket, the previous answer), which a client may delay 40 ms.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             tls = self._tls.get().wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
         except (OSError, ValueError) as error:
@@ -222,11 +227,17 @@ class IntakeWorker(ThreadWorker):
         self._buffered -= conn.length
         conn.length = None
         answer = _Answer()
-        inline = _InlineRequest(answer, conn.client, conn.server, http.get_parser(self.cfg, (request,), conn.client))
         req, keep_alive = None, False
         try:
-            req = next(inline.parser)
-            keep_alive = self._keepalive_after(inline, self.handle_request(req, inline))
+            plain = fastpath.answer(self.wsgi, request, self._limits, conn.client, conn.server,
+                                    closing=not (self.alive and self.cfg.keepalive))
+            if plain:
+                answer.data, keep_alive = plain
+            else:
+                inline = _InlineRequest(answer, conn.client, conn.server,
+                                        http.get_parser(self.cfg, (request,), conn.client))
+                req = next(inline.parser)
+                keep_alive = self._keepalive_after(inline, self.handle_request(req, inline))
         except (http.errors.NoMoreData, StopIteration):
             pass
         except Exception as error:
