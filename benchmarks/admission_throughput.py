@@ -325,7 +325,8 @@ def main() -> int:
     print(f"medians of {args.rounds} rounds       before    after   after/before")
     for name, which, key in (("keep-alive req/s", 0, "rate"), ("keep-alive p50 ms", 0, "p50"),
                              ("keep-alive p99 ms", 0, "p99"), ("server CPU us/request", 0, "server_us"),
-                             ("new connection req/s", 1, "rate"), ("new connection p99 ms", 1, "p99")):
+                             ("new connection req/s", 1, "rate"), ("new connection p99 ms", 1, "p99"),
+                             ("new connection server us", 1, "server_us")):
         before, after = median("before", which, key), median("after", which, key)
         print(f"  {name:<24} {before:8.2f} {after:8.2f}   {after / before:6.2f}")
     return 0

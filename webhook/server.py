@@ -7,7 +7,7 @@ tens of microseconds, less than handing it to a thread costs); anything else goe
 running the app. A stalled or dribbling client therefore holds a socket, never a thread, and is
 cut once its request has taken ``--request-timeout`` seconds (10) to arrive. What a request may be is
 decided from its head (:mod:`webhook.framing`: 413, 431, 411 before its body is kept) and then by
-gunicorn's parser (400/431); what all arriving requests may hold together, by ``--max-buffered-mib``
+gunicorn's parser (400/431), which a plain head answered on the main loop skips (:mod:`webhook.fastpath`); what all arriving requests may hold together, by ``--max-buffered-mib``
 per worker (503 beyond).
 
 The parent (arbiter) process has done the startup work before :meth:`WebhookServer.run`; each worker
@@ -220,8 +220,8 @@ class IntakeWorker(ThreadWorker):
         return len(parts) == 3 and parts[1].partition(b"?")[0] in _INLINE_PATHS
 
     def _answer(self, conn: _Connection) -> None:
-        """Answer the request at the start of ``received`` as a thread would (gunicorn's parser and its
-        limits, the app), but parsed from memory and written to ``conn.unsent``."""
+        """Answer the request at the start of ``received`` as a thread would, but from memory and into
+        ``conn.unsent``: a plain head through :mod:`webhook.fastpath`, any other through gunicorn's parser."""
         request = bytes(conn.received[:conn.length])
         del conn.received[:conn.length]
         self._buffered -= conn.length
