@@ -541,6 +541,15 @@ class Scheduler:
         """Return once every request sent before has been processed (and its answers sent)."""
         self._core.barrier().get()
 
+    def settle(self) -> None:
+        """Return once the core is idle: every request sent before processed and no scheduling cycle
+        pending (what a simulation waits for before it moves the core's virtual clock on)."""
+        while True:
+            version = self._changes.version()
+            self.barrier()
+            if self._changes.version() == version and not self._backlog():
+                return
+
     # Readers.
     def snapshot(self, areas: frozenset[str] = ALL_AREAS) -> CoreSnapshot:
         """The core as it is now, holding at least the optional ``areas`` (see :mod:`actors.core.snapshot`):
