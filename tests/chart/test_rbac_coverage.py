@@ -27,6 +27,8 @@ from tests.chart.rbac import Authorizer, calls_from
 from tests.chart.rendering import RELEASE_NAMESPACE
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.slow  # the scheduler and the admission controller run against an auditing API server
+
 REPO = Path(__file__).resolve().parents[2]
 POD = BY_PATH[("", "v1", "pods")]
 CONFIGMAP = BY_PATH[("", "v1", "configmaps")]

@@ -1,12 +1,13 @@
 """Guaranteed-based preemption through the core's SI interface: each law, broken on purpose, is refused."""
 
-import time
 
 import pytest
 
 from si import si_pb2
+from si.clock import VirtualClock
 from si.resources import Resource
 from tests.core.test_scheduling import queues
+from tests.queues import config, queue
 from tests.waiting import wait_for
 
 GIB = 2**30
@@ -260,8 +261,10 @@ def test_preemption_delay_is_waited_for(core_factory):
     core.app("app-a", queue="root.a")
     ask(core, "app-a", "a-0")
     core.settle()
+    core.advance(0.95)
     assert preempted(core) == [], "not before the delay"
-    wait_for(lambda: preempted(core), timeout=5, message="preemption after the delay")
+    core.advance(0.05)
+    assert preempted(core), "preemption once the delay ends"
 
 
 def test_at_most_ten_asks_of_a_queue_preempt_per_cycle(core_factory):
@@ -332,32 +335,25 @@ def test_two_queues_regain_their_guarantees(core_factory, policy):
     assert by_queue.find("root.b").allocated_resource["vcore"] == 4000
 
 
-QUOTA = """
-partitions:
-  - name: default
-    placementrules: [{{name: provided, create: true}}]
-    preemption: {{quotapreemptionenabled: {enabled}}}
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: b
-            resources: {{max: {{vcore: {max}}}}}
-            properties: {{quota.preemption.delay: {delay}}}
-"""
+def quota(enabled: bool, max: int, delay: str) -> str:  # noqa: A002
+    """Queue b under a max of ``max`` vcore, preempted ``delay`` after it is over it (when ``enabled``)."""
+    return config(queue("b", max={"vcore": max}, properties={"quota.preemption.delay": delay}),
+                  preemption={"quotapreemptionenabled": enabled})
 
 
 def test_quota_change_preemption_brings_a_queue_back_under_its_lowered_max(core_factory):
-    core = core_factory(QUOTA.format(enabled="true", max=8, delay="200ms"))
+    core = core_factory(quota(True, 8, "200ms"))
     core.nodes(1, vcore=8000, memory=64 * GIB)
     core.app("app-b", queue="root.b")
     for i, priority in enumerate((5, 0, 0, 5)):
         ask(core, "app-b", f"b-{i}", vcore=2000, priority=priority)
         core.settle()
-    core.configure(QUOTA.format(enabled="true", max=4, delay="200ms"))
+    core.configure(quota(True, 4, "200ms"))
     core.settle()
+    core.advance(0.2)  # the first tick (at 50 ms) sees the queue over its max; the delay runs from there
     assert preempted(core) == [], "not before the delay"
-    wait_for(lambda: len(preempted(core)) == 2, timeout=5, message="two pods preempted")
+    core.advance(0.05)
+    assert len(preempted(core)) == 2, "two pods preempted once the delay ends"
     victims = preempted(core)
     assert {v.allocationKey for v in victims} == {"b-1", "b-2"}, "the lowest priority ones"
     assert victims[0].message == "Preempted by Quota change enforcement process in root.b"
@@ -367,12 +363,14 @@ def test_quota_change_preemption_brings_a_queue_back_under_its_lowered_max(core_
     assert len(preempted(core)) == 2, "nothing more once the queue fits"
 
 
-@pytest.mark.parametrize("enabled, delay, victims", [("false", "200ms", 0), ("true", "0", 0), ("true", "200ms", 2)])
+@pytest.mark.parametrize("enabled, delay, victims", [(False, "200ms", 0), (True, "0", 0), (True, "200ms", 2)])
 def test_quota_change_preemption_needs_the_partition_switch_and_a_delay(enabled, delay, victims):
     from actors.core import config as cfg
     from actors.core.partition import Partition
 
-    partition = Partition(cfg.parse(QUOTA.format(enabled=enabled, max=8, delay=delay)).partitions[0], "rm")
+    clock = VirtualClock()
+    partition = Partition(cfg.parse(quota(enabled, 8, delay)).partitions[0], "rm",
+                          clock=clock)
     partition.update_nodes([si_pb2.NodeInfo(nodeID="n", action=si_pb2.NodeInfo.CREATE,
                                             schedulableResource=Resource.of(vcore=8000).to_proto())])
     partition.add_applications([si_pb2.AddApplicationRequest(applicationID="app-b", queueName="root.b",
@@ -380,11 +378,11 @@ def test_quota_change_preemption_needs_the_partition_switch_and_a_delay(enabled,
     partition.update_allocations([si_pb2.Allocation(allocationKey=f"b-{i}", applicationID="app-b", nodeID="n",
                                                     resourcePerAlloc=Resource.of(vcore=2000).to_proto())
                                   for i in range(4)], [])
-    partition.apply_config(cfg.parse(QUOTA.format(enabled=enabled, max=4, delay=delay)).partitions[0])
+    partition.apply_config(cfg.parse(quota(enabled, 4, delay)).partitions[0])
     partition.take_outbox()
-    now = time.time_ns()
-    for later in (0, 1, 60, 3600):  # seconds: long past any delay
-        partition.tick(now + later * 10**9)
+    for later in (0, 1, 59, 3540):  # seconds: long past any delay
+        clock.advance(later)
+        partition.tick()
     released = [r for r in partition.take_outbox().released if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
     assert len(released) == victims
     assert partition.queues.get("root.b").preempting["vcore"] == 2000 * victims
