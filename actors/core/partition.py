@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 
 from actors.core import application as states
+from actors.core.accounting import Accounts
 from actors.core.allocation import Allocation
 from actors.core.application import Application
 from actors.core.config import PartitionConfig
@@ -28,6 +29,7 @@ from actors.core.ugm import UsageTracker
 from actors.core.usergroups import GroupResolver, UnknownUser
 from si import si_pb2
 from si.constants import APP_TAG_NAMESPACE, RECOVERY_QUEUE, TAG_NAMESPACE
+from si.history import FinishedApplication
 from si.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -69,6 +71,7 @@ class Outbox:
     rejected_nodes: list[si_pb2.RejectedNode] = field(default_factory=list)
     events: list[PendingEvent] = field(default_factory=list)
     scheduling_states: list[si_pb2.UpdateContainerSchedulingStateRequest] = field(default_factory=list)
+    finished: list[FinishedApplication] = field(default_factory=list)  # for the history store
 
 
 class _Cycle:
@@ -130,7 +133,8 @@ class Partition(NodeHolds):
         self.timing = timing or Timing()
         self.nodes: dict[str, Node] = {}
         self.apps: dict[str, Application] = {}
-        self.terminated: dict[str, Application] = {}
+        self.terminated: dict[str, Application] = {}  # kept for the retention unless a history store takes them
+        self.history: Accounts | None = None  # set while a history store listens (see _retire)
         self.total = Resource()
         self.outbox = Outbox()
         self.created = time.time_ns()
@@ -315,7 +319,7 @@ class Partition(NodeHolds):
         app = Application(request, self.name, "")
         app.rejected_message = reason
         app.transition(states.REJECTED)
-        self.terminated[app.application_id] = app
+        self._retire(app)
 
     def remove_applications(self, requests) -> None:
         for request in requests:
@@ -341,9 +345,17 @@ class Partition(NodeHolds):
             queue.apps.pop(app.application_id, None)
         self._stop_running(app)
         del self.apps[app.application_id]
-        self.terminated[app.application_id] = app
+        self._retire(app)
         for path in self.queues.prune():
             self._event(E.QUEUE, path, E.QUEUE_CONFIG, E.REMOVE, "queue removed")
+
+    def _retire(self, app: Application) -> None:
+        """A terminal application: kept for the retention, or, with a history store, told to it and
+        dropped from memory."""
+        if self.history is None:
+            self.terminated[app.application_id] = app
+        else:
+            self.outbox.finished.append(self.history.finished(app, time.time_ns()))
 
     def _start_running(self, app: Application, queue: Queue) -> None:
         queue.add_running(1)
@@ -516,6 +528,8 @@ class Partition(NodeHolds):
         app = self.apps.get(allocation.application_id)
         if app is None or app.remove_allocation(allocation.key) is None:
             return
+        if self.history is not None:
+            self.history.released(allocation, time.time_ns())
         if allocation.placeholder:
             app.allocated_placeholder = app.allocated_placeholder - allocation.resource
             app.placeholder_ended(allocation, replaced=allocation.placeholder_released == si_pb2.PLACEHOLDER_REPLACED)
