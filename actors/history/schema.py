@@ -28,10 +28,13 @@ applications = Table(
     Column("memory_seconds", Float, nullable=False),  # byte-seconds
     Column("document", Text, nullable=False),
     UniqueConstraint("partition", "application_id", "submitted_at", name="uq_applications_run"),
+    # The usage report reads indexes alone: by time range, or grouped by queue or user in index order.
     Index("ix_applications_finished", "finished_at", "queue", "user_name", "state", "wait_bucket",
           "vcore_seconds", "memory_seconds"),
-    Index("ix_applications_queue", "queue", "finished_at"),
-    Index("ix_applications_user", "user_name", "finished_at"),
+    Index("ix_applications_queue", "queue", "state", "wait_bucket", "finished_at", "vcore_seconds",
+          "memory_seconds"),
+    Index("ix_applications_user", "user_name", "state", "wait_bucket", "finished_at", "vcore_seconds",
+          "memory_seconds"),
     Index("ix_applications_id", "application_id"),
 )
 

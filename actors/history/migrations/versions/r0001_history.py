@@ -34,8 +34,10 @@ def upgrade() -> None:
     )
     op.create_index("ix_applications_finished", "applications",
                     ["finished_at", "queue", "user_name", "state", "wait_bucket", "vcore_seconds", "memory_seconds"])
-    op.create_index("ix_applications_queue", "applications", ["queue", "finished_at"])
-    op.create_index("ix_applications_user", "applications", ["user_name", "finished_at"])
+    op.create_index("ix_applications_queue", "applications",
+                    ["queue", "state", "wait_bucket", "finished_at", "vcore_seconds", "memory_seconds"])
+    op.create_index("ix_applications_user", "applications",
+                    ["user_name", "state", "wait_bucket", "finished_at", "vcore_seconds", "memory_seconds"])
     op.create_index("ix_applications_id", "applications", ["application_id"])
     op.create_table(
         "cluster_samples",
