@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -135,6 +136,7 @@ class Partition(NodeHolds):
         self.apps: dict[str, Application] = {}
         self.terminated: dict[str, Application] = {}  # kept for the retention unless a history store takes them
         self.history: Accounts | None = None  # set while a history store listens (see _retire)
+        self.retired: Counter[str] = Counter()  # terminal states of the applications told to the store
         self.total = Resource()
         self.outbox = Outbox()
         self.created = time.time_ns()
@@ -356,6 +358,7 @@ class Partition(NodeHolds):
             self.terminated[app.application_id] = app
         else:
             self.outbox.finished.append(self.history.finished(app, time.time_ns()))
+            self.retired[app.state] += 1
 
     def _start_running(self, app: Application, queue: Queue) -> None:
         queue.add_running(1)

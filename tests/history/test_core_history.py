@@ -33,7 +33,10 @@ def completed(rest, query: str = "") -> list[dict]:
 def test_a_finished_application_leaves_memory_for_the_store_with_its_usage(history):
     history.run_app("app-1", pods=2)
     wait_for(lambda: history.store.count() == 1, timeout=10, message="the finished application in the store")
-    assert history.core.snapshot().partition("default").terminated_applications == ()
+    partition = history.core.snapshot().partition("default")
+    assert partition.terminated_applications == ()
+    # The partition still counts it, as upstream counts the finished applications it keeps.
+    assert partition.applications_by_state["Completed"] == 1 and partition.total_applications == 1
     [app] = history.store.applications(ApplicationQuery("default", ("Completed",)))
     assert (app.application_id, app.queue, app.user, app.state) == ("app-1", "root.a", "alice", "Completed")
     assert [state for _, state in app.state_log][-1] == "Completed"
