@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import orjson
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, and_, create_engine, delete, event, func, select
+from sqlalchemy import Engine, and_, create_engine, delete, event, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 
@@ -170,6 +170,16 @@ class HistoryStore:
             if rows:
                 connection.execute(schema.events.insert(), rows)
 
+    def maintain(self) -> None:
+        """Refresh the planner's statistics (SQLite keeps none unless asked) and, on PostgreSQL, the
+        visibility map that lets the usage report read its indexes alone (autovacuum's work, done now)."""
+        if self.dialect == "postgresql":
+            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+                connection.execute(text("VACUUM ANALYZE applications"))
+        else:
+            with self.engine.begin() as connection:
+                connection.execute(text("ANALYZE"))
+
     def prune(self, retention: Retention, now: int) -> int:
         """Delete what is older than its retention; the rows deleted."""
         deleted = 0
@@ -231,7 +241,9 @@ class HistoryStore:
                      .where(_time_filter(table.c.finished_at, since, until))
                      .group_by(key, table.c.state, table.c.wait_bucket))
         rows: dict[str, UsageRow] = {}
-        for name, state, bucket, count, vcore, memory in self._rows(statement):
+        # PostgreSQL hashes the groups (a user's wait buckets: ~100 each) in memory rather than on disk.
+        setup = (text("SET LOCAL work_mem = '64MB'"),) if self.dialect == "postgresql" else ()
+        for name, state, bucket, count, vcore, memory in self._rows(statement, setup):
             row = rows.get(name) or rows.setdefault(name, UsageRow(name))
             row.applications += count
             row.by_state[state] = row.by_state.get(state, 0) + count
@@ -241,9 +253,11 @@ class HistoryStore:
                 row.waits[bucket] = row.waits.get(bucket, 0) + count
         return [rows[name] for name in sorted(rows)]
 
-    def _rows(self, statement) -> list:
+    def _rows(self, statement, setup: Sequence = ()) -> list:
         try:
-            with self.engine.connect() as connection:
+            with self.engine.begin() as connection:
+                for step in setup:
+                    connection.execute(step)
                 return list(connection.execute(statement))
         except Exception as error:  # the database is down or unreachable: the reader says so
             raise HistoryUnavailable(f"history store: {type(error).__name__}: {error}") from error

@@ -9,7 +9,8 @@ never waits for it.
 
 With leader election only the leader writes: every batch passes the write fence first (its
 ``admit(method, path)``, as every cluster write does); a batch the fence refuses is dropped, as the
-leader writes its own. The store's old rows are pruned once an hour, each kind after its retention.
+leader writes its own. Once an hour the store drops what is older than its retention (each kind its own)
+and refreshes the planner's statistics.
 """
 
 from __future__ import annotations
@@ -215,6 +216,7 @@ class HistoryWriter:
                     return
             try:
                 deleted = self.store.prune(self.retention, self._clock())
+                self.store.maintain()
             except Exception as error:
                 self._failed(error)
                 return
