@@ -8,6 +8,8 @@ batch written again after a failover changes nothing.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import math
 import pathlib
@@ -134,14 +136,20 @@ class HistoryStore:
         self.dialect = self.engine.dialect.name
 
     def migrate(self) -> HistoryStore:
-        """Bring the schema to the latest revision (every replica may; one at a time on PostgreSQL)."""
+        """Bring the schema to the latest revision. Processes starting together migrate one at a time: on
+        PostgreSQL under an advisory lock, on SQLite under a lock file beside the database."""
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS))
-        with self.engine.begin() as connection:
-            if self.dialect == "postgresql":
-                connection.execute(select(func.pg_advisory_xact_lock(MIGRATION_LOCK)))
-            config.attributes["connection"] = connection
-            command.upgrade(config, "head")
+        with contextlib.ExitStack() as held:
+            path = self.engine.url.database if self.dialect == "sqlite" else None
+            if path and path != ":memory:":
+                lock = held.enter_context(open(f"{path}.lock", "w"))  # noqa: SIM115 - closed by the stack
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            with self.engine.begin() as connection:
+                if self.dialect == "postgresql":
+                    connection.execute(select(func.pg_advisory_xact_lock(MIGRATION_LOCK)))
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
         return self
 
     def close(self) -> None:

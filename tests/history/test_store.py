@@ -101,3 +101,18 @@ def test_samples_and_events_are_kept_and_pruned_after_their_own_retention(dsn):
     assert [a.application_id for a in store.applications(ApplicationQuery("default", DONE))] == ["new"]
     assert len(store.cluster_samples(10)) == 2 and store.events(0, 10) == []
     store.close()
+
+
+def test_processes_starting_together_migrate_one_at_a_time(dsn):
+    """Replicas (or a restarted pod beside its successor) open the same store at once."""
+    import subprocess
+    import sys
+
+    code = f"from actors.history.store import HistoryStore; HistoryStore({dsn!r}).migrate().close()"
+    starting = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE) for _ in range(4)]
+    failures = [p.stderr.read().decode() for p in starting if p.wait(timeout=50) != 0]
+    assert failures == []
+    store = open_store(dsn)
+    store.write([finished("app-1")])
+    assert store.count() == 1
+    store.close()
