@@ -8,7 +8,8 @@ from actors.core.allocation import Allocation
 from actors.core.application import Application
 from si.history import AllocationBrief, FinishedApplication, PlaceholderBrief
 
-BRIEFS_PER_APPLICATION = 100  # allocations told in full per application; the rest are counted
+# Allocations told in full per application (kept in memory while it runs); the rest are counted.
+BRIEFS_PER_APPLICATION = 32
 
 
 class _Account:
