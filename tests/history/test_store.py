@@ -116,3 +116,16 @@ def test_processes_starting_together_migrate_one_at_a_time(dsn):
     store.write([finished("app-1")])
     assert store.count() == 1
     store.close()
+
+
+def test_a_dsn_names_sqlite_or_postgresql_and_logs_without_its_password():
+    import pytest
+
+    from actors.history.store import describe, engine_url
+
+    assert engine_url("postgresql://u:secret@db:5432/h").startswith("postgresql+psycopg://u:secret@db:5432/h")
+    assert engine_url("postgres://u@/h?host=/run/pg").startswith("postgresql+psycopg://")
+    assert engine_url("sqlite:////var/lib/yunikorn/history.db") == "sqlite:////var/lib/yunikorn/history.db"
+    assert "secret" not in describe("postgresql://u:secret@db/h")
+    with pytest.raises(ValueError, match="unsupported database"):
+        engine_url("mysql://u@db/h")
