@@ -27,6 +27,7 @@ from actors.core.config import parse
 from actors.core.scheduler import Scheduler
 from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
 from rest import actor_metrics, cors, daos, leadership, liveness, metrics
+from rest import history as history_rest
 from rest.fragments import Fragments
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ class SchedulerView:
     extender_on_rest_port: bool = True  # False: the extender has an HTTPS port of its own (rest.extender_server)
     leadership: leadership.LeadershipSource | None = None  # leader election: who leads (a standby is not ready)
     allowed_origins: tuple[str, ...] = (cors.ANY,)  # who may read cross-origin (rest.cors), upstream's default
+    history: history_rest.History | None = None  # the history store: finished applications and samples
     started: int = field(default_factory=time.time_ns)
     fragments: Fragments = field(default_factory=Fragments, init=False, repr=False)
 
@@ -83,10 +85,13 @@ def _queue(partition, path: str):
     return found
 
 
-def _application(partition, app_id: str, queue_path: str | None = None):
+def _application(partition, app_id: str, queue_path: str | None = None, history=None):
     for app in partition.applications + partition.terminated_applications:
         if app.application_id == app_id and (queue_path is None or app.queue_name == queue_path):
             return app
+    found = history_rest.stored_one(history, partition.name, app_id) if history is not None else None
+    if found is not None and (queue_path is None or found.queue_name == queue_path):
+        return found
     _fail(falcon.HTTP_404, "Application not found", f"application {app_id} not found")
 
 
@@ -135,13 +140,20 @@ class Cluster:
         scheduler = self.view.scheduler
         report = scheduler.last_health if scheduler.health_interval > 0 else None
         report = report or self.view.snapshot(frozenset({HEALTH})).health
-        return daos.health(liveness.with_actors(report, self.view.actor_failures))
+        report = history_rest.with_store(liveness.with_actors(report, self.view.actor_failures), self.view.history)
+        return daos.health(report)
+
+    def _samples(self):
+        """The front page's samples: the store's (they survive a restart), else the core's ring."""
+        if self.view.history is not None:
+            return history_rest.cluster_samples(self.view.history)
+        return self.view.scheduler.history.records()
 
     def on_get_app_history(self, req, resp):
-        resp.media = [daos.app_history(s) for s in self.view.scheduler.history.records()]
+        resp.media = [daos.app_history(s) for s in self._samples()]
 
     def on_get_container_history(self, req, resp):
-        resp.media = [daos.container_history(s) for s in self.view.scheduler.history.records()]
+        resp.media = [daos.container_history(s) for s in self._samples()]
 
     def on_get_utilizations(self, req, resp):
         resp.media = [daos.utilizations(p) for p in _snapshot(req).partitions]
@@ -192,6 +204,8 @@ class Cluster:
         providers = [*metrics.PROVIDERS, actor_metrics.actor_families]
         if self.view.leadership is not None:
             providers.append(leadership.families(self.view.leadership))
+        if self.view.history is not None:
+            providers.append(history_rest.families(self.view.history))
         resp.data = metrics.render(metrics.MetricsInput(_snapshot(req), metrics.EventCounts(ring.created, ring.dropped, ring.not_channeled)),
                                    providers)
 
@@ -270,10 +284,13 @@ class Partitions:
         status = _status_filter(req)
         if state == "active":
             apps = [a for a in snapshot.applications if status is None or a.state.lower() == status]
-        elif state == "rejected":
-            apps = [a for a in snapshot.terminated_applications if a.state == "Rejected"]
-        elif state == "completed":
-            apps = [a for a in snapshot.terminated_applications if a.state in ("Completed", "Failed", "Expired")]
+        elif state in ("rejected", "completed"):
+            states = history_rest.REJECTED_STATES if state == "rejected" else history_rest.COMPLETED_STATES
+            query = history_rest.application_query(req, partition, states)
+            if self.view.history is not None:
+                resp.media = [daos.application(a) for a in history_rest.stored(self.view.history, query)]
+                return
+            apps = history_rest.select_snapshots(snapshot.terminated_applications, query)
         else:
             _fail(falcon.HTTP_400, "Invalid application state",
                   f"state {state!r} is not one of active, rejected, completed")
@@ -289,12 +306,13 @@ class Partitions:
                       if a.queue_name == queue and (status is None or a.state.lower() == status)]
 
     def on_get_app(self, req, resp, partition, app):
-        resp.media = self.view.fragments.application(_application(_partition(req, partition), app))
+        resp.media = self.view.fragments.application(_application(_partition(req, partition), app,
+                                                                  history=self.view.history))
 
     def on_get_queue_app(self, req, resp, partition, queue, app):
         snapshot = _partition(req, partition)
         _queue(snapshot, queue)
-        resp.media = self.view.fragments.application(_application(snapshot, app, queue))
+        resp.media = self.view.fragments.application(_application(snapshot, app, queue, self.view.history))
 
     def on_get_nodes(self, req, resp, partition):
         resp.media = [self.view.fragments.node(n) for n in _partition(req, partition).nodes]
@@ -518,6 +536,7 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
         ("/ws/v1/openapi.json", cluster, "openapi", None),
         ("/ws/v1/history/apps", cluster, "app_history", None),
         ("/ws/v1/history/containers", cluster, "container_history", None),
+        ("/ws/v1/history/usage", history_rest.Usage(view.history), "usage", None),
         ("/ws/v1/health/live", cluster, "live", None), ("/ws/v1/health/ready", cluster, "ready", None),
         ("/ws/v1/fullstatedump", cluster, "dump", dump), ("/debug/fullstatedump", cluster, "dump", dump),
         ("/ws/v1/partition/{partition}/queues", partitions, "queues", none),
