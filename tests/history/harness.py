@@ -8,6 +8,7 @@ from actors.history.store import HistoryStore
 from actors.history.writer import HistoryWriter
 from rest.app import SchedulerView, create_app
 from rest.history import History
+from si.clock import REAL_CLOCK
 from tests.coreharness import Core
 
 
@@ -17,9 +18,10 @@ class HistoryCore:
     def __init__(self, dsn: str, fence=None, capacity: int = 100_000, **options) -> None:
         self.store = HistoryStore(dsn).migrate()
         self.writer = HistoryWriter(self.store, fence, capacity=capacity)
-        self.core = Core(history_store=self.writer.publish, **options)
+        # Real time: the writer's batches and retries run on it, and applications complete on the core's timer.
+        self.core = Core(history_store=self.writer.publish, **{"clock": REAL_CLOCK, **options})
         self.writer.start(events=self.core.scheduler.events)
-        view = SchedulerView(self.core.scheduler, max_age=0.0, history=History(self.store, self.writer.status))
+        view = SchedulerView(self.core.scheduler, history=History(self.store, self.writer.status))
         self.rest = falcon.testing.TestClient(create_app(view))
 
     def run_app(self, app_id: str, pods: int = 2, queue: str = "root.a", user: str = "alice") -> None:
@@ -40,5 +42,5 @@ class HistoryCore:
 
 def rest_for(dsn: str, core: Core) -> falcon.testing.TestClient:
     """A REST API reading ``dsn`` (as a standby or a restarted scheduler does), over ``core``."""
-    view = SchedulerView(core.scheduler, max_age=0.0, history=History(HistoryStore(dsn).migrate()))
+    view = SchedulerView(core.scheduler, history=History(HistoryStore(dsn).migrate()))
     return falcon.testing.TestClient(create_app(view))

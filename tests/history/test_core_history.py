@@ -9,6 +9,7 @@ import pytest
 from actors.core.partition import Timing
 from actors.core.scheduler import Tuning
 from actors.history.store import ApplicationQuery, HistoryStore
+from si.clock import REAL_CLOCK
 from tests.coreharness import Core
 from tests.history.harness import HistoryCore, rest_for
 from tests.waiting import wait_for
@@ -101,7 +102,7 @@ def test_history_survives_a_restart(dsn):
     wait_for(lambda: first.store.count() == 1 and first.store.cluster_samples(10), timeout=10,
              message="the application and a sample in the store")
     first.close()
-    again = Core(history_store=lambda records: None)
+    again = Core(history_store=lambda records: None, clock=REAL_CLOCK)
     try:
         rest = rest_for(dsn, again)
         assert [a["applicationID"] for a in completed(rest)] == ["before-restart"]
@@ -117,7 +118,7 @@ def test_without_a_store_completed_applications_stay_in_memory_and_page_alike(co
 
     from rest.app import SchedulerView, create_app
 
-    core = core_factory(tuning=Tuning(timing=Timing(completing=0.2, retention=60.0)))
+    core = core_factory(tuning=Tuning(timing=Timing(completing=0.2, retention=60.0)), clock=REAL_CLOCK)
     core.nodes(1)
     for i in range(3):
         core.app(f"app-{i}", queue="root.a")
@@ -126,7 +127,7 @@ def test_without_a_store_completed_applications_stay_in_memory_and_page_alike(co
         core.release(f"app-{i}", key)
     wait_for(lambda: len(core.snapshot().partition("default").terminated_applications) == 3, timeout=10,
              message="three completed applications in memory")
-    rest = falcon.testing.TestClient(create_app(SchedulerView(core.scheduler, max_age=0.0)))
+    rest = falcon.testing.TestClient(create_app(SchedulerView(core.scheduler)))
     assert len(completed(rest)) == 3
     assert len(completed(rest, "limit=2")) == 2
     assert completed(rest, "user=nobody-else") == []
