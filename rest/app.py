@@ -13,6 +13,7 @@ import logging
 import pathlib
 import queue as queue_module
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -378,6 +379,35 @@ def _unexpected(req, resp, error, params) -> None:
     raise falcon.HTTPError(falcon.HTTP_500, title="Internal error", description=type(error).__name__)
 
 
+class EscapedNames:
+    """Queue, user and group names in the path as upstream's router and handlers read them.
+
+    A queue, user or group name may hold a '/', sent escaped (``%2F``). The WSGI server decodes the
+    path before routing, which would split that name; the request URI as sent (waitress:
+    ``REQUEST_URI``, others ``RAW_URI``) keeps the escape, and is routed instead, its parameters decoded
+    after. Upstream's handlers then query-unescape those names once more (its own test client sends
+    them escaped twice), and so does this.
+    """
+
+    UNESCAPED = ("queue", "user", "group")
+
+    def process_request(self, req, resp) -> None:
+        raw = req.env.get("REQUEST_URI") or req.env.get("RAW_URI") or ""
+        path = raw.partition("?")[0] if raw.startswith("/") else urllib.parse.urlsplit(raw).path
+        if "%2f" not in path.lower():
+            return
+        req.path = path.rstrip("/") or "/"
+        req.context.escaped_path = True
+
+    def process_resource(self, req, resp, resource, params) -> None:
+        if "escaped_path" in req.context:
+            for name, value in params.items():
+                params[name] = urllib.parse.unquote(value)
+        for name in self.UNESCAPED:
+            if name in params:
+                params[name] = urllib.parse.unquote_plus(params[name])
+
+
 class SnapshotCache:
     """Takes the snapshot a route reads, and serves a GET again from the bytes it produced for the
     same snapshot.
@@ -463,7 +493,7 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
         ("/ws/v1/events/batch", events, "batch", None), ("/ws/v1/events/stream", events, "stream", None),
     ]
     snapshots = SnapshotCache(view, {path: areas for path, *_, areas in routes if areas is not None})
-    app = falcon.App(middleware=[cors.CrossOrigin(view.allowed_origins), snapshots])
+    app = falcon.App(middleware=[EscapedNames(), cors.CrossOrigin(view.allowed_origins), snapshots])
     json_handler = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler

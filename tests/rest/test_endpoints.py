@@ -2,6 +2,7 @@
 
 import json
 import pathlib
+import urllib.parse
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -229,6 +230,30 @@ def test_full_state_dump_and_usage(rest):
     assert leaf["resourceUsage"]["vcore"] == 3000
     status, rules = client.get("/ws/v1/partition/default/placementrules")
     assert status == 200 and rules[-1]["name"] == "recovery"
+
+
+@pytest.mark.parametrize("escape", [
+    pytest.param(lambda name: urllib.parse.quote(name, safe=""), id="escaped once, as a browser does"),
+    pytest.param(lambda name: urllib.parse.quote(urllib.parse.quote(name, safe=""), safe=""),
+                 id="escaped twice, as upstream's Go client does"),
+])
+def test_names_holding_a_slash_are_found_by_their_escaped_path(rest, escape):
+    core, client = rest
+    queue, user = "root.a_#_/_b@dom:ain", "svc/bob@dom:ain"
+    core.nodes(1)
+    core.app("app-1", queue=queue, user=user)
+    core.asks("app-1", 1)
+    core.settle()
+    status, found = client.get(f"/ws/v1/partition/default/queue/{escape(queue)}")
+    assert status == 200 and found["queuename"] == queue
+    status, apps = client.get(f"/ws/v1/partition/default/queue/{escape(queue)}/applications")
+    assert status == 200 and [a["applicationID"] for a in apps] == ["app-1"]
+    status, app = client.get(f"/ws/v1/partition/default/queue/{escape(queue)}/application/app-1")
+    assert status == 200 and app["queueName"] == queue
+    status, usage = client.get(f"/ws/v1/partition/default/usage/user/{escape(user)}")
+    assert status == 200 and usage["userName"] == user
+    status, body = client.get(f"/ws/v1/partition/default/queue/{escape('root.a_#_/_nothing')}")
+    assert status == 404 and body["message"] == "Queue not found"
 
 
 @pytest.mark.parametrize("path", ["/ws/v1/partition/default/queue/root.%20bad", "/ws/v1/nothing"])
