@@ -342,10 +342,16 @@ class ShimContext(Actor):
         itself; ``Running`` (and the pending pods handed over) once every node has recovered."""
         on_node: dict[str, list[PlacedPod]] = defaultdict(list)
         pods = sorted(self._pods.values(), key=_age)
-        originators: dict[str, PodRecord] = {}  # an application's oldest pod declares it (and its gang)
+        # An application is declared by the pod its placeholders name as their owner, else by its oldest pod
+        # (creation times are whole seconds: the oldest is a guess among pods created together).
+        owners = {pod.app_id: pod.owner_pod for pod in pods if pod.placeholder and pod.owner_pod}
+        originators: dict[str, PodRecord] = {}
         for pod in pods:
             if not pod.placeholder and not pod.terminated and self._managed(pod):
-                originators.setdefault(pod.app_id, pod)
+                if owners.get(pod.app_id) == pod.uid:
+                    originators[pod.app_id] = pod
+                else:
+                    originators.setdefault(pod.app_id, pod)
         for pod in pods:
             if pod.terminated:
                 continue
@@ -354,7 +360,8 @@ class ShimContext(Actor):
             if managed and (pod.assigned or pod.placeholder):
                 self._to_app(pod, first=originators.get(pod.app_id))
             if pod.assigned:
-                on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, not managed))
+                on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, not managed,
+                                                        originator=originators.get(pod.app_id) is pod))
         self._flush()
         for name, node in self._nodes.items():
             if node.invalid:

@@ -253,6 +253,7 @@ class PlacedPod:
     priority: int
     report: bool
     foreign: bool = False
+    originator: bool = False  # the pod that declared its application (see translate.allocation)
 
 
 @message

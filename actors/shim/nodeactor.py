@@ -195,7 +195,7 @@ class NodeActor(PooledActor):
             return None
         self._reported.add(pod.uid)
         if not placed.foreign:
-            return translate.allocation(pod, placed.priority, PARTITION, self.node_name)
+            return translate.allocation(pod, placed.priority, PARTITION, self.node_name, originator=placed.originator)
         self._board.pods.show(_foreign_view(pod))
         return translate.foreign_allocation(pod, placed.priority, PARTITION)
 
