@@ -50,6 +50,7 @@ from actors.shim.messages import (
     Lead,
     Leading,
     Listed,
+    NamespaceOverdue,
     NodeChanged,
     NodeDeleted,
     NodeGone,
@@ -90,6 +91,7 @@ log = logging.getLogger(__name__)
 
 MAX_COLLECTOR_PAUSE = 60.0  # seconds a recovery may hold the garbage collector off
 FLUSH_AT = 2000  # routed messages collected before they are sent even though messages still wait
+NAMESPACE_WAIT_SECONDS = 1.0  # how long a new application's pods wait for their namespace's late event
 ALL_KINDS = frozenset({kinds.PODS, kinds.NODES, kinds.CONFIGMAPS, kinds.NAMESPACES, kinds.PRIORITY_CLASSES,
                        *kinds.VOLUME_KINDS})
 
@@ -126,6 +128,8 @@ class ShimContext(Actor):
         self._pods: dict[str, PodRecord] = {}
         self._nodes: dict[str, NodeRecord] = {}
         self._namespaces: dict[str, Any] = {}
+        # The pending pods of new applications whose namespace has no event yet, by namespace and uid.
+        self._awaiting_namespace: dict[str, dict[str, PodRecord]] = {}
         self._volumes = VolumeCatalog()
         self._priority_classes: dict[str, int] = {}
         self._no_preemption_classes: set[str] = set()  # PriorityClasses annotated allow-preemption: "false"
@@ -291,6 +295,35 @@ class ShimContext(Actor):
             self._claims_changed()
         elif live and kind == kinds.NAMESPACES and related_changed:
             self._namespaces_changed()
+            for namespace in [name for name in self._awaiting_namespace if name in self._namespaces]:
+                self._namespace_known(namespace)
+
+    def on_NamespaceOverdue(self, message: NamespaceOverdue) -> None:
+        self._namespace_known(message.namespace)
+
+    def _namespace_known(self, namespace: str) -> None:
+        """The pods that waited for their namespace (or for long enough) start their applications."""
+        for uid in self._awaiting_namespace.pop(namespace, {}):
+            pod = self._pods.get(uid)
+            if pod is not None and self._running:
+                self._to_app(pod, namespace_checked=True)
+
+    def _awaits_namespace(self, pod: PodRecord, deleted: bool) -> bool:
+        """Whether ``pod``, the first of a new application, waits for its namespace: upstream's shim reads
+        the namespace (the application's quota and queue annotations) when it creates the application,
+        and a pod's event can come before its new namespace's. Namespaces known at all are watched."""
+        waiting = self._awaiting_namespace.get(pod.namespace)
+        if deleted or pod.terminated or pod.assigned:
+            if waiting is not None:
+                waiting.pop(pod.uid, None)
+            return False
+        if pod.namespace in self._namespaces or not self._namespaces:
+            return False
+        if waiting is None:
+            waiting = self._awaiting_namespace[pod.namespace] = {}
+            self._peers.alarms.after(NAMESPACE_WAIT_SECONDS, self.actor_ref, NamespaceOverdue(pod.namespace))
+        waiting[pod.uid] = pod
+        return True
 
     # ---- start-up and recovery -----------------------------------------------------------------
 
@@ -455,7 +488,8 @@ class ShimContext(Actor):
             if pod.claims and not pod.assigned and pod.uid in self._pod_app:
                 self._to_app(pod)
 
-    def _to_app(self, pod: PodRecord, deleted: bool = False, first: PodRecord | None = None) -> None:
+    def _to_app(self, pod: PodRecord, deleted: bool = False, first: PodRecord | None = None,
+                namespace_checked: bool = False) -> None:
         """Route a pod to its application's actor, starting it for a new application (declared by
         ``first``, else by ``pod``); the actor is stopped once its last pod is gone. A pending pod's
         claims are resolved on the way (``volumes``)."""
@@ -464,6 +498,8 @@ class ShimContext(Actor):
         pod = self._resolved(pod)
         routed = self._app_pods.get(pod.app_id)
         if routed is None:
+            if not namespace_checked and self._awaits_namespace(pod, deleted):
+                return
             if deleted or pod.terminated:
                 return  # finished before we knew it: nothing to schedule or count
             self._mail.wait_stopped(pod.app_id, self._node_actors)  # an id seen again: its old actor first
