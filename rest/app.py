@@ -23,10 +23,9 @@ import pykka
 import yaml
 
 from actors.core import yamlsafe
-from actors.core.config import parse
 from actors.core.scheduler import Scheduler
 from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
-from rest import actor_metrics, cors, daos, leadership, liveness, metrics
+from rest import actor_metrics, configdao, cors, daos, leadership, liveness, metrics
 from rest.fragments import Fragments
 
 log = logging.getLogger(__name__)
@@ -138,20 +137,18 @@ class Cluster:
         resp.media = [daos.utilizations(p) for p in _snapshot(req).partitions]
 
     def on_get_config(self, req, resp):
-        """The queues configuration, the extra configuration and the keys of it the scheduler does not
-        support: JSON as upstream's DAO (``Extra``, plus ``Unsupported``), or the queues YAML followed by
-        ``extra`` and ``unsupported`` (upstream's YAML rendering of the same DAO)."""
+        """upstream's ConfigDAOInfo (rest.configdao): JSON with ``Accept: application/json``, else YAML; plus
+        the keys of the extra configuration the scheduler does not support (``Unsupported``)."""
         snapshot = _snapshot(req)
-        extra, unsupported = dict(snapshot.extra_config), list(snapshot.unsupported)
-        if req.get_header("Accept") == "application/json":
-            config = parse(snapshot.config_yaml)
-            resp.media = {"Partitions": [_config_json(p) for p in config.partitions], "Checksum": snapshot.checksum,
-                          "Extra": extra, "Unsupported": unsupported}
+        document = yamlsafe.load(snapshot.config_yaml) if snapshot.config_yaml.strip() else {}
+        as_json = req.get_header("Accept") == "application/json"
+        dao = configdao.config_dao(document, snapshot.checksum, dict(snapshot.extra_config), yaml=not as_json)
+        unsupported = list(snapshot.unsupported)
+        if as_json:
+            resp.media = {**dao, "Unsupported": unsupported}
         else:
             resp.content_type = "application/x-yaml"
-            document = yamlsafe.load(snapshot.config_yaml) if snapshot.config_yaml.strip() else {}
-            resp.text = yaml.safe_dump({**(document or {}), "extra": extra, "unsupported": unsupported},
-                                       sort_keys=False)
+            resp.text = yaml.safe_dump({**dao, "unsupported": unsupported}, sort_keys=False)
 
     def on_post_validate(self, req, resp):
         if (req.content_length or 0) > MAX_BODY:
@@ -235,15 +232,6 @@ def _jsonable(value):
     if hasattr(value, "as_dict"):
         return value.as_dict()
     return str(value)
-
-
-def _config_json(partition) -> dict:
-    return {"Name": partition.name, "PlacementRules": [r.name for r in partition.placement_rules],
-            "NodeSortPolicy": {"Type": partition.node_sort_policy.type,
-                               "ResourceWeights": dict(partition.node_sort_policy.resource_weights)},
-            "Preemption": {"Enabled": partition.preemption.enabled,
-                           "QuotaPreemptionEnabled": partition.preemption.quota_preemption_enabled},
-            "Queues": [partition.root.name]}
 
 
 class Partitions:
