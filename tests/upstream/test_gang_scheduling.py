@@ -6,7 +6,8 @@ Upstream writes ``yunikorn.apache.org/task-groups`` with encoding/json from cach
 carry no json tags: the keys are ``Name``, ``MinMember``, ``MinResource``, ``NodeSelector``... (and the
 unset ones ``null``), which the shim must read case-insensitively as the Go decoder does.
 
-Verify_HugePage skips, as upstream does, when no node has 2Mi huge pages (kind's nodes have none)."""
+Verify_HugePage skips, as upstream does, when no node has 2Mi huge pages; the suite's workers have 1Gi of
+them (kind's nodes have none), so it runs."""
 
 from __future__ import annotations
 
