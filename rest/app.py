@@ -14,6 +14,7 @@ import pathlib
 import queue as queue_module
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,10 +24,9 @@ import pykka
 import yaml
 
 from actors.core import yamlsafe
-from actors.core.config import parse
 from actors.core.scheduler import Scheduler
 from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
-from rest import actor_metrics, cors, daos, leadership, liveness, metrics
+from rest import actor_metrics, configdao, cors, daos, leadership, liveness, metrics
 from rest import history as history_rest
 from rest.fragments import Fragments
 
@@ -159,20 +159,18 @@ class Cluster:
         resp.media = [daos.utilizations(p) for p in _snapshot(req).partitions]
 
     def on_get_config(self, req, resp):
-        """The queues configuration, the extra configuration and the keys of it the scheduler does not
-        support: JSON as upstream's DAO (``Extra``, plus ``Unsupported``), or the queues YAML followed by
-        ``extra`` and ``unsupported`` (upstream's YAML rendering of the same DAO)."""
+        """upstream's ConfigDAOInfo (rest.configdao): JSON with ``Accept: application/json``, else YAML; plus
+        the keys of the extra configuration the scheduler does not support (``Unsupported``)."""
         snapshot = _snapshot(req)
-        extra, unsupported = dict(snapshot.extra_config), list(snapshot.unsupported)
-        if req.get_header("Accept") == "application/json":
-            config = parse(snapshot.config_yaml)
-            resp.media = {"Partitions": [_config_json(p) for p in config.partitions], "Checksum": snapshot.checksum,
-                          "Extra": extra, "Unsupported": unsupported}
+        document = yamlsafe.load(snapshot.config_yaml) if snapshot.config_yaml.strip() else {}
+        as_json = req.get_header("Accept") == "application/json"
+        dao = configdao.config_dao(document, snapshot.checksum, dict(snapshot.extra_config), yaml=not as_json)
+        unsupported = list(snapshot.unsupported)
+        if as_json:
+            resp.media = {**dao, "Unsupported": unsupported}
         else:
             resp.content_type = "application/x-yaml"
-            document = yamlsafe.load(snapshot.config_yaml) if snapshot.config_yaml.strip() else {}
-            resp.text = yaml.safe_dump({**(document or {}), "extra": extra, "unsupported": unsupported},
-                                       sort_keys=False)
+            resp.text = yaml.safe_dump({**dao, "unsupported": unsupported}, sort_keys=False)
 
     def on_post_validate(self, req, resp):
         if (req.content_length or 0) > MAX_BODY:
@@ -258,15 +256,6 @@ def _jsonable(value):
     if hasattr(value, "as_dict"):
         return value.as_dict()
     return str(value)
-
-
-def _config_json(partition) -> dict:
-    return {"Name": partition.name, "PlacementRules": [r.name for r in partition.placement_rules],
-            "NodeSortPolicy": {"Type": partition.node_sort_policy.type,
-                               "ResourceWeights": dict(partition.node_sort_policy.resource_weights)},
-            "Preemption": {"Enabled": partition.preemption.enabled,
-                           "QuotaPreemptionEnabled": partition.preemption.quota_preemption_enabled},
-            "Queues": [partition.root.name]}
 
 
 class Partitions:
@@ -447,6 +436,35 @@ class _Same:
         return hash(tuple(map(id, self.objects)))
 
 
+class EscapedNames:
+    """Queue, user and group names in the path as upstream's router and handlers read them.
+
+    A queue, user or group name may hold a '/', sent escaped (``%2F``). The WSGI server decodes the
+    path before routing, which would split that name; the request URI as sent (waitress:
+    ``REQUEST_URI``, others ``RAW_URI``) keeps the escape, and is routed instead, its parameters decoded
+    after. Upstream's handlers then query-unescape those names once more (its own test client sends
+    them escaped twice), and so does this.
+    """
+
+    UNESCAPED = ("queue", "user", "group")
+
+    def process_request(self, req, resp) -> None:
+        raw = req.env.get("REQUEST_URI") or req.env.get("RAW_URI") or ""
+        path = raw.partition("?")[0] if raw.startswith("/") else urllib.parse.urlsplit(raw).path
+        if "%2f" not in path.lower():
+            return
+        req.path = path.rstrip("/") or "/"
+        req.context.escaped_path = True
+
+    def process_resource(self, req, resp, resource, params) -> None:
+        if "escaped_path" in req.context:
+            for name, value in params.items():
+                params[name] = urllib.parse.unquote(value)
+        for name in self.UNESCAPED:
+            if name in params:
+                params[name] = urllib.parse.unquote_plus(params[name])
+
+
 class SnapshotCache:
     """Takes the snapshot a route reads, and serves a GET again from the bytes it produced for the
     same snapshot.
@@ -556,7 +574,7 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
         ("/ws/v1/events/batch", events, "batch", None), ("/ws/v1/events/stream", events, "stream", None),
     ]
     snapshots = SnapshotCache(view, {path: areas for path, *_, areas in routes if areas is not None})
-    app = falcon.App(middleware=[cors.CrossOrigin(view.allowed_origins), snapshots])
+    app = falcon.App(middleware=[EscapedNames(), cors.CrossOrigin(view.allowed_origins), snapshots])
     json_handler = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler

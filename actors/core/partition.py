@@ -211,6 +211,10 @@ class Partition(NodeHolds):
                 applicationID=app.application_id, state=state, stateTransitionTimestamp=app.state_since,
                 message=message))
             self._event(E.APP, app.application_id, states.STATE_EVENTS[state], E.SET, message)
+            if state == states.COMPLETING:
+                # as upstream: an application without allocations or asks no longer runs (its queue's
+                # running count and its user's and group's runningApplications), though it is not done
+                self._stop_running(app)
             if state in (states.COMPLETED, states.FAILED):
                 label = "completed" if state == states.COMPLETED else "failed"
                 self.stats.add(f"apps_{label}")

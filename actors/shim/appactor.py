@@ -252,11 +252,11 @@ class ApplicationActor(PooledActor):
         elif pod.assigned and state in (TaskState.PENDING, TaskState.SCHEDULING, TaskState.ALLOCATED):
             self._task_placed_elsewhere(task)
         elif state == TaskState.BOUND and task.placed_by_core and pod.resource != previous.resource:
-            self._to_core.append(translate.allocation(pod, task.priority, PARTITION, task.node))
+            self._to_core.append(self._allocation(task, task.node))
         elif state == TaskState.PENDING and previous.held and not pod.held and self._asking()(task):
             self._submit(task)
         elif state == TaskState.SCHEDULING and pod.constraints != previous.constraints:
-            self._to_core.append(translate.allocation(pod, task.priority, PARTITION))  # its volumes changed
+            self._to_core.append(self._allocation(task))  # its volumes changed
         if pod.volume_wait and pod.volume_wait != previous.volume_wait and state in (TaskState.PENDING, TaskState.SCHEDULING):
             self._task_unschedulable(task, "FailedScheduling", pod.volume_wait)
 
@@ -331,11 +331,16 @@ class ApplicationActor(PooledActor):
             self._machine.fire("run")  # the gang is over: its pods are scheduled as ordinary ones
             self._submit_pending()
 
+    def _allocation(self, task: Task, node: str = "") -> si_pb2.Allocation:
+        """The task's ask, or its allocation on ``node``; the pod that declared the application is its originator."""
+        pod = task.pod
+        return translate.allocation(pod, task.priority, PARTITION, node, originator=pod.uid == self._originator.uid)
+
     def _submit(self, task: Task) -> None:
         pod = task.pod
         task.fire("submit")
         self._asked = True
-        self._to_core.append(translate.allocation(pod, task.priority, PARTITION))
+        self._to_core.append(self._allocation(task))
         self._pod_event(pod, NORMAL, "Scheduling", f"{pod.full_name} is queued and waiting for allocation")
         if pod.task_group and not pod.placeholder and self._gang is not None:
             if self._gang.group(pod.task_group) is not None:
@@ -380,7 +385,8 @@ class ApplicationActor(PooledActor):
                         task.pod.full_name, task.pod.node_name, task.node or "nowhere yet")
             self._to_core.append(translate.release(task.pod, "pod bound outside the scheduler", PARTITION))
         task.fire("recover", node=task.pod.node_name)
-        self._placed_elsewhere.append(PlacedPod(task.pod, task.priority, report=True))
+        self._placed_elsewhere.append(PlacedPod(task.pod, task.priority, report=True,
+                                                originator=task.pod.uid == self._originator.uid))
 
     def _task_bound(self, task: Task) -> None:
         task.fire("bind")
@@ -604,7 +610,7 @@ class ApplicationActor(PooledActor):
             return  # gone meanwhile: its deletion released it
         pod = task.pod
         self._pod_event(pod, WARNING, "PreemptionRefused", f"{pod.full_name} not evicted: {message.reason}")
-        self._to_core.append(translate.allocation(pod, task.priority, PARTITION, task.node))
+        self._to_core.append(self._allocation(task, task.node))
 
     def on_BindOutcome(self, outcome: BindOutcome) -> None:
         task = self._tasks.get(outcome.uid)

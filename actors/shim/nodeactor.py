@@ -208,7 +208,7 @@ class NodeActor(PooledActor):
     def _report(self, placed: PlacedPod) -> si_pb2.Allocation:
         pod = placed.pod
         if not placed.foreign:
-            return translate.allocation(pod, placed.priority, PARTITION, self.node_name)
+            return translate.allocation(pod, placed.priority, PARTITION, self.node_name, originator=placed.originator)
         self._board.pods.show(_foreign_view(pod))
         return translate.foreign_allocation(pod, placed.priority, PARTITION)
 

@@ -69,12 +69,6 @@ def check_scheduler_config(yk, scheduler_config: dict) -> None:
     assert contains(config["Partitions"], as_go_json(scheduler_config["partitions"])), config["Partitions"]
 
 
-REST_CONFIG = pytest.mark.xfail(reason="REST: /ws/v1/config's JSON 'Partitions' lists each partition's queues and "
-                                       "placement rules by name only (rest/app.py _config_json); upstream's "
-                                       "ConfigDAOInfo embeds the whole configs.SchedulerConfig", strict=True)
-
-
-@REST_CONFIG
 def test_verify_configmap_file(yk, old_config_map):
     """It("Verify_ConfigMap_File")"""
     config_map = get_config_map_obj(TESTDATA / "yunikorn-configs.yaml")
@@ -87,7 +81,6 @@ def test_verify_configmap_file(yk, old_config_map):
     check_scheduler_config(yk, scheduler_config)
 
 
-@REST_CONFIG
 def test_verify_compressed_configmap_file(yk, old_config_map):
     """It("Verify_Compressed_ConfigMap_File")"""
     config_map = get_config_map_obj(TESTDATA / "compressed_yunikorn-configs.yaml")
