@@ -9,9 +9,9 @@ import uuid
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kubesim import disruption, errors, jobs, patch, priority
+from kubesim import deployments, disruption, errors, jobs, patch, priority, volumes
 from kubesim.paging import Pager, parse_limit
-from kubesim.resources import BY_PLURAL, JOB, NAMESPACE, NODE, POD, Kind
+from kubesim.resources import BY_PLURAL, DEPLOYMENT, JOB, NAMESPACE, NODE, POD, REPLICA_SET, Kind
 from kubesim.selectors import combine, field_selector, label_selector
 from kubesim.store import Store, clone, now_rfc3339
 from si.quantity import parse_quantity
@@ -21,7 +21,7 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Pod spec fields an update may change; everything else is immutable once created (binding sets nodeName).
 _MUTABLE_POD_SPEC = {"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"}
 _HAS_STATUS = {"pods", "nodes", "namespaces", "services", "poddisruptionbudgets", "persistentvolumeclaims",
-               "persistentvolumes", "jobs"}
+               "persistentvolumes", "jobs", "deployments", "replicasets"}
 POLICIES = ("Foreground", "Background", "Orphan")
 DEFAULT_GRACE_SECONDS = 30
 # What kube-apiserver answers to a batch/v1 Job deleted without a propagation policy: its pods stay.
@@ -106,6 +106,9 @@ class Api:
         elif kind is priority.PRIORITY_CLASS:
             priority.check_int32(kind, obj.get("value"), "PriorityClass", "value")
         causes = jobs.validate_job(obj) if kind is JOB else []
+        if kind is DEPLOYMENT or kind is REPLICA_SET:
+            deployments.default_workload(kind, obj)  # before validation, as kube-apiserver defaults on decoding
+            causes = deployments.validate_workload(obj)
         if causes:
             raise errors.invalid(kind, name, causes)
         if kind is POD:
@@ -135,6 +138,10 @@ class Api:
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})
         elif kind is NODE:
             obj.setdefault("status", {})
+        elif kind is volumes.VOLUME or kind is volumes.CLAIM:
+            obj["status"] = {"phase": "Pending"}
+        elif kind is DEPLOYMENT or kind is REPLICA_SET:
+            obj["status"] = {"replicas": 0} if kind is REPLICA_SET else {}  # a ReplicaSet's count is no omitempty
         elif kind is priority.PRIORITY_CLASS:
             obj.setdefault("preemptionPolicy", priority.PREEMPT_LOWER)
 
@@ -173,6 +180,8 @@ class Api:
 
     def _admit(self, kind: Kind, obj: dict, creating: bool) -> None:
         """The admission plugins kubesim plays (under the store lock)."""
+        if kind is volumes.CLAIM and creating:
+            volumes.default_claim_class(self.store, obj)
         if not self.priority_admission:
             if kind is POD and creating:
                 obj["spec"].setdefault("priority", 0)

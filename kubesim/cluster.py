@@ -9,12 +9,14 @@ from typing import NamedTuple
 from kubesim import priority
 from kubesim.api import Api
 from kubesim.collector import GarbageCollector
+from kubesim.deployments import DeploymentController, ReplicaSetController
 from kubesim.faults import Faults
 from kubesim.jobs import JobController
 from kubesim.kubelet import Kubelets, set_phase
 from kubesim.resources import NAMESPACE, NODE
 from kubesim.server import Server
 from kubesim.store import Store, Watcher, clone, now_rfc3339
+from kubesim.volumes import PersistentVolumeController
 from kubesim.worker import Worker
 
 
@@ -33,11 +35,11 @@ class KubeSim:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, history_size: int = 10000,
                  bookmark_interval: float = 1.0, kubelet_delay: float | None = None,
                  request_log_size: int = 500_000, priority_admission: bool = True, time_factor: float = 1.0,
-                 job_controller: bool = True, garbage_collector: bool = True) -> None:
+                 job_controller: bool = True, garbage_collector: bool = True, deployment_controller: bool = True,
+                 replicaset_controller: bool = True, volume_controller: bool = True) -> None:
         """``kubelet_delay``: seconds from binding until a pod runs (None: no kubelets, so pods never run
         and a deletion is immediate); ``time_factor`` multiplies the kubelets' run times and grace periods;
-        the other switches turn the Priority admission plugin, the Job controller and the garbage collector
-        on or off."""
+        the other switches turn the Priority admission plugin and each controller on or off."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
@@ -50,6 +52,12 @@ class KubeSim:
             self._controllers.append(Kubelets(self.store, kubelet_delay, time_factor))
         if job_controller:
             self._controllers.append(JobController(self.store, self.api))
+        if deployment_controller:
+            self._controllers.append(DeploymentController(self.store, self.api))
+        if replicaset_controller:
+            self._controllers.append(ReplicaSetController(self.store, self.api))
+        if volume_controller:
+            self._controllers.append(PersistentVolumeController(self.store))
         if garbage_collector:
             self.api.collector = GarbageCollector(self.store, self.api)
             self._controllers.append(self.api.collector)
