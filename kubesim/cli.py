@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-factor", type=float, default=1.0,
                         help="multiplies the kubelets' run times (sleep N) and grace periods")
     for component in ("priority-admission", "job-controller", "garbage-collector", "deployment-controller",
-                      "replicaset-controller", "volume-controller"):
+                      "replicaset-controller", "volume-controller", "serviceaccount-controller"):
         parser.add_argument(f"--{component}", action=argparse.BooleanOptionalAction, default=True,
                             help=f"play the {component.replace('-', ' ')} (default: on)")
     parser.add_argument("--log-level", default="WARNING")
@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     sim = KubeSim(host=args.host, port=args.port, kubelet_delay=args.kubelet_delay, time_factor=args.time_factor,
                   priority_admission=args.priority_admission, job_controller=args.job_controller,
                   garbage_collector=args.garbage_collector, deployment_controller=args.deployment_controller,
-                  replicaset_controller=args.replicaset_controller, volume_controller=args.volume_controller).start()
+                  replicaset_controller=args.replicaset_controller, volume_controller=args.volume_controller,
+                  serviceaccount_controller=args.serviceaccount_controller).start()
     if args.nodes:
         sim.seed_nodes(args.nodes, cpu=args.node_cpu, memory=args.node_memory, zones=args.zones)
     if args.kubeconfig_out:

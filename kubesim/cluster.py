@@ -15,6 +15,7 @@ from kubesim.jobs import JobController
 from kubesim.kubelet import Kubelets, set_phase
 from kubesim.resources import NAMESPACE, NODE
 from kubesim.server import Server
+from kubesim.serviceaccounts import ServiceAccountController
 from kubesim.store import Store, Watcher, clone, now_rfc3339
 from kubesim.volumes import PersistentVolumeController
 from kubesim.worker import Worker
@@ -36,7 +37,8 @@ class KubeSim:
                  bookmark_interval: float = 1.0, kubelet_delay: float | None = None,
                  request_log_size: int = 500_000, priority_admission: bool = True, time_factor: float = 1.0,
                  job_controller: bool = True, garbage_collector: bool = True, deployment_controller: bool = True,
-                 replicaset_controller: bool = True, volume_controller: bool = True) -> None:
+                 replicaset_controller: bool = True, volume_controller: bool = True,
+                 serviceaccount_controller: bool = True) -> None:
         """``kubelet_delay``: seconds from binding until a pod runs (None: no kubelets, so pods never run
         and a deletion is immediate); ``time_factor`` multiplies the kubelets' run times and grace periods;
         the other switches turn the Priority admission plugin and each controller on or off."""
@@ -58,6 +60,8 @@ class KubeSim:
             self._controllers.append(ReplicaSetController(self.store, self.api))
         if volume_controller:
             self._controllers.append(PersistentVolumeController(self.store))
+        if serviceaccount_controller:
+            self._controllers.append(ServiceAccountController(self.store))
         if garbage_collector:
             self.api.collector = GarbageCollector(self.store, self.api)
             self._controllers.append(self.api.collector)

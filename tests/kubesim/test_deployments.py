@@ -113,8 +113,13 @@ def test_a_template_change_rolls_out_a_new_replicaset_once_the_old_pods_are_gone
     [old] = apps.list_namespaced_replica_set("default").items
     apps.patch_namespaced_deployment("web", "default", {"spec": {"template": {"spec": {"containers": [
         {"name": "c", "image": "nginx:2"}]}}}})
-    running(sim, core, "web", 2)
-    assert all(p["spec"]["containers"][0]["image"] == "nginx:2" for p in pods_of(sim, "web"))
+
+    def rolled_out() -> bool:
+        bind_all(sim, core)
+        pods = pods_of(sim, "web")
+        return len(pods) == 2 and all(p["spec"]["containers"][0]["image"] == "nginx:2"
+                                      and p["status"].get("phase") == "Running" for p in pods)
+    wait_for(rolled_out, timeout=10, message="two pods of the new template Running")
     sets = {rs.metadata.name: rs for rs in apps.list_namespaced_replica_set("default").items}
     assert sets[old.metadata.name].spec.replicas == 0
     [new] = [rs for name, rs in sets.items() if name != old.metadata.name]
