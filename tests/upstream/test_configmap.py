@@ -22,8 +22,10 @@ GO_FIELDS = {"name": "Name", "queues": "Queues", "submitacl": "SubmitACL", "admi
              "parent": "Parent", "properties": "Properties", "placementrules": "PlacementRules",
              "resources": "Resources", "maxapplications": "MaxApplications", "limits": "Limits",
              "childtemplate": "ChildTemplate", "nodesortpolicy": "NodeSortPolicy", "preemption": "Preemption"}
-NO_WEBHOOKS = "kubesim calls no validating admission webhooks: upstream's admission controller refuses this " \
-              "configmap update"
+NO_WEBHOOKS = ("kubesim calls no admission webhooks (it stores Mutating/ValidatingWebhookConfigurations but never "
+               "sends an AdmissionReview: no rule matching, service resolution, caBundle TLS, failurePolicy or "
+               "timeoutSeconds), and the port's cluster runs no yunikorn-admission-controller; upstream's "
+               "controller refuses this configmap update in its validating webhook")
 
 
 @pytest.fixture
