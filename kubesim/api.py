@@ -75,6 +75,7 @@ class Api:
         self.default_classes = priority.Defaults(store)
         self.graceful_pods = graceful_pods  # a kubelet ends what a graceful deletion starts
         self.collector = None  # the garbage collector, when kubesim plays one
+        self.webhooks = None  # the admission webhooks' caller, when kubesim plays it
         self.budgets = disruption.Budgets(store)
         self.pager = Pager()
 
@@ -164,6 +165,8 @@ class Api:
         for system_field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             obj["metadata"].pop(system_field, None)  # as kube-apiserver's BeforeCreate clears them
         self._defaults(kind, obj)
+        if self.webhooks is not None:
+            obj = self.webhooks.admit(kind, "CREATE", namespace, obj, None)
         uid = str(uuid.uuid4())
         with self.store.lock:
             if kind is JOB:
@@ -219,6 +222,9 @@ class Api:
         body_name = (body.get("metadata") or {}).get("name")
         if body_name and body_name != name:
             raise errors.bad_request(f"the name of the object ({body_name}) does not match the name on the URL ({name})")
+        current = self.store.find(kind, namespace, name)
+        if self.webhooks is not None and not subresource and current is not None:
+            body = self.webhooks.admit(kind, "UPDATE", namespace, body, current)
         with self.store.lock:
             current = self.store.get(kind, namespace, name)
             expected = (body.get("metadata") or {}).get("resourceVersion")

@@ -7,6 +7,7 @@ from collections import deque
 from typing import NamedTuple
 
 from kubesim import priority
+from kubesim.admission import Webhooks
 from kubesim.api import Api
 from kubesim.collector import GarbageCollector
 from kubesim.deployments import DeploymentController, ReplicaSetController
@@ -38,7 +39,7 @@ class KubeSim:
                  request_log_size: int = 500_000, priority_admission: bool = True, time_factor: float = 1.0,
                  job_controller: bool = True, garbage_collector: bool = True, deployment_controller: bool = True,
                  replicaset_controller: bool = True, volume_controller: bool = True,
-                 serviceaccount_controller: bool = True) -> None:
+                 serviceaccount_controller: bool = True, admission_webhooks: bool = True) -> None:
         """``kubelet_delay``: seconds from binding until a pod runs (None: no kubelets, so pods never run
         and a deletion is immediate); ``time_factor`` multiplies the kubelets' run times and grace periods;
         the other switches turn the Priority admission plugin and each controller on or off."""
@@ -47,6 +48,8 @@ class KubeSim:
         self.bookmark_interval = bookmark_interval
         self.store = Store(history_size=history_size)
         self.api = Api(self.store, priority_admission=priority_admission, graceful_pods=kubelet_delay is not None)
+        if admission_webhooks:
+            self.api.webhooks = Webhooks(self.store)
         self.faults = Faults(self)
         self.request_log: deque[RequestRecord] = deque(maxlen=request_log_size)
         self._controllers: list[Worker] = []
