@@ -150,28 +150,42 @@ class _Controller(Worker):
         super().__init__(name)
         self._store = store
         self._api = api
+        self._owned: dict[str, set[str]] = {}  # owner uid -> the names of the dependents it controls
 
     def start(self) -> None:
         with self._store.lock:
             for owner in self._store.list(self.owner_kind)[0]:
                 self.schedule((owner["metadata"]["namespace"], owner["metadata"]["name"]))
+            for dependent in self._store.list(self.dependent_kind)[0]:
+                ref = _controller(dependent["metadata"], self.owner_kind.kind)
+                if ref is not None:
+                    self._owned.setdefault(ref["uid"], set()).add(dependent["metadata"]["name"])
             self._store.listeners.append(self._on_event)
         super().start()
 
     def _on_event(self, event: Event) -> None:
-        """Called under the store lock: note which owner to sync."""
+        """Called under the store lock: note which owner to sync, and which dependents each controls."""
         meta = event.new["metadata"]
-        if event.kind is self.owner_kind and event.type != "DELETED":
-            self.schedule((meta["namespace"], meta["name"]))
+        if event.kind is self.owner_kind:
+            if event.type == "DELETED":
+                self._owned.pop(meta["uid"], None)
+            else:
+                self.schedule((meta["namespace"], meta["name"]))
         elif event.kind is self.dependent_kind:
+            before = _controller(event.old["metadata"], self.owner_kind.kind) if event.old else None
             owner = _controller(meta, self.owner_kind.kind)
+            if before is not None and (owner is None or event.type == "DELETED"):
+                self._owned.get(before["uid"], set()).discard(meta["name"])
             if owner is not None:
+                if event.type != "DELETED":
+                    self._owned.setdefault(owner["uid"], set()).add(meta["name"])
                 self.schedule((meta["namespace"], owner["name"]))
 
     def _dependents(self, owner: dict) -> list[dict]:
-        uid = owner["metadata"]["uid"]
-        return [obj for obj in self._store.list(self.dependent_kind, owner["metadata"]["namespace"])[0]
-                if (_controller(obj["metadata"], self.owner_kind.kind) or {}).get("uid") == uid]
+        namespace, uid = owner["metadata"]["namespace"], owner["metadata"]["uid"]
+        found = (self._store.find(self.dependent_kind, namespace, name) for name in self._owned.get(uid, ()))
+        return [obj for obj in found
+                if obj is not None and (_controller(obj["metadata"], self.owner_kind.kind) or {}).get("uid") == uid]
 
     def _write_status(self, owner: dict, status: dict) -> None:
         status["observedGeneration"] = owner["metadata"].get("generation", 1)
