@@ -28,6 +28,7 @@ from actors.core.scheduler import Scheduler
 from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
 from rest import actor_metrics, cors, daos, leadership, liveness, metrics
 from rest.fragments import Fragments
+from si.states import ApplicationState as AppState
 
 log = logging.getLogger(__name__)
 OPENAPI = pathlib.Path(__file__).with_name("openapi.json")
@@ -271,9 +272,10 @@ class Partitions:
         if state == "active":
             apps = [a for a in snapshot.applications if status is None or a.state.lower() == status]
         elif state == "rejected":
-            apps = [a for a in snapshot.terminated_applications if a.state == "Rejected"]
+            apps = [a for a in snapshot.terminated_applications if a.state == AppState.REJECTED]
         elif state == "completed":
-            apps = [a for a in snapshot.terminated_applications if a.state in ("Completed", "Failed", "Expired")]
+            apps = [a for a in snapshot.terminated_applications
+                    if a.state in (AppState.COMPLETED, AppState.FAILED, AppState.EXPIRED)]
         else:
             _fail(falcon.HTTP_400, "Invalid application state",
                   f"state {state!r} is not one of active, rejected, completed")

@@ -11,13 +11,15 @@ from actors.core.allocation import Allocation
 from si import si_pb2
 from si.constants import APP_TAG_DISABLE_STATE_AWARE
 from si.resources import Resource, component_max
+from si.states import ApplicationState, GangStyle, Reason
 
-NEW, ACCEPTED, STARTING, RUNNING = "New", "Accepted", "Starting", "Running"
-COMPLETING, COMPLETED, FAILING, FAILED = "Completing", "Completed", "Failing", "Failed"
-REJECTED, RESUMING, EXPIRED = "Rejected", "Resuming", "Expired"
-SOFT, HARD = "Soft", "Hard"  # gang scheduling styles: what a reservation that times out leads to
+_S = ApplicationState
+NEW, ACCEPTED, STARTING, RUNNING = _S.NEW, _S.ACCEPTED, _S.STARTING, _S.RUNNING
+COMPLETING, COMPLETED, FAILING, FAILED = _S.COMPLETING, _S.COMPLETED, _S.FAILING, _S.FAILED
+REJECTED, RESUMING, EXPIRED = _S.REJECTED, _S.RESUMING, _S.EXPIRED
+SOFT, HARD = GangStyle.SOFT, GangStyle.HARD
 DEFAULT_PLACEHOLDER_TIMEOUT = 15 * 60.0
-RESERVATION_TIMEOUT = "ResourceReservationTimeout"  # why a Hard gang that timed out fails
+RESERVATION_TIMEOUT = Reason.RESERVATION_TIMEOUT  # why a Hard gang that timed out fails
 ACTIVE = (NEW, ACCEPTED, STARTING, RUNNING, COMPLETING, FAILING, RESUMING)
 TERMINATED = (COMPLETED, FAILED, REJECTED)
 

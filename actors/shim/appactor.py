@@ -81,16 +81,18 @@ from actors.shim.placeholders import Allowance, PlaceholderSettings, allowance
 from actors.shim.pods import FAILED, PodRecord
 from actors.shim.state import AppView, PodView, StateBoard
 from si import constants, si_pb2
+from si.states import ApplicationState as CoreState
+from si.states import Reason
 
 log = logging.getLogger(__name__)
 
 PARTITION = constants.DEFAULT_PARTITION
-_CORE_APP_EVENTS = {"Accepted": ("accept",), "Starting": ("run",), "Running": ("run",),
-                    "Completed": ("complete",), "Failing": ("fail",), "Failed": ("fail", "failed")}
+_CORE_APP_EVENTS = {CoreState.ACCEPTED: ("accept",), CoreState.STARTING: ("run",), CoreState.RUNNING: ("run",),
+                    CoreState.COMPLETED: ("complete",), CoreState.FAILING: ("fail",),
+                    CoreState.FAILED: ("fail", "failed")}
 _UNPLACED = frozenset({TaskState.NEW, TaskState.PENDING, TaskState.SCHEDULING, TaskState.REJECTED})
 _ASKING = frozenset({AppState.ACCEPTED, AppState.RUNNING})  # and, while Reserving, the placeholders
 _GAVE_UP = frozenset({AppState.RESUMING, AppState.FAILING, AppState.FAILED})  # placeholders left to delete
-RESERVATION_TIMEOUT = "ResourceReservationTimeout"
 _GANG_ENDS = {si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT}
 
 
@@ -418,16 +420,16 @@ class ApplicationActor(PooledActor):
         for rejected in response.rejected:
             self._rejected(rejected.reason)
         for updated in response.updated:
-            if updated.state == "Rejected":
+            if updated.state == CoreState.REJECTED:
                 self._rejected(updated.message)
                 continue
-            if updated.message == RESERVATION_TIMEOUT:
+            if updated.message == Reason.RESERVATION_TIMEOUT:
                 self._reservation_timed_out(updated.state)
                 continue
             for event in _CORE_APP_EVENTS.get(updated.state, ()):
                 self._app_event(event)
-            if updated.state == "Failed":
-                self._fail_unplaced("ApplicationFailed", f"application {self.app_id} failed: {updated.message}")
+            if updated.state == CoreState.FAILED:
+                self._fail_unplaced(Reason.APPLICATION_FAILED, f"application {self.app_id} failed: {updated.message}")
         self._publish()
 
     # ---- the gang ------------------------------------------------------------------------------
@@ -478,7 +480,7 @@ class ApplicationActor(PooledActor):
         if self._machine.can("fail"):
             self._machine.fire("fail")
             self._machine.fire("failed")
-        self._fail_unplaced("PlaceholderCreationFailed",
+        self._fail_unplaced(Reason.PLACEHOLDER_CREATION_FAILED,
                             f"application {self.app_id}: creating its placeholder pods failed: {message.error}")
         self._publish()
 
@@ -486,7 +488,7 @@ class ApplicationActor(PooledActor):
         """The core gave up the gang's reservation: Soft resumes as ordinary pods once the placeholders
         are gone, Hard fails the pods."""
         self._placeholder_timeout_event()
-        if core_state == "Resuming" and self._machine.can("resume"):
+        if core_state == CoreState.RESUMING and self._machine.can("resume"):
             self._machine.fire("resume")
             for task in self._placeholders():
                 if not task.pod.assigned:
@@ -494,11 +496,11 @@ class ApplicationActor(PooledActor):
             if not self._placeholders():
                 self._machine.fire("run")
                 self._submit_pending()
-        elif core_state == "Failing" and self._machine.can("fail"):
+        elif core_state == CoreState.FAILING and self._machine.can("fail"):
             self._machine.fire("fail")
-            self._fail_unplaced(RESERVATION_TIMEOUT,
+            self._fail_unplaced(Reason.RESERVATION_TIMEOUT,
                                 f"application {self.app_id}: the gang's resources were not all reserved in time")
-        elif core_state == "Failed" and self._machine.can("failed"):
+        elif core_state == CoreState.FAILED and self._machine.can("failed"):
             self._machine.fire("failed")
 
     def _placeholder_timeout_event(self) -> None:

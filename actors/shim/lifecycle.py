@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from si.states import ShimApplicationState, TaskState
+
 
 class InvalidTransition(Exception):
     """An event fired in a state that does not allow it."""
@@ -26,33 +28,7 @@ class SchedulerState:
     STOPPED = "Stopped"
 
 
-class AppState:
-    """Upstream's application states; ``Reserving`` and ``Resuming`` belong to gang scheduling."""
-
-    NEW = "New"
-    SUBMITTED = "Submitted"
-    ACCEPTED = "Accepted"
-    RESERVING = "Reserving"
-    RESUMING = "Resuming"
-    RUNNING = "Running"
-    COMPLETED = "Completed"
-    REJECTED = "Rejected"
-    FAILING = "Failing"
-    FAILED = "Failed"
-    KILLING = "Killing"
-    KILLED = "Killed"
-
-
-class TaskState:
-    NEW = "New"
-    PENDING = "Pending"
-    SCHEDULING = "Scheduling"
-    ALLOCATED = "Allocated"
-    BOUND = "Bound"
-    REJECTED = "Rejected"
-    COMPLETED = "Completed"
-    KILLED = "Killed"
-    FAILED = "Failed"
+AppState = ShimApplicationState
 
 
 Table = Mapping[str, tuple[frozenset[str], str]]
