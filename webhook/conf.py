@@ -13,13 +13,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from si import settings as registry
 from si.bounded import shown
 from si.gobool import parse_bool
-from si.kubernetes import CONF_HOT_REFRESH, CONF_POLICY_GROUP, binary_entry
+from si.kubernetes import binary_entry
 
 log = logging.getLogger(__name__)
 
-PREFIX = "admissionController."
 def _patterns(text: str) -> tuple[re.Pattern, ...]:
     return tuple(re.compile(item.strip()) for item in text.split(",") if item.strip())
 
@@ -47,23 +47,7 @@ class AdmissionConf:
 
 
 # key -> (AdmissionConf field, kind)
-KEYS = {
-    PREFIX + "webHook.amServiceName": ("am_service_name", "str"),
-    PREFIX + "webHook.schedulerServiceAddress": ("scheduler_service_address", "str"),
-    PREFIX + "filtering.processNamespaces": ("process_namespaces", "regex"),
-    PREFIX + "filtering.bypassNamespaces": ("bypass_namespaces", "regex"),
-    PREFIX + "filtering.labelNamespaces": ("label_namespaces", "regex"),
-    PREFIX + "filtering.noLabelNamespaces": ("no_label_namespaces", "regex"),
-    PREFIX + "filtering.generateUniqueAppId": ("generate_unique_app_id", "bool"),
-    PREFIX + "filtering.defaultQueue": ("default_queue", "any-str"),
-    PREFIX + "accessControl.bypassAuth": ("bypass_auth", "bool"),
-    PREFIX + "accessControl.trustControllers": ("trust_controllers", "bool"),
-    PREFIX + "accessControl.systemUsers": ("system_users", "regex"),
-    PREFIX + "accessControl.externalUsers": ("external_users", "regex"),
-    PREFIX + "accessControl.externalGroups": ("external_groups", "regex"),
-    CONF_POLICY_GROUP: ("policy_group", "str"),
-    CONF_HOT_REFRESH: ("enable_config_hot_refresh", "bool"),
-}
+KEYS = {s.key: (s.name, s.kind) for s in registry.read_by(registry.ADMISSION)}
 
 
 def parse(values: Mapping[str, str]) -> AdmissionConf:
@@ -88,7 +72,7 @@ def _convert(text: str, kind: str):
             return parse_bool(text.strip())
         except ValueError:
             raise ValueError(f"not a boolean: {text!r}") from None
-    if kind == "any-str":
+    if kind == "text":
         return text.strip()
     if not text.strip():
         raise ValueError("empty value")

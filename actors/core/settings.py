@@ -16,23 +16,15 @@ from dataclasses import dataclass, replace
 
 from actors import loglevels
 from actors.core.config import duration_seconds
+from si import settings as registry
 from si.bounded import shown
 from si.gobool import parse_bool
 from si.gonumber import parse_int
 
 log = logging.getLogger(__name__)
 
-SHIM_KEYS = frozenset({
-    "service.clusterId", "service.policyGroup", "service.enableConfigHotRefresh", "service.instanceTypeNodeLabelKey",
-    "service.nodeInstanceTypeNodeLabelKey", "kubernetes.qps", "kubernetes.burst", "service.volumeBindTimeout",
-    "service.disableGangScheduling", "service.placeholderImage", "service.placeholderRunAsUser",
-    "service.placeholderRunAsGroup", "service.placeholderFsGroup", "service.maxPlaceholdersPerGang"})
-ADMISSION_KEYS = frozenset(f"admissionController.{key}" for key in (  # webhook.conf reads them
-    "webHook.amServiceName", "webHook.schedulerServiceAddress", "filtering.processNamespaces",
-    "filtering.bypassNamespaces", "filtering.labelNamespaces", "filtering.noLabelNamespaces",
-    "filtering.generateUniqueAppId", "filtering.defaultQueue", "accessControl.bypassAuth",
-    "accessControl.trustControllers", "accessControl.systemUsers", "accessControl.externalUsers",
-    "accessControl.externalGroups"))
+SHIM_KEYS = registry.all_keys(registry.SHIM)
+ADMISSION_KEYS = registry.all_keys(registry.ADMISSION)  # webhook.conf reads them
 NOT_YET: frozenset[str] = frozenset()
 NOT_YET_PREFIXES: tuple[str, ...] = ()
 
@@ -72,20 +64,14 @@ def _count(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+_PARSERS: Mapping[str, Callable[[registry.Setting], Callable[[str], object]]] = {
+    "duration": lambda setting: _duration, "bool": lambda setting: parse_bool,
+    "int": lambda setting: _count(setting.minimum or 0)}
 # key -> (CoreSettings field, parser); health.checkInterval is read as upstream reads it (scheduler.py)
-SCHEDULING_INTERVAL = "service.schedulingInterval"
 CORE_KEYS: Mapping[str, tuple[str, Callable[[str], object]]] = {
-    SCHEDULING_INTERVAL: ("scheduling_interval", _duration),
-    "service.eventChannelCapacity": ("event_channel_capacity", _count(1)),
-    "service.dispatchTimeout": ("dispatch_timeout", _duration),
-    "event.trackingEnabled": ("event_tracking", parse_bool),
-    "event.requestCapacity": ("event_request_capacity", _count(1)),
-    "event.ringBufferCapacity": ("event_ring_capacity", _count(1)),
-    "event.maxStreams": ("event_max_streams", _count(0)),
-    "event.maxStreamsPerHost": ("event_max_streams_per_host", _count(0)),
-    "event.RESTResponseSize": ("event_rest_response_size", _count(1)),
-}
-OTHER_CORE_KEYS = frozenset({"health.checkInterval"})
+    s.key: (s.name, _PARSERS[s.kind](s)) for s in registry.read_by(registry.CORE) if s.name}
+OTHER_CORE_KEYS = frozenset(s.key for s in registry.read_by(registry.CORE) if not s.name)
+SCHEDULING_INTERVAL = "service.schedulingInterval"
 
 
 def parse(extra: Mapping[str, str]) -> CoreSettings:

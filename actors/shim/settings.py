@@ -30,6 +30,7 @@ from actors.shim.client import DEFAULT_BURST, DEFAULT_QPS, KubeClient
 from actors.shim.messages import InstanceTypeLabel, VolumeBindTimeout
 from actors.shim.placeholders import DEFAULT_IMAGE, DEFAULT_MAX_PER_GANG, PlaceholderSettings
 from actors.shim.volumes import DEFAULT_BIND_TIMEOUT
+from si import settings as registry
 from si.bounded import shown
 from si.gobool import parse_bool
 from si.goduration import parse_duration
@@ -37,14 +38,14 @@ from si.gonumber import parse_count, parse_decimal, parse_int
 
 log = logging.getLogger(__name__)
 
-QPS, BURST = "kubernetes.qps", "kubernetes.burst"
-INSTANCE_TYPE_KEYS = ("service.instanceTypeNodeLabelKey", "service.nodeInstanceTypeNodeLabelKey")
-DEFAULT_INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-DISABLE_GANG, PLACEHOLDER_IMAGE = "service.disableGangScheduling", "service.placeholderImage"
-PLACEHOLDER_IDS = {"service.placeholderRunAsUser": "run_as_user", "service.placeholderRunAsGroup": "run_as_group",
-                   "service.placeholderFsGroup": "fs_group"}
-VOLUME_BIND_TIMEOUT = "service.volumeBindTimeout"
-MAX_PLACEHOLDERS = "service.maxPlaceholdersPerGang"
+_SETTINGS = {s.name: s for s in registry.read_by(registry.SHIM) if s.name}
+QPS, BURST = _SETTINGS["qps"].key, _SETTINGS["burst"].key
+INSTANCE_TYPE_KEYS = _SETTINGS["instance_type_label"].keys
+DEFAULT_INSTANCE_TYPE_LABEL = _SETTINGS["instance_type_label"].default
+DISABLE_GANG, PLACEHOLDER_IMAGE = _SETTINGS["disabled"].key, _SETTINGS["image"].key
+PLACEHOLDER_IDS = {s.key: s.name for s in _SETTINGS.values() if s.kind == "id"}
+VOLUME_BIND_TIMEOUT = _SETTINGS["volume_bind_timeout"].key
+MAX_PLACEHOLDERS = _SETTINGS["max_per_gang"].key
 
 
 @dataclass(frozen=True, slots=True)
