@@ -13,6 +13,11 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from si.bounded import shown
+from si.gobool import parse_bool
+from si.goduration import parse_duration
+from si.gonumber import parse_count, parse_decimal, parse_int
+
 CORE, SHIM, ADMISSION = "core", "shim", "admission"
 
 
@@ -121,6 +126,37 @@ REGISTRY: tuple[Setting, ...] = (
             "groups allowed to set that annotation", name="external_groups"),
 )
 BY_KEY: dict[str, Setting] = {key: s for s in REGISTRY for key in s.keys}
+
+
+def read(setting: Setting, text: str) -> object:
+    """The value ``text`` gives ``setting`` (read by the Go parsers of ``si``); ``ValueError`` saying why it
+    is not usable. ``regex`` values are left to their reader (they compile as they are matched)."""
+    text = text.strip()
+    kind = setting.kind
+    if kind == "duration":
+        seconds = parse_duration(text)
+        if seconds < 0:
+            raise ValueError(f"must not be negative: {shown(text)}")
+        if seconds == 0:
+            raise ValueError("must be more than 0")
+        return seconds
+    if kind == "int":
+        value = parse_int(text)
+        if value < (setting.minimum or 0):
+            raise ValueError(f"must be at least {setting.minimum or 0}")
+        return value
+    if kind == "decimal":
+        number = parse_decimal(text)
+        if number <= 0:
+            raise ValueError("must be more than 0")
+        return number
+    if kind == "bool":
+        return parse_bool(text)
+    if kind == "id":
+        return parse_count(text)
+    if kind == "string" and not text:
+        raise ValueError("a value is needed")
+    return text
 
 
 def read_by(owner: str) -> tuple[Setting, ...]:

@@ -13,13 +13,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 
 from actors import loglevels
-from actors.core.config import duration_seconds
 from si import settings as registry
 from si.bounded import shown
-from si.gobool import parse_bool
-from si.gonumber import parse_int
 
 log = logging.getLogger(__name__)
 
@@ -48,28 +46,9 @@ class CoreSettings:
     event_rest_response_size: int = 10_000
 
 
-def _duration(text: str) -> float:
-    seconds = duration_seconds(text)
-    if seconds <= 0:
-        raise ValueError("must be more than 0")
-    return seconds
-
-
-def _count(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = parse_int(text)
-        if value < minimum:
-            raise ValueError(f"must be at least {minimum}")
-        return value
-    return parse
-
-
-_PARSERS: Mapping[str, Callable[[registry.Setting], Callable[[str], object]]] = {
-    "duration": lambda setting: _duration, "bool": lambda setting: parse_bool,
-    "int": lambda setting: _count(setting.minimum or 0)}
 # key -> (CoreSettings field, parser); health.checkInterval is read as upstream reads it (scheduler.py)
 CORE_KEYS: Mapping[str, tuple[str, Callable[[str], object]]] = {
-    s.key: (s.name, _PARSERS[s.kind](s)) for s in registry.read_by(registry.CORE) if s.name}
+    s.key: (s.name, partial(registry.read, s)) for s in registry.read_by(registry.CORE) if s.name}
 OTHER_CORE_KEYS = frozenset(s.key for s in registry.read_by(registry.CORE) if not s.name)
 SCHEDULING_INTERVAL = "service.schedulingInterval"
 

@@ -4,6 +4,8 @@ defaults the registry declares."""
 import pathlib
 import re
 
+import pytest
+
 from actors.core import settings as core_settings
 from actors.shim import settings as shim_settings
 from si import settings as registry
@@ -60,3 +62,24 @@ def test_the_admission_controllers_defaults_are_the_registered_ones():
 def test_an_unregistered_key_is_unsupported_and_a_registered_alias_is_not():
     assert core_settings.unsupported({"service.nodeInstanceTypeNodeLabelKey": "x", "service.noSuchKey": "1"}) == [
         "service.noSuchKey"]
+
+
+@pytest.mark.parametrize(("key", "text", "value"), [
+    ("service.schedulingInterval", " 1m30s ", 90.0), ("kubernetes.qps", "0.5", 0.5), ("kubernetes.burst", "7", 7),
+    ("event.maxStreams", "0", 0), ("event.trackingEnabled", "F", False), ("service.placeholderRunAsUser", "0", 0),
+    ("service.placeholderImage", " pause ", "pause"),
+])
+def test_a_setting_reads_as_its_kind_says(key, text, value):
+    assert registry.read(registry.BY_KEY[key], text) == value
+
+
+@pytest.mark.parametrize(("key", "text", "reason"), [
+    ("service.schedulingInterval", "0", "more than 0"), ("service.schedulingInterval", "-1s", "negative"),
+    ("service.schedulingInterval", "1 minute", "1 minute"), ("kubernetes.qps", "0", "more than 0"),
+    ("kubernetes.burst", "0", "at least 1"), ("kubernetes.burst", "1_0", "1_0"), ("event.trackingEnabled", "yes", "true or false"),
+    ("service.placeholderRunAsUser", "-1", "-1"), ("service.placeholderImage", "  ", "a value is needed"),
+])
+def test_a_setting_refuses_a_value_of_another_kind(key, text, reason):
+    """The reason says why, or names the value the Go parser refused."""
+    with pytest.raises(ValueError, match=reason):
+        registry.read(registry.BY_KEY[key], text)
