@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from si import settings as registry
 from si.bounded import shown
-from si.gobool import parse_bool
 from si.kubernetes import binary_entry
 
 log = logging.getLogger(__name__)
@@ -46,37 +45,18 @@ class AdmissionConf:
     enable_config_hot_refresh: bool = True
 
 
-# key -> (AdmissionConf field, kind)
-KEYS = {s.key: (s.name, s.kind) for s in registry.read_by(registry.ADMISSION)}
-
-
 def parse(values: Mapping[str, str]) -> AdmissionConf:
     """The configuration described by the flattened map ``values``; unknown keys are ignored."""
     changes = {}
-    for key, (name, kind) in KEYS.items():
-        if key not in values:
+    for setting in registry.read_by(registry.ADMISSION):
+        if setting.key not in values:
             continue
-        text = values[key]
+        text = values[setting.key]
         try:
-            changes[name] = _convert(text, kind)
+            changes[setting.name] = _patterns(text) if setting.kind == "regex" else registry.read(setting, text)
         except (re.error, ValueError) as error:
-            log.warning("configuration key %s: %s; keeping its default", key, error)
+            log.warning("configuration key %s: %s; keeping its default", setting.key, error)
     return AdmissionConf(**changes)
-
-
-def _convert(text: str, kind: str):
-    if kind == "regex":
-        return _patterns(text)
-    if kind == "bool":
-        try:
-            return parse_bool(text.strip())
-        except ValueError:
-            raise ValueError(f"not a boolean: {text!r}") from None
-    if kind == "text":
-        return text.strip()
-    if not text.strip():
-        raise ValueError("empty value")
-    return text.strip()
 
 
 class ConfigMapError(ValueError):

@@ -83,3 +83,12 @@ def test_a_setting_refuses_a_value_of_another_kind(key, text, reason):
     """The reason says why, or names the value the Go parser refused."""
     with pytest.raises(ValueError, match=reason):
         registry.read(registry.BY_KEY[key], text)
+
+
+def test_the_admission_controller_reads_every_key_it_is_given():
+    other = {"regex": "^other$", "string": "other", "text": "other"}
+    for setting in registry.read_by(registry.ADMISSION):
+        value = other.get(setting.kind) or ("false" if setting.default == "true" else "true")
+        assert conf.parse({setting.key: value}) != conf.AdmissionConf(), setting.key
+    assert conf.parse({"admissionController.accessControl.bypassAuth": "maybe"}) == conf.AdmissionConf(), \
+        "a value that does not read keeps the default"
