@@ -45,7 +45,7 @@ from actors.shim import kinds, translate
 from actors.shim.appactor import ApplicationActor
 from actors.shim.corelink import CoreLink, ShimCallback
 from actors.shim.eventbuffer import NORMAL, WARNING
-from actors.shim.lifecycle import SCHEDULER_TRANSITIONS, SchedulerState, StateMachine
+from actors.shim.lifecycle import SCHEDULER_TRANSITIONS, SchedulerEvent, SchedulerState, StateMachine
 from actors.shim.messages import (
     BindOutcome,
     Changes,
@@ -207,16 +207,16 @@ class ShimContext(Actor):
 
     def on_Shutdown(self, msg: Shutdown) -> None:
         self._flush()
-        self._fire("drain")
+        self._fire(SchedulerEvent.DRAIN)
 
     def on_Stopped(self, msg: Stopped) -> None:
-        self._fire("stop")
+        self._fire(SchedulerEvent.STOP)
 
     @property
     def _running(self) -> bool:
         return self._machine.state == SchedulerState.RUNNING
 
-    def _fire(self, event: str) -> None:
+    def _fire(self, event: SchedulerEvent) -> None:
         state = self._machine.fire(event)
         log.info("scheduler state: %s", state)
         self._publish()
@@ -357,11 +357,11 @@ class ShimContext(Actor):
             self._register()
         except Exception as error:  # any refusal or failure of the core ends start-up in Failed
             log.exception("registration with the core failed")
-            self._fire("fail")
+            self._fire(SchedulerEvent.FAIL)
             self._event("ConfigMap", self._settings.namespace, CONFIGMAP_CONFIGS, "", WARNING,
                         "SchedulerFailed", f"registration with the scheduler core failed: {error}")
             return
-        self._fire("recover")
+        self._fire(SchedulerEvent.RECOVER)
         self._recover()
 
     def _register(self) -> None:
@@ -391,7 +391,7 @@ class ShimContext(Actor):
         self._take(config)
         self._peers.outlet.tell(Registered(config.cluster_id))
         self._registered_at = time.time_ns()
-        self._fire("register")
+        self._fire(SchedulerEvent.REGISTER)
 
     def _recover(self) -> None:
         """The applications of the pods on nodes first, then one actor per node, each recovering
@@ -454,7 +454,7 @@ class ShimContext(Actor):
                 self._publish()
 
     def _recovery_done(self) -> None:
-        self._fire("recovered")
+        self._fire(SchedulerEvent.RECOVERED)
         for pod in sorted(self._pods.values(), key=_age):
             if not pod.assigned and not pod.terminated and self._managed(pod) and pod.uid not in self._pod_app:
                 self._contained(kinds.PODS, pod, self._to_app, pod)
