@@ -29,7 +29,6 @@ from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
 from rest import actor_metrics, configdao, cors, daos, leadership, liveness, metrics
 from rest import history as history_rest
 from rest.fragments import Fragments
-from si.states import ApplicationState as AppState
 
 log = logging.getLogger(__name__)
 OPENAPI = pathlib.Path(__file__).with_name("openapi.json")
