@@ -46,6 +46,7 @@ class SchedulerView:
     extender: object | None = None  # plugin mode: serves kube-scheduler's extender calls (rest.extender)
     extender_on_rest_port: bool = True  # False: the extender has an HTTPS port of its own (rest.extender_server)
     leadership: leadership.LeadershipSource | None = None  # leader election: who leads (a standby is not ready)
+    unenforced: actor_metrics.Unenforced | None = None  # the shim's counts of constraints it does not enforce
     allowed_origins: tuple[str, ...] = (cors.ANY,)  # who may read cross-origin (rest.cors), upstream's default
     started: int = field(default_factory=time.time_ns)
     fragments: Fragments = field(default_factory=Fragments, init=False, repr=False)
@@ -189,7 +190,7 @@ class Cluster:
     def on_get_metrics(self, req, resp):
         ring = self.view.scheduler.events
         resp.content_type = "text/plain; version=0.0.4; charset=utf-8"
-        providers = [*metrics.PROVIDERS, actor_metrics.actor_families]
+        providers = [*metrics.PROVIDERS, actor_metrics.families(self.view.unenforced)]
         if self.view.leadership is not None:
             providers.append(leadership.families(self.view.leadership))
         resp.data = metrics.render(metrics.MetricsInput(_snapshot(req), metrics.EventCounts(ring.created, ring.dropped, ring.not_channeled)),

@@ -37,7 +37,6 @@ from typing import Any
 
 import pykka
 
-from actors import unenforced
 from actors.base import PooledActor
 from actors.shim import translate
 from actors.shim.eventbuffer import NORMAL, WARNING
@@ -275,7 +274,7 @@ class ApplicationActor(PooledActor):
             return
         task.fire("init")
         if pod.ignored:
-            unenforced.count(pod.ignored)
+            self._board.count_unenforced(pod.ignored)
             self._pod_event(pod, WARNING, "UnenforcedConstraints",
                             f"{pod.full_name}: not enforced by this scheduler: {'; '.join(pod.ignored)}")
         if pod.volume_wait:
