@@ -124,22 +124,20 @@ class _Conventions:
         return f"{type(self).__name__}({self.actor_urn[-8:]})"
 
     def on_receive(self, msg: Any) -> Any:
-        try:
-            return self._handle(msg)
-        finally:
-            self.after_message()
-
-    def _handle(self, msg: Any) -> Any:
         handler = getattr(self, f"on_{type(msg).__name__}", None)
         if handler is None:
             raise TypeError(f"{self.name} has no handler for {type(msg).__name__}")
-        if not self.contain_failures:
-            return handler(msg)
         try:
-            return handler(msg)
-        except Exception as error:
-            self.on_dropped(msg, error)
-            return None
+            if not self.contain_failures:
+                return handler(msg)
+            try:
+                return handler(msg)
+            except Exception as error:
+                self.on_dropped(msg, error)
+                return None
+        finally:
+            if self._batches:  # an actor without batches pays nothing (the dispatcher's hot path)
+                self.after_message()
 
     def batch(self, receiver: pykka.ActorRef | None, wrap: Callable[[tuple[T, ...]], Any]) -> Batch[T]:
         """A :class:`Batch` this actor flushes with the others, in the order they were made."""
@@ -152,7 +150,7 @@ class _Conventions:
             batch.flush()
 
     def after_message(self) -> None:
-        """Runs after each message, also one that raised: the batches are told."""
+        """Runs after each message of an actor with batches, also one that raised: they are told."""
         self.flush_batches()
 
     def on_dropped(self, msg: Any, error: Exception) -> None:
