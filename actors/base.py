@@ -9,6 +9,9 @@
   :class:`Supervision`, which health checks read), so a crash never silently stops part of the
   scheduler. An actor whose messages carry what tenants write (``contain_failures``) never stops for
   one: the message that raised is dropped and logged, and the actor goes on with the next.
+- **Batching**: what handling a message makes an actor tell others (requests for the core, binds,
+  events) is collected in a :class:`Batch` per receiver (``self.batch(...)``) and told as one message
+  per receiver after the message (``after_message``; an actor may wait for its inbox to empty first).
 - **Life cycle**: :func:`stop_all` stops every actor (tests assert none is left; see
   :func:`live_actors`). Start actors with ``SomeActor.start(...)``; stop them with ``ref.stop()``.
 """
@@ -19,7 +22,7 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import pykka
 
@@ -70,6 +73,36 @@ class Supervision:
             return tuple(self._failures.values())
 
 
+class Batch(Generic[T]):
+    """Items for one receiver, collected while an actor handles its messages and told as one message,
+    ``wrap(items)``, when the actor flushes: the many small effects of one step reach each receiver at
+    once. A ``receiver`` of ``None`` (nobody listens yet, or at all) drops the items."""
+
+    __slots__ = ("receiver", "_wrap", "_items")
+
+    def __init__(self, receiver: pykka.ActorRef | None, wrap: Callable[[tuple[T, ...]], Any]) -> None:
+        self.receiver = receiver
+        self._wrap = wrap
+        self._items: list[T] = []
+
+    def add(self, item: T) -> None:
+        self._items.append(item)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def undo(self, mark: int) -> None:
+        """Withdraw what was added since the batch held ``mark`` items (a step that failed half-way)."""
+        del self._items[mark:]
+
+    def flush(self) -> None:
+        if not self._items:
+            return
+        items, self._items = tuple(self._items), []
+        if self.receiver is not None:
+            tell_if_alive(self.receiver, self._wrap(items))
+
+
 class _Conventions:
     """Typed dispatch and failure reports, shared by both kinds of actor below.
 
@@ -84,6 +117,7 @@ class _Conventions:
         super().__init__()
         self._supervisor = supervisor
         self._dropped_kinds: set[str] = set()
+        self._batches: list[Batch] = []
 
     @property
     def name(self) -> str:
@@ -93,13 +127,31 @@ class _Conventions:
         handler = getattr(self, f"on_{type(msg).__name__}", None)
         if handler is None:
             raise TypeError(f"{self.name} has no handler for {type(msg).__name__}")
-        if not self.contain_failures:
-            return handler(msg)
         try:
-            return handler(msg)
-        except Exception as error:
-            self.on_dropped(msg, error)
-            return None
+            if not self.contain_failures:
+                return handler(msg)
+            try:
+                return handler(msg)
+            except Exception as error:
+                self.on_dropped(msg, error)
+                return None
+        finally:
+            if self._batches:  # an actor without batches pays nothing (the dispatcher's hot path)
+                self.after_message()
+
+    def batch(self, receiver: pykka.ActorRef | None, wrap: Callable[[tuple[T, ...]], Any]) -> Batch[T]:
+        """A :class:`Batch` this actor flushes with the others, in the order they were made."""
+        batch = Batch(receiver, wrap)
+        self._batches.append(batch)
+        return batch
+
+    def flush_batches(self) -> None:
+        for batch in self._batches:
+            batch.flush()
+
+    def after_message(self) -> None:
+        """Runs after each message of an actor with batches, also one that raised: they are told."""
+        self.flush_batches()
 
     def on_dropped(self, msg: Any, error: Exception) -> None:
         """``msg`` raised ``error`` and was dropped: logged with its trace the first time a message of

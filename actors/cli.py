@@ -319,7 +319,7 @@ def _start_rest(core, service: SchedulerService, args: argparse.Namespace, elect
 
     view = SchedulerView(core, shim_state=service.latest_state, extender=service.extender,
                          extender_on_rest_port=args.extender_tls is None,
-                         actor_failures=service.supervision.failures,
+                         actor_failures=service.supervision.failures, unenforced=service.board.unenforced,
                          leadership=_leadership(elector, service) if elector is not None else None,
                          allowed_origins=parse_origins(args.rest_allowed_origins),
                          history=History(history.store, history.status) if history is not None else None)

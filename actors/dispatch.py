@@ -15,11 +15,17 @@ Fairness: a worker handles at most ``Dispatcher.slice`` messages of one actor, t
 the end of the run queue, so a busy actor cannot hold a worker while an idle one waits behind it.
 Handlers must not block (no I/O, no ``ask`` of another pooled actor of the same dispatcher): actors
 that wait on the network keep their own thread.
+
+Built on pykka's extension points for new actor types (``_create_actor_inbox``, ``_create_future``,
+``_start_actor_loop``): a worker runs pykka's own ``_actor_loop_setup``, ``_actor_loop_running`` and
+``_actor_loop_teardown`` over the actor's mailbox, whose ``get`` ends the loop at the turn's end.
+``tests/actors/test_pykka_contract.py`` pins what this relies on. One difference: a handler raising a
+``BaseException`` that is not an ``Exception`` fails its actor, where pykka stops every actor and waits,
+which a worker cannot do for the actors only it runs.
 """
 
 from __future__ import annotations
 
-import logging
 import queue
 import sys
 import threading
@@ -30,10 +36,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pykka
-from pykka import ActorDeadError, ActorRegistry, messages
-from pykka._envelope import Envelope
-
-log = logging.getLogger(__name__)
 
 # Handlers hold the GIL: more workers only add switching (measured: recovery of 5,000 nodes took 11.2 s
 # with one worker, 12.8 s with two, 14.5 s with four). The pool exists so that actors are not threads.
@@ -119,31 +121,44 @@ def default_dispatcher() -> Dispatcher:
         return _default
 
 
-class _Mailbox:
-    """A pooled actor's inbox: a deque whose first message schedules the actor on its dispatcher."""
+class _SliceOver(Exception):
+    """Raised by a mailbox's ``get`` when the actor's turn is over: it ends pykka's message loop."""
 
-    __slots__ = ("_actor", "_items", "_lock", "_scheduled", "_closed")
+
+class _Mailbox:
+    """A pooled actor's inbox: a deque whose first message schedules the actor on its dispatcher.
+
+    The worker runs pykka's own loop (``Actor._actor_loop_running``) over it, which takes messages with
+    ``get`` until the actor stops: ``get`` ends the loop by raising :class:`_SliceOver` once the turn's
+    budget is spent or nothing waits. Once closed (the actor stopped), every message is answered by
+    pykka's ``_actor_loop_teardown`` (``ActorDeadError`` to an asker), also one that races the close.
+    """
+
+    __slots__ = ("_actor", "_items", "_lock", "_drain", "_scheduled", "_closed", "budget")
 
     def __init__(self, actor: PooledActor) -> None:
         self._actor = actor
-        self._items: deque[Envelope[Any]] = deque()
+        self._items: deque[Any] = deque()
         self._lock = threading.Lock()
+        self._drain = threading.Lock()  # one teardown at a time: empty() then get() must agree
         self._scheduled = True  # held until the actor's first turn is scheduled at start
         self._closed = False
+        self.budget = sys.maxsize  # messages the current turn may still take (teardown takes them all)
 
-    def put(self, envelope: Envelope[Any], /) -> None:
+    def put(self, envelope: Any, /) -> None:
         with self._lock:
+            self._items.append(envelope)
             closed, idle = self._closed, not self._scheduled
-            if not closed:
-                self._items.append(envelope)
-                self._scheduled = True
+            self._scheduled = True
         if closed:
-            _refuse(envelope, self._actor)
+            self.teardown()
         elif idle:
             self._actor.dispatcher.schedule(self._actor)
 
-    def get(self) -> Envelope[Any]:
-        """The next message; only the worker running the actor calls this, after ``empty()`` said no."""
+    def get(self) -> Any:
+        if self.budget <= 0 or not self._items:
+            raise _SliceOver
+        self.budget -= 1
         return self._items.popleft()
 
     def empty(self) -> bool:
@@ -155,39 +170,33 @@ class _Mailbox:
     def release(self) -> bool:
         """End the actor's turn: ``True`` if messages wait (the caller schedules it again)."""
         with self._lock:
-            if self._items and not self._closed:
+            if self._items:
                 return True
             self._scheduled = False
             return False
 
-    def close(self) -> list[Envelope[Any]]:
-        """Refuse further messages and return those still queued."""
+    def close(self) -> None:
+        """Refuse further messages and answer those still queued."""
         with self._lock:
             self._closed = True
-            left = list(self._items)
-            self._items.clear()
-            return left
+        self.teardown()
 
-
-def _refuse(envelope: Envelope[Any], actor: PooledActor) -> None:
-    if envelope.reply_to is None:
-        return
-    if isinstance(envelope.message, messages._ActorStop):
-        envelope.reply_to.set(None)  # stopping a stopped actor succeeds, as pykka's teardown answers it
-        return
-    error = ActorDeadError(f"{actor.actor_ref} stopped before handling the message")
-    envelope.reply_to.set_exception(exc_info=(ActorDeadError, error, None))
+    def teardown(self) -> None:
+        with self._drain:
+            self.budget = sys.maxsize
+            self._actor._actor_loop_teardown()
 
 
 class PooledActor(pykka.Actor):
     """A pykka actor run by a :class:`Dispatcher` (see the module docstring).
 
     A subclass may set ``pool`` to a dispatcher of its own; the default is the process's shared one.
-    Everything else is pykka's ``Actor``.
+    Everything else is pykka's ``Actor``: only its extension points for new actor types are replaced.
     """
 
     pool: ClassVar[Dispatcher | None] = None
     dispatcher: Dispatcher
+    actor_inbox: _Mailbox
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.dispatcher = self.pool or default_dispatcher()
@@ -205,39 +214,29 @@ class PooledActor(pykka.Actor):
         self.dispatcher.schedule(self)  # the first turn runs on_start, even with an empty inbox
 
     def _run_slice(self, budget: int) -> int:
-        """Handle up to ``budget`` messages; return how many. Runs on a dispatcher worker."""
+        """Handle up to ``budget`` messages with pykka's loop; return how many. Runs on a worker."""
         if not self._started:
             self._started = True
             self._actor_loop_setup()
-        handled = 0
         inbox = self.actor_inbox
-        while handled < budget and not self.actor_stopped.is_set() and not inbox.empty():
-            self._handle(inbox.get())
-            handled += 1
+        inbox.budget = budget
+        try:
+            self._actor_loop_running()
+        except _SliceOver:
+            pass
+        handled = budget - inbox.budget
         if self.actor_stopped.is_set():
-            for envelope in inbox.close():
-                _refuse(envelope, self)
+            inbox.close()
         elif inbox.release():
             self.dispatcher.schedule(self)
         return handled
 
-    def _handle(self, envelope: Envelope[Any]) -> None:
-        # pykka's ``_actor_loop_running`` for one message, without the blocking ``get``.
+    def _handle_receive(self, message: Any) -> Any:
         try:
-            response = self._handle_receive(envelope.message)
-            if envelope.reply_to is not None:
-                envelope.reply_to.set(response)
+            return super()._handle_receive(message)
         except Exception:
-            if envelope.reply_to is not None:
-                log.debug("exception returned from %s to its asker", self, exc_info=True)
-                envelope.reply_to.set_exception()
-            else:
-                self._handle_failure(*sys.exc_info())
-                try:
-                    self.on_failure(*sys.exc_info())
-                except Exception:
-                    self._handle_failure(*sys.exc_info())
-        except BaseException:
-            log.debug("%r in %s: stopping all actors", sys.exc_info()[1], self)
-            self._stop()
-            ActorRegistry.stop_all(block=False)
+            raise
+        except BaseException as error:
+            # pykka's loop answers a BaseException by stopping every actor and waiting for them all; a
+            # worker would wait for the very actors only it runs. Here it fails this actor instead.
+            raise RuntimeError(f"{type(error).__name__} raised in a pooled actor's handler") from error

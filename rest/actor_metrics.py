@@ -1,15 +1,26 @@
-"""``/ws/v1/metrics``, the actor system's part: live actors per kind and the dispatchers' load."""
+"""``/ws/v1/metrics``, the actor system's part: live actors per kind, the dispatchers' load, and the
+constraints the shim warned pods it does not enforce (as the shim publishes them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
-from actors import unenforced
 from actors.census import take_census
-from rest.metrics import NAMESPACE, Family, MetricsInput
+from rest.metrics import NAMESPACE, Family, MetricsInput, Provider
+
+Unenforced = Callable[[], Mapping[str, int]]
 
 
-def actor_families(data: MetricsInput) -> Iterable[Family]:
+def families(unenforced: Unenforced | None) -> Provider:
+    """The provider of the actor system's families; ``unenforced`` reads the shim's counts (none without a shim)."""
+
+    def provide(data: MetricsInput) -> Iterable[Family]:
+        yield from _actor_families(unenforced() if unenforced is not None else {})
+
+    return provide
+
+
+def _actor_families(unenforced: Mapping[str, int]) -> Iterable[Family]:
     census = take_census()
     actors = Family(f"{NAMESPACE}_actors", "gauge", "Live actors by kind", ("kind",))
     for kind, count in sorted(census.actors.items()):
@@ -31,6 +42,6 @@ def actor_families(data: MetricsInput) -> Iterable[Family]:
     ignored = Family(f"{NAMESPACE}_scheduler_unenforced_constraints_total", "counter",
                      "Pods that asked for a placement constraint the scheduler does not enforce (warned on the pod)",
                      ("constraint",))
-    for constraint, total in sorted(unenforced.counts().items()):
+    for constraint, total in sorted(unenforced.items()):
         ignored.add([constraint], total)
     yield ignored

@@ -47,6 +47,7 @@ class SchedulerView:
     extender: object | None = None  # plugin mode: serves kube-scheduler's extender calls (rest.extender)
     extender_on_rest_port: bool = True  # False: the extender has an HTTPS port of its own (rest.extender_server)
     leadership: leadership.LeadershipSource | None = None  # leader election: who leads (a standby is not ready)
+    unenforced: actor_metrics.Unenforced | None = None  # the shim's counts of constraints it does not enforce
     allowed_origins: tuple[str, ...] = (cors.ANY,)  # who may read cross-origin (rest.cors), upstream's default
     history: history_rest.History | None = None  # the history store: finished applications and samples
     started: int = field(default_factory=time.time_ns)
@@ -199,7 +200,7 @@ class Cluster:
     def on_get_metrics(self, req, resp):
         ring = self.view.scheduler.events
         resp.content_type = "text/plain; version=0.0.4; charset=utf-8"
-        providers = [*metrics.PROVIDERS, actor_metrics.actor_families]
+        providers = [*metrics.PROVIDERS, actor_metrics.families(self.view.unenforced)]
         if self.view.leadership is not None:
             providers.append(leadership.families(self.view.leadership))
         if self.view.history is not None:

@@ -1,16 +1,35 @@
 """Every message the core's actors are told or asked, under the actor that receives it.
 
-The ``CoreScheduler`` is called through its pykka proxy (``register``, ``update_node``, ... on
-:class:`~actors.core.scheduler.Scheduler`), whose calls carry SI messages; the messages below are
-what it, the ticker and the partition actors tell each ``PartitionActor``.
+The ``CoreScheduler`` takes the SI's requests as they are (``NodeRequest``, ``ApplicationRequest``,
+``AllocationRequest``, ``UpdateConfigurationRequest``) and the messages of its section below; it is
+also told ``Hold`` and ``Tick`` and asked ``Barrier``, ``TakeSnapshot``, ``CheckHealth`` and ``Counts``,
+which it passes on to every ``PartitionActor`` and answers for them all.
 """
 
 from __future__ import annotations
 
 from actors.base import message
 from actors.core.config import PartitionConfig
+from actors.core.plugins import ResourceManagerCallback
 from actors.core.snapshot import ALL_AREAS
 from si import si_pb2
+
+# ---- CoreScheduler -------------------------------------------------------------------------------
+
+
+@message
+class Register:
+    """Ask: register the resource manager, which hears the core's answers on ``callback``; raises
+    (to the asker) on a configuration or settings the core refuses."""
+
+    request: si_pb2.RegisterResourceManagerRequest
+    callback: ResourceManagerCallback
+
+
+@message
+class CurrentSettings:
+    """Ask: the core's parsed settings (``CoreSettings``) from the extra configuration it holds."""
+
 
 # ---- PartitionActor ------------------------------------------------------------------------------
 

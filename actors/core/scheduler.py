@@ -33,9 +33,11 @@ from actors.core.messages import (
     Barrier,
     CheckHealth,
     Counts,
+    CurrentSettings,
     Hold,
     NodeUpdates,
     Reconfigure,
+    Register,
     ScheduleCycle,
     TakeSnapshot,
     Tick,
@@ -67,12 +69,17 @@ class Tuning:
 
 
 class Changes:
-    """How often each part of the core (a partition by its name, ``CoreScheduler`` as ``""``) changed
-    what a snapshot shows. Each part is counted by the one actor that owns it; any thread reads
-    :meth:`version`, so a snapshot is reused while the version it was taken at is still current."""
+    """What the core's actors publish for any thread to read, never their own state.
+
+    How often each part of the core (a partition by its name, ``CoreScheduler`` as ``""``) changed
+    what a snapshot shows: each part is counted by the one actor that owns it; any thread reads
+    :meth:`version`, so a snapshot is reused while the version it was taken at is still current.
+    ``partitions``: the partition actors the core routes to, a new tuple whenever it starts or stops one
+    (whose inboxes the resource manager's handle measures)."""
 
     def __init__(self) -> None:
         self._counts: dict[str, int] = {}
+        self.partitions: tuple[pykka.ActorRef, ...] = ()
 
     def bump(self, part: str) -> None:
         self._counts[part] = self._counts.get(part, 0) + 1
@@ -198,9 +205,8 @@ class CoreScheduler(Actor):
     kind = "core"
 
     def __init__(self, ring: EventRing, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
-                 partitions: dict[str, pykka.ActorRef] | None = None, supervisor: Supervisor | None = None,
-                 changes: Changes | None = None, clock: Clock = REAL_CLOCK,
-                 history: HistorySink | None = None) -> None:
+                 supervisor: Supervisor | None = None, changes: Changes | None = None,
+                 clock: Clock = REAL_CLOCK, history: HistorySink | None = None) -> None:
         super().__init__(supervisor)
         self.clock = clock
         self.changes = changes or Changes()
@@ -216,7 +222,7 @@ class CoreScheduler(Actor):
         self.settings = CoreSettings()
         self.unsupported: tuple[str, ...] = ()
         self._unsupported_report = UnsupportedReport()
-        self.partitions: dict[str, pykka.ActorRef] = {} if partitions is None else partitions  # shared: see _admit
+        self.partitions: dict[str, pykka.ActorRef] = {}
         # What the core counts itself: requests naming a partition it does not have.
         self.counters = {"errors": 0, "failed_nodes": 0}
         self.held = False
@@ -228,14 +234,16 @@ class CoreScheduler(Actor):
         for ref in self.partitions.values():
             ref.stop()
         self.partitions.clear()
+        self.changes.partitions = ()
 
-    def hold(self, held: bool) -> None:
+    def on_Hold(self, msg: Hold) -> None:
         """Hold every partition's decisions (see :class:`~actors.core.messages.Hold`), or let them go."""
-        self.held = held
+        self.held = msg.held
         for ref in self.partitions.values():
-            ref.tell(Hold(held))
+            ref.tell(msg)
 
-    def register(self, request: si_pb2.RegisterResourceManagerRequest, callback: ResourceManagerCallback) -> None:
+    def on_Register(self, msg: Register) -> None:
+        request, callback = msg.request, msg.callback
         config = cfg.parse(request.config)  # a bad configuration refuses the registration
         settings = core_settings.parse(request.extraConfig)  # so do bad settings
         if self.partitions:
@@ -251,15 +259,11 @@ class CoreScheduler(Actor):
         self.partitions[partition.name] = ref = PartitionActor.start(
             partition, self.rm_id, self.callback, self.ring, self.predicates, self.tuning, self.changes, self._supervisor,
             self.clock, self.history)
+        self.changes.partitions = tuple(self.partitions.values())
         if self.held:
             ref.tell(Hold(True))
 
-    def unregister(self) -> None:
-        self._stop_partitions()
-        self.changes.bump("")
-        self.callback = None
-
-    def update_configuration(self, request: si_pb2.UpdateConfigurationRequest) -> str | None:
+    def on_UpdateConfigurationRequest(self, request: si_pb2.UpdateConfigurationRequest) -> str | None:
         """None when applied; otherwise why the configuration was refused (the old one stays)."""
         if self.callback is None:
             return "no resource manager is registered"
@@ -291,10 +295,19 @@ class CoreScheduler(Actor):
                             settings.event_max_streams, settings.event_max_streams_per_host,
                             settings.event_rest_response_size)
 
-    def current_settings(self) -> CoreSettings:
+    def on_CurrentSettings(self, msg: CurrentSettings) -> CoreSettings:
         return self.settings
 
-    def update_node(self, request: si_pb2.NodeRequest) -> None:
+    def _unregistered(self, request) -> bool:
+        """Whether ``request`` came before any resource manager registered: nobody to answer, dropped."""
+        if self.callback is not None:
+            return False
+        log.warning("%s before a resource manager registered: dropped", type(request).__name__)
+        return True
+
+    def on_NodeRequest(self, request: si_pb2.NodeRequest) -> None:
+        if self._unregistered(request):
+            return
         grouped = defaultdict(list)
         for node in request.nodes:
             grouped[node.attributes.get(NODE_ATTR_PARTITION) or DEFAULT_PARTITION].append(node)
@@ -308,7 +321,9 @@ class CoreScheduler(Actor):
                 continue
             ref.tell(NodeUpdates(tuple(nodes)))
 
-    def update_application(self, request: si_pb2.ApplicationRequest) -> None:
+    def on_ApplicationRequest(self, request: si_pb2.ApplicationRequest) -> None:
+        if self._unregistered(request):
+            return
         new, remove = defaultdict(list), defaultdict(list)
         for app in request.new:
             new[app.partitionName or DEFAULT_PARTITION].append(app)
@@ -323,7 +338,9 @@ class CoreScheduler(Actor):
                 continue
             ref.tell(AppUpdates(tuple(new[name]), tuple(remove[name])))
 
-    def update_allocation(self, request: si_pb2.AllocationRequest) -> None:
+    def on_AllocationRequest(self, request: si_pb2.AllocationRequest) -> None:
+        if self._unregistered(request):
+            return
         allocations, releases = defaultdict(list), defaultdict(list)
         for allocation in request.allocations:
             allocations[allocation.partitionName or DEFAULT_PARTITION].append(allocation)
@@ -340,16 +357,17 @@ class CoreScheduler(Actor):
                 continue
             ref.tell(AllocationUpdates(tuple(allocations[name]), tuple(releases[name])))
 
-    def tick(self) -> None:
+    def on_Tick(self, msg: Tick) -> None:
         for ref in self.partitions.values():
-            ref.tell(Tick())
+            ref.tell(msg)
 
-    def barrier(self) -> None:
-        for future in [ref.ask(Barrier(), block=False) for ref in self.partitions.values()]:
+    def on_Barrier(self, msg: Barrier) -> None:
+        for future in [ref.ask(msg, block=False) for ref in self.partitions.values()]:
             future.get()
 
-    def snapshot(self, areas: frozenset[str] = ALL_AREAS) -> CoreSnapshot:
-        futures = [ref.ask(TakeSnapshot(areas), block=False) for ref in self.partitions.values()]
+    def on_TakeSnapshot(self, msg: TakeSnapshot) -> CoreSnapshot:
+        areas = msg.areas
+        futures = [ref.ask(msg, block=False) for ref in self.partitions.values()]
         partitions = tuple(f.get() for f in futures)
         report = None
         if HEALTH in areas:
@@ -362,20 +380,20 @@ class CoreScheduler(Actor):
                             config.checksum if config else "", dict(self.extra), report, areas,
                             dict(self.build_info), dict(self.counters), self.unsupported)
 
-    def check_health(self) -> HealthReport | None:
+    def on_CheckHealth(self, msg: CheckHealth) -> HealthReport | None:
         """Run the health checks now (None while no resource manager is registered)."""
         if not self.partitions:
             return None
-        futures = [ref.ask(CheckHealth(), block=False) for ref in self.partitions.values()]
+        futures = [ref.ask(msg, block=False) for ref in self.partitions.values()]
         results = [f.get() for f in futures]
         return health.report((r[0] for r in results), self.counters["errors"] + sum(r[1] for r in results),
                              self.counters["failed_nodes"] + sum(r[2] for r in results))
 
-    def counts(self) -> tuple[int, int] | None:
+    def on_Counts(self, msg: Counts) -> tuple[int, int] | None:
         """Running applications and allocations over all partitions (None while none run)."""
         if not self.partitions:
             return None
-        futures = [ref.ask(Counts(), block=False) for ref in self.partitions.values()]
+        futures = [ref.ask(msg, block=False) for ref in self.partitions.values()]
         results = [f.get() for f in futures]
         return sum(r[0] for r in results), sum(r[1] for r in results)
 
@@ -418,10 +436,9 @@ class Scheduler:
                  clock: Clock = REAL_CLOCK, history_store: HistorySink | None = None) -> None:
         self.clock = clock
         self.events = EventRing(capacity=event_capacity)
-        self._partitions: dict[str, pykka.ActorRef] = {}  # the core's, read here to measure the backlog
         self._changes = Changes()
-        self._core = CoreScheduler.start(self.events, predicates, tuning or Tuning(), self._partitions,
-                                         supervisor, self._changes, clock, history_store).proxy()
+        self._core = CoreScheduler.start(self.events, predicates, tuning or Tuning(), supervisor, self._changes,
+                                         clock, history_store)
         self.history_store = history_store  # finished applications and the samples go there, if set
         self.settings = CoreSettings()
         self.dropped_requests = 0
@@ -445,10 +462,10 @@ class Scheduler:
             now = self.clock.monotonic_ns()
             if now >= self._tick_due:
                 self._tick_due = now + ns(self._tick_interval)
-                self._core.tick()
+                self._core.tell(Tick())
             if now >= self._sample_due:
                 self._sample_due = now + ns(self._history_period)
-                counts = self._core.counts().get()
+                counts = self._core.ask(Counts())
                 if counts is not None:
                     self.history.store(*counts, timestamp=self.clock.now_ns())
                     if self.history_store is not None:
@@ -476,7 +493,7 @@ class Scheduler:
 
     def check_health(self) -> HealthReport | None:
         """Run the health checks now; the report becomes ``last_health`` (None before registration)."""
-        report = self._core.check_health().get()
+        report = self._core.ask(CheckHealth())
         if report is None:
             return None
         self._health_due = self.clock.monotonic_ns() + ns(self.health_interval)
@@ -490,7 +507,7 @@ class Scheduler:
     def _configure(self, extra, registering: bool = False) -> None:
         if not extra and not registering:
             return  # the core keeps the extra configuration it has
-        self.settings = self._core.current_settings().get()
+        self.settings = self._core.ask(CurrentSettings())
         tick = self.settings.scheduling_interval if core_settings.SCHEDULING_INTERVAL in extra else self._default_tick
         if tick != self._tick_interval:
             log.info("core timers every %ss", tick)
@@ -506,32 +523,32 @@ class Scheduler:
         self._stopped.set()
         self._housekeeper.stop()
         try:
-            self._core.actor_ref.stop()
+            self._core.stop()
         except pykka.ActorDeadError:
             pass
 
     # The SI.
     def register(self, request: si_pb2.RegisterResourceManagerRequest, callback: ResourceManagerCallback) -> None:
-        self._core.register(request, callback).get()
+        self._core.ask(Register(request, callback))
         self._configure(request.extraConfig, registering=True)
         if self.health_interval > 0:
             self.check_health()  # as upstream, the first check runs when the checker starts
 
     def update_node(self, request: si_pb2.NodeRequest) -> None:
         if self._admit(request):
-            self._core.update_node(request)
+            self._core.tell(request)
 
     def update_application(self, request: si_pb2.ApplicationRequest) -> None:
         if self._admit(request):
-            self._core.update_application(request)
+            self._core.tell(request)
 
     def update_allocation(self, request: si_pb2.AllocationRequest) -> None:
         if self._admit(request):
-            self._core.update_allocation(request)
+            self._core.tell(request)
 
     def _backlog(self) -> int:
         """Requests and batches waiting in the core's actors."""
-        refs = (self._core.actor_ref, *tuple(self._partitions.values()))
+        refs = (self._core, *self._changes.partitions)
         return sum(ref.actor_inbox.qsize() for ref in refs)
 
     def _admit(self, request) -> bool:
@@ -553,7 +570,7 @@ class Scheduler:
         return False
 
     def update_configuration(self, request: si_pb2.UpdateConfigurationRequest) -> str | None:
-        refused = self._core.update_configuration(request).get()
+        refused = self._core.ask(request)
         if refused is None:
             self._configure(request.extraConfig)
         return refused
@@ -562,11 +579,11 @@ class Scheduler:
         """``True``: the core books what it is told but decides nothing (no allocation, preemption or
         timeout) until ``hold(False)``; a warm standby keeps its core so. Returns once every partition
         has been told."""
-        self._core.hold(held).get()
+        self._core.ask(Hold(held))
 
     def barrier(self) -> None:
         """Return once every request sent before has been processed (and its answers sent)."""
-        self._core.barrier().get()
+        self._core.ask(Barrier())
 
     def settle(self) -> None:
         """Return once the core is idle: every request sent before processed and no scheduling cycle
@@ -587,7 +604,7 @@ class Scheduler:
             current = [s for v, s in self._snapshots.values() if v == version and areas <= s.areas]
             if current:
                 return max(current, key=lambda s: s.taken_at)
-            snapshot = self._core.snapshot(areas).get()
+            snapshot = self._core.ask(TakeSnapshot(areas))
             self._snapshots[areas] = (version, snapshot)
             return snapshot
 

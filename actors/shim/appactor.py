@@ -37,8 +37,7 @@ from typing import Any
 
 import pykka
 
-from actors import unenforced
-from actors.base import PooledActor
+from actors.base import Batch, PooledActor
 from actors.shim import translate
 from actors.shim.eventbuffer import NORMAL, WARNING
 from actors.shim.gang import Gang, read_gang
@@ -165,9 +164,9 @@ class ApplicationActor(PooledActor):
         self._board = board
         self._plugin_mode = plugin_mode
         self._tasks: dict[str, Task] = {}
-        self._to_core: list[Any] = []
-        self._binds: list[BindRequest] = []
-        self._feedback: list[KubeEvent | PodCondition] = []
+        self._to_core: Batch[Any] = self.batch(outlet, ToCore)
+        self._binds: Batch[BindRequest] = self.batch(binder, Binds)
+        self._feedback: Batch[KubeEvent | PodCondition] = self.batch(recorder, Feedback)
         self._placed_elsewhere: list[PlacedPod] = []
         self._shown: tuple[str, int] | None = None
         self._machine = StateMachine(APP_TRANSITIONS, AppState.NEW, f"application {self.app_id}")
@@ -189,18 +188,12 @@ class ApplicationActor(PooledActor):
                                 + ("" if self._gang else ": the application is scheduled without a gang"))
         # Sent from the creating thread, before the context routes the application's first pod.
         self._submit_application(first, force)
-        self._flush()
+        self.after_message()
         self._publish()
 
     @property
     def state(self) -> str:
         return self._machine.state
-
-    def on_receive(self, message: Any) -> Any:
-        try:
-            return super().on_receive(message)
-        finally:
-            self._flush()
 
     def on_dropped(self, msg: Any, error: Exception) -> None:
         super().on_dropped(msg, error)
@@ -227,7 +220,7 @@ class ApplicationActor(PooledActor):
         # would never complete there, so it is removed at once.
         if not self._tasks and self._machine.can(AppEvent.KILL) and not self._core_completes():
             self._machine.fire(AppEvent.KILL)
-            self._to_core.append(si_pb2.RemoveApplicationRequest(applicationID=self.app_id, partitionName=PARTITION))
+            self._to_core.add(si_pb2.RemoveApplicationRequest(applicationID=self.app_id, partitionName=PARTITION))
             self._machine.fire(AppEvent.KILLED)
         self._publish()
 
@@ -257,11 +250,11 @@ class ApplicationActor(PooledActor):
         elif pod.assigned and state in (TaskState.PENDING, TaskState.SCHEDULING, TaskState.ALLOCATED):
             self._task_placed_elsewhere(task)
         elif state == TaskState.BOUND and task.placed_by_core and pod.resource != previous.resource:
-            self._to_core.append(self._allocation(task, task.node))
+            self._to_core.add(self._allocation(task, task.node))
         elif state == TaskState.PENDING and previous.held and not pod.held and self._asking()(task):
             self._submit(task)
         elif state == TaskState.SCHEDULING and pod.constraints != previous.constraints:
-            self._to_core.append(self._allocation(task))  # its volumes changed
+            self._to_core.add(self._allocation(task))  # its volumes changed
         if pod.volume_wait and pod.volume_wait != previous.volume_wait and state in (TaskState.PENDING, TaskState.SCHEDULING):
             self._task_unschedulable(task, "FailedScheduling", pod.volume_wait)
 
@@ -280,7 +273,7 @@ class ApplicationActor(PooledActor):
             return
         task.fire(TaskEvent.INIT)
         if pod.ignored:
-            unenforced.count(pod.ignored)
+            self._board.count_unenforced(pod.ignored)
             self._pod_event(pod, WARNING, "UnenforcedConstraints",
                             f"{pod.full_name}: not enforced by this scheduler: {'; '.join(pod.ignored)}")
         if pod.volume_wait:
@@ -299,7 +292,7 @@ class ApplicationActor(PooledActor):
         try:
             handle(*args)
         except Exception as error:
-            del self._to_core[sent:]
+            self._to_core.undo(sent)
             self._task_failed(pod, error)
 
     def _task_failed(self, pod: PodRecord, error: Exception) -> None:
@@ -328,7 +321,7 @@ class ApplicationActor(PooledActor):
             return
         self._settle_handoff(task)
         if task.holds_core_request():
-            self._to_core.append(translate.release(task.pod, "pod deleted", PARTITION))
+            self._to_core.add(translate.release(task.pod, "pod deleted", PARTITION))
         if task.can(TaskEvent.KILL):
             task.fire(TaskEvent.KILL)
         self._board.pods.hide(pod.uid)
@@ -345,7 +338,7 @@ class ApplicationActor(PooledActor):
         pod = task.pod
         task.fire(TaskEvent.SUBMIT)
         self._asked = True
-        self._to_core.append(self._allocation(task))
+        self._to_core.add(self._allocation(task))
         self._pod_event(pod, NORMAL, "Scheduling", f"{pod.full_name} is queued and waiting for allocation")
         if pod.task_group and not pod.placeholder and self._gang is not None:
             if self._gang.group(pod.task_group) is not None:
@@ -388,7 +381,7 @@ class ApplicationActor(PooledActor):
         if task.state in (TaskState.SCHEDULING, TaskState.ALLOCATED):
             log.warning("pod %s is bound to %s, not where the core placed it (%s): counting it where it is",
                         task.pod.full_name, task.pod.node_name, task.node or "nowhere yet")
-            self._to_core.append(translate.release(task.pod, "pod bound outside the scheduler", PARTITION))
+            self._to_core.add(translate.release(task.pod, "pod bound outside the scheduler", PARTITION))
         task.fire(TaskEvent.RECOVER, node=task.pod.node_name)
         self._placed_elsewhere.append(PlacedPod(task.pod, task.priority, report=True,
                                                 originator=task.pod.uid == self._originator.uid))
@@ -406,7 +399,7 @@ class ApplicationActor(PooledActor):
 
     def _finish_task(self, task: Task, event: TaskEvent) -> None:
         if task.holds_core_request():
-            self._to_core.append(translate.release(task.pod, f"pod {task.pod.phase.lower()}", PARTITION))
+            self._to_core.add(translate.release(task.pod, f"pod {task.pod.phase.lower()}", PARTITION))
         if task.can(event):
             task.fire(event)
 
@@ -414,7 +407,7 @@ class ApplicationActor(PooledActor):
 
     def _submit_application(self, pod: PodRecord, force: bool) -> None:
         tags = translate.application_tags(pod, self._tags, force)
-        self._to_core.append(translate.add_application(pod, tags, PARTITION, self._gang))
+        self._to_core.add(translate.add_application(pod, tags, PARTITION, self._gang))
         self._machine.fire(AppEvent.SUBMIT)
 
     def _resubmit(self, pod: PodRecord) -> None:
@@ -528,7 +521,7 @@ class ApplicationActor(PooledActor):
         if state in (AppState.ACCEPTED, AppState.RUNNING):
             self._submit_pending()
         if state == AppState.COMPLETED:
-            self._to_core.append(si_pb2.RemoveApplicationRequest(applicationID=self.app_id, partitionName=PARTITION))
+            self._to_core.add(si_pb2.RemoveApplicationRequest(applicationID=self.app_id, partitionName=PARTITION))
 
     def _rejected(self, reason: str) -> None:
         if not self._machine.can(AppEvent.REJECT):
@@ -585,13 +578,13 @@ class ApplicationActor(PooledActor):
             log.warning("allocation %s on %s for a pod that does not wait for one (%s): releasing it", key, node,
                         task.state if task else "unknown pod")
             if task is None or task.state in TASK_TERMINAL:
-                self._to_core.append(translate.stray_release(allocation))
+                self._to_core.add(translate.stray_release(allocation))
             return
         task.fire(TaskEvent.ALLOCATE, node=node)
         if not task.pod.placeholder and self._machine.can(AppEvent.RUN):  # a gang runs when the core says so
             self._machine.fire(AppEvent.RUN)
         pod = task.pod
-        self._binds.append(BindRequest(pod.uid, pod.namespace, pod.name, node, self.actor_ref, pod.late_claims))
+        self._binds.add(BindRequest(pod.uid, pod.namespace, pod.name, node, self.actor_ref, pod.late_claims))
 
     def _released_by_core(self, release: si_pb2.AllocationRelease) -> None:
         task = self._tasks.get(release.allocationKey)
@@ -615,7 +608,7 @@ class ApplicationActor(PooledActor):
             return  # gone meanwhile: its deletion released it
         pod = task.pod
         self._pod_event(pod, WARNING, "PreemptionRefused", f"{pod.full_name} not evicted: {message.reason}")
-        self._to_core.append(self._allocation(task, task.node))
+        self._to_core.add(self._allocation(task, task.node))
 
     def on_BindOutcome(self, outcome: BindOutcome) -> None:
         task = self._tasks.get(outcome.uid)
@@ -628,7 +621,7 @@ class ApplicationActor(PooledActor):
             return  # the informer's delete releases the allocation
         pod = task.pod
         log.warning("binding %s to %s failed, scheduling it again: %s", pod.full_name, outcome.node, outcome.reason)
-        self._to_core.append(translate.release(pod, f"bind failed: {outcome.reason}", PARTITION))
+        self._to_core.add(translate.release(pod, f"bind failed: {outcome.reason}", PARTITION))
         task.fire(TaskEvent.UNBIND, node="")
         self._pod_event(pod, WARNING, "PodVolumesBindFailure" if outcome.volumes else "PodBindFailure", outcome.reason)
         self._submit(task)
@@ -639,7 +632,7 @@ class ApplicationActor(PooledActor):
         if task is None or task.state != TaskState.BOUND or task.node != message.node or task.pod.assigned:
             return  # bound meanwhile, placed again already, or gone
         pod = task.pod
-        self._to_core.append(translate.release(pod, message.reason, PARTITION))
+        self._to_core.add(translate.release(pod, message.reason, PARTITION))
         task.fire(TaskEvent.RETRACT, node="")
         self._pod_event(pod, WARNING, "PodBindFailure", message.reason)
         self._submit(task)
@@ -668,22 +661,13 @@ class ApplicationActor(PooledActor):
         if self._plugin_mode:
             self._binder.tell(WaitingReason(pod.uid, message))
         self._pod_event(pod, WARNING, reason, message)
-        self._feedback.append(PodCondition(pod.namespace, pod.name, pod.uid, "Unschedulable", message))
+        self._feedback.add(PodCondition(pod.namespace, pod.name, pod.uid, "Unschedulable", message))
 
     def _pod_event(self, pod: PodRecord, type_: str, reason: str, message: str) -> None:
-        self._feedback.append(KubeEvent("Pod", pod.namespace, pod.name, pod.uid, type_, reason, message))
+        self._feedback.add(KubeEvent("Pod", pod.namespace, pod.name, pod.uid, type_, reason, message))
 
-    def _flush(self) -> None:
-        if self._to_core:
-            self._outlet.tell(ToCore(tuple(self._to_core)))
-            self._to_core = []
+    def after_message(self) -> None:
+        self.flush_batches()
         for placed in self._placed_elsewhere:  # after the withdrawn ask, so the core sees it gone first
             self._context.tell(PlacedElsewhere(placed))
         self._placed_elsewhere = []
-        if self._binds:
-            self._binder.tell(Binds(tuple(self._binds)))
-            self._binds = []
-        if self._feedback:
-            if self._recorder is not None:
-                self._recorder.tell(Feedback(tuple(self._feedback)))
-            self._feedback = []

@@ -39,7 +39,7 @@ from typing import Any
 
 import pykka
 
-from actors.base import Actor, Supervisor, tell_if_alive
+from actors.base import Actor, Batch, Supervisor, tell_if_alive
 from actors.heap import CollectorPause, thaw
 from actors.shim import kinds, translate
 from actors.shim.appactor import ApplicationActor
@@ -154,7 +154,7 @@ class ShimContext(Actor):
         self._mail = Mail()
         self._core_placed: dict[str, str] = {}  # pod uid -> the node the core allocated it on
         self._node_actors: dict[str, pykka.ActorRef] = {}
-        self._feedback: list[KubeEvent | PodCondition] = []
+        self._feedback: Batch[KubeEvent | PodCondition] = self.batch(None, Feedback)  # to the recorder once connected
         self._failed: set[tuple[str, str]] = set()  # (kind, key) of the objects whose handling raised
         self._registered_at = 0
         self._recovering: set[str] = set()
@@ -184,13 +184,11 @@ class ShimContext(Actor):
         for stopping in [ref.stop(block=False) for ref in (*self._apps.values(), *self._node_actors.values())]:
             stopping.get(timeout=10)
 
-    def on_receive(self, message: Any) -> Any:
-        answer = super().on_receive(message)
+    def after_message(self) -> None:
         # Group commit: while more messages wait, keep collecting, so a burst of small informer
         # batches reaches the actors (and through them the core) as a few large messages.
         if len(self._mail) >= FLUSH_AT or self.actor_inbox.empty():
             self._flush()
-        return answer
 
     def on_ShimStateRequest(self, msg: ShimStateRequest) -> ShimStateSnapshot:
         self._settle()  # what a reader sees has been sent to the core
@@ -204,6 +202,7 @@ class ShimContext(Actor):
 
     def on_Connect(self, msg: Connect) -> None:
         self._peers = msg
+        self._feedback.receiver = msg.recorder
 
     def on_Shutdown(self, msg: Shutdown) -> None:
         self._flush()
@@ -222,10 +221,7 @@ class ShimContext(Actor):
         self._publish()
 
     def _flush(self) -> None:
-        if self._feedback:
-            if self._peers is not None:
-                self._peers.recorder.tell(Feedback(tuple(self._feedback)))
-            self._feedback = []
+        self.flush_batches()
         self._mail.send(self._node_actors)
 
     def _settle(self) -> None:
@@ -716,14 +712,14 @@ class ShimContext(Actor):
         message = f"the scheduler could not handle this object: {error!r}"[:1024]
         if kind == kinds.PODS:
             self._event("Pod", record.namespace, record.name, record.uid, WARNING, "FailedScheduling", message)
-            self._feedback.append(PodCondition(record.namespace, record.name, record.uid, "Unschedulable", message))
+            self._feedback.add(PodCondition(record.namespace, record.name, record.uid, "Unschedulable", message))
         elif kind == kinds.NODES:
             self._node_event(record.name, WARNING, "NodeRejected", message)
 
     # ---- feedback and snapshots ----------------------------------------------------------------
 
     def _event(self, kind: str, namespace: str, name: str, uid: str, type_: str, reason: str, message: str) -> None:
-        self._feedback.append(KubeEvent(kind, namespace, name, uid, type_, reason, message))
+        self._feedback.add(KubeEvent(kind, namespace, name, uid, type_, reason, message))
 
     def _node_event(self, name: str, type_: str, reason: str, message: str) -> None:
         self._event("Node", "", name, "", type_, reason, message)

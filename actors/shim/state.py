@@ -155,12 +155,15 @@ class Views:
 
 class StateBoard:
     """The views the shim's actors publish as they change (``pods``, ``nodes``, ``apps``), the context's
-    part of the state, and the latest picture of both (``latest``), safe to read from any thread."""
+    part of the state, the latest picture of both (``latest``), and the pods' constraints the scheduler
+    does not enforce, counted per kind (``unenforced``): safe to read from any thread."""
 
     def __init__(self, max_age: float = 1.0) -> None:
         self.pods = PodViews()
         self.nodes = Views()
         self.apps = Views()
+        self._unenforced: Counter[str] = Counter()
+        self._unenforced_lock = threading.Lock()
         self.max_age = max_age
         self._header: tuple[str, int, RecoveryProgress] | None = None  # the context's part
         self._changed = threading.Condition()
@@ -168,6 +171,16 @@ class StateBoard:
         self._latest_of: tuple | None = None  # the header and views version it pictures
         self._latest_at = 0.0
         self._picturing = threading.Lock()
+
+    def count_unenforced(self, constraints: tuple[str, ...]) -> None:
+        """A pod was warned that these constraints of it are not enforced (once per pod)."""
+        with self._unenforced_lock:
+            self._unenforced.update(constraints)
+
+    def unenforced(self) -> dict[str, int]:
+        """Pods warned of each constraint the scheduler does not enforce, since the shim started."""
+        with self._unenforced_lock:
+            return dict(self._unenforced)
 
     @property
     def version(self) -> tuple[int, int, int]:

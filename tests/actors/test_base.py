@@ -94,3 +94,65 @@ def test_supervision_keeps_and_logs_each_actors_first_failure_once(caplog):
     assert all("boom" in f.error for f in supervision.failures())
     for name in names:
         assert [r.levelname for r in caplog.records if name in r.getMessage()] == ["ERROR"]
+
+
+@message
+class Received:
+    items: tuple
+
+
+@message
+class Step:
+    items: tuple
+    fail_after: int = -1  # raise once this many items were added (-1: never)
+
+
+class Collector(Actor):
+    def __init__(self):
+        super().__init__()
+        self.received = []
+
+    def on_Received(self, msg):
+        self.received.append(msg.items)
+
+    def on_Total(self, msg):
+        return list(self.received)
+
+
+class Stepper(Actor):
+    """Adds each item of a step to a batch for the collector; a step may fail half-way."""
+
+    contain_failures = True
+
+    def __init__(self, collector, silent_batch=False):
+        super().__init__()
+        self.out = self.batch(collector, Received)
+        self.nowhere = self.batch(None, Received) if silent_batch else None
+
+    def on_Step(self, msg):
+        mark = len(self.out)
+        try:
+            for i, item in enumerate(msg.items):
+                if i == msg.fail_after:
+                    raise ValueError("half-way")
+                self.out.add(item)
+                if self.nowhere is not None:
+                    self.nowhere.add(item)
+        except ValueError:
+            self.out.undo(mark)
+            raise
+
+
+def test_a_batch_is_told_as_one_message_after_each_message_and_a_failed_steps_items_are_withdrawn():
+    collector = Collector.start()
+    stepper = Stepper.start(collector, silent_batch=True)
+    try:
+        stepper.tell(Step((1, 2, 3)))
+        stepper.tell(Step((4, 5), fail_after=1))  # dropped (contained): its 4 is withdrawn
+        stepper.tell(Step(()))  # nothing collected: nothing told
+        stepper.ask(Step((6,)))
+        wait_for(lambda: len(collector.ask(Total())) == 2, timeout=5, message="both batches told")
+        assert collector.ask(Total()) == [(1, 2, 3), (6,)]
+    finally:
+        stepper.stop()
+        collector.stop()

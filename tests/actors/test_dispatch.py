@@ -200,3 +200,31 @@ def test_proxies_and_the_registry_work_as_for_thread_actors(pool):
     pykka.ActorRegistry.stop_all(block=True)
     assert not ref.is_alive()
     wait_for(lambda: pool.stats().run_queue == 0, 5)
+
+
+def test_a_handler_raising_system_exit_fails_its_actor_alone_on_a_single_worker():
+    dispatcher = Dispatcher("exit", workers=1)
+    reports = []
+
+    class Exiting(PooledActor):
+        pool = dispatcher
+
+        def __init__(self, supervisor=None):
+            super().__init__(supervisor)
+
+        def on_Explode(self, msg):
+            raise SystemExit(3)
+
+        def on_Seen(self, msg):
+            return "alive"
+
+    try:
+        bystander = Exiting.start()
+        exiting = Exiting.start(supervisor=reports.append)
+        exiting.tell(Explode())
+        wait_for(lambda: reports, timeout=10, message="the failure reported")
+        assert "SystemExit" in reports[0].error and not exiting.is_alive()
+        assert bystander.ask(Seen(), timeout=10) == "alive"  # pykka would have stopped every actor
+    finally:
+        pykka.ActorRegistry.stop_all()
+        dispatcher.shutdown()

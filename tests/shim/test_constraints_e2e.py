@@ -120,9 +120,11 @@ def test_unenforced_constraints_get_one_warning_event_naming_them(cluster):
     assert event.type == "Warning"
     assert "ephemeral volumes" in event.message and "resourceClaims" in event.message
     assert not cluster.events("UnenforcedConstraints", "plain")
-    from rest.actor_metrics import actor_families
-    (family,) = [f for f in actor_families(None) if f.name == "yunikorn_scheduler_unenforced_constraints_total"]
-    assert dict((values[0], value) for _, values, value in family.samples)["resourceClaims"] >= 1
+    from rest.actor_metrics import families
+    provide = families(cluster.service.board.unenforced)
+    (family,) = [f for f in provide(None) if f.name == "yunikorn_scheduler_unenforced_constraints_total"]
+    assert {values[0]: value for _, values, value in family.samples} == {
+        "resourceClaims": 1, "ephemeral volumes (their claims are not read)": 1}
 
 
 def test_preferences_order_nodes_schedule_anyway_spreads_and_preferred_anti_affinity_avoids(cluster):
