@@ -1,8 +1,7 @@
 """Serving the webhook app with gunicorn: HTTPS, threads only for whole requests, certificates re-read.
 
-Each worker's main loop reads each request without blocking (:class:`IntakeWorker`), and hands the
-steps of a TLS handshake up to its key exchange to the pool of threads, which compute them without the
-GIL; only a request that has fully arrived, head and body, is served. A small review
+Each worker's main loop reads each request without blocking (:class:`IntakeWorker`), and hands each
+step of a TLS handshake to the pool of threads, which compute it without the GIL; only a request that has fully arrived, head and body, is served. A small review
 or health check is answered on the main loop itself (the app's work for it is pure computation of a few
 tens of microseconds, less than handing it to a thread costs); anything else goes to the pool of threads
 running the app. A stalled or dribbling client therefore holds a socket, never a thread, and is
@@ -112,8 +111,8 @@ class _InlineRequest:
 class IntakeWorker(ThreadWorker):
     """gunicorn's gthread worker, but a connection gets a thread only with a whole request in hand.
 
-    The main loop accepts and reads with non-blocking sockets, one poller for all connections; the
-    steps of a handshake up to its key exchange run on a thread, the socket out of the poller meanwhile. A new connection has ``request_timeout`` seconds for the handshake and its first
+    The main loop accepts and reads with non-blocking sockets, one poller for all connections; each
+    step of a handshake runs on a thread, the socket out of the poller meanwhile. A new connection has ``request_timeout`` seconds for the handshake and its first
     request; a kept-alive one waits ``keepalive`` seconds for the next request's first byte, then has
     ``request_timeout`` seconds for the rest. A refused request (see :mod:`webhook.framing`) is answered
     at once, and so is a small ``/mutate`` or ``/health`` request, its answer sent without blocking (what
@@ -190,12 +189,7 @@ class IntakeWorker(ThreadWorker):
             return self._drain(conn)
         try:
             if not conn.handshaken:
-                if conn.sock.cipher() is None:
-                    return self._shake(conn)
-                # The key exchange is done (TLS 1.3 chooses the cipher with it): what is left, the client's
-                # Finished, costs tens of microseconds, less than a turn through the threads' queue.
-                conn.sock.do_handshake()
-                conn.handshaken = True
+                return self._shake(conn)
             if conn.unsent:
                 self._send(conn)
                 if conn.last:

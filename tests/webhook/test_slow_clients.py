@@ -151,8 +151,7 @@ def test_a_review_is_answered_at_once_while_stalled_clients_outnumber_the_thread
 
 @pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2], ids=["TLS 1.3", "TLS 1.2"])
 def test_connections_shaking_hands_all_at_once_are_each_answered(server, version):
-    """Handshakes run on the worker's threads (under TLS 1.3 only until the key exchange), here ten times as
-    many at once as there are threads."""
+    """Handshakes run on the worker's threads, here ten times as many at once as there are threads."""
     port, bundle = server
     bodies = [review(pod(name=f"p{n}")) for n in range(10 * THREADS)]
 
