@@ -1,7 +1,7 @@
 """Serving the webhook app with gunicorn: HTTPS, threads only for whole requests, certificates re-read.
 
-Each worker's main loop does every connection's TLS handshake and reads each request without blocking
-(:class:`IntakeWorker`); only a request that has fully arrived, head and body, is served. A small review
+Each worker's main loop reads each request without blocking (:class:`IntakeWorker`), and hands each
+step of a TLS handshake to the pool of threads, which compute it without the GIL; only a request that has fully arrived, head and body, is served. A small review
 or health check is answered on the main loop itself (the app's work for it is pure computation of a few
 tens of microseconds, less than handing it to a thread costs); anything else goes to the pool of threads
 running the app. A stalled or dribbling client therefore holds a socket, never a thread, and is
@@ -58,9 +58,10 @@ class _Connection(TConn):
 
     def __init__(self, cfg, sock: ssl.SSLSocket, client, server, deadline: float) -> None:
         super().__init__(cfg, sock, client, server)
-        self.initialized = self.data_ready = True  # TLS is the main loop's job, never a thread's
+        self.initialized = self.data_ready = True  # gunicorn's blocking handshake is never used
         self.parser = http.get_parser(cfg, sock, client)
         self.handshaken = False
+        self.shaking = False  # a step of its handshake runs on a thread: the main loop leaves it alone
         self.received = bytearray()
         self.length: int | None = None  # of the request at the start of ``received``, once its head is in
         self.deadline = deadline
@@ -110,8 +111,8 @@ class _InlineRequest:
 class IntakeWorker(ThreadWorker):
     """gunicorn's gthread worker, but a connection gets a thread only with a whole request in hand.
 
-    The main loop accepts, shakes hands and reads with non-blocking sockets, one poller for all
-    connections. A new connection has ``request_timeout`` seconds for the handshake and its first
+    The main loop accepts and reads with non-blocking sockets, one poller for all connections; each
+    step of a handshake runs on a thread, the socket out of the poller meanwhile. A new connection has ``request_timeout`` seconds for the handshake and its first
     request; a kept-alive one waits ``keepalive`` seconds for the next request's first byte, then has
     ``request_timeout`` seconds for the rest. A refused request (see :mod:`webhook.framing`) is answered
     at once, and so is a small ``/mutate`` or ``/health`` request, its answer sent without blocking (what
@@ -157,6 +158,28 @@ class IntakeWorker(ThreadWorker):
             return
         conn = _Connection(self.cfg, tls, client, listener.getsockname(), time.monotonic() + self.request_timeout)
         self._arriving.add(conn)
+        self._watch(conn, selectors.EVENT_READ)  # its handshake starts on a thread once the ClientHello is in
+
+    def _shake(self, conn: _Connection) -> None:
+        """Run the next step of the connection's handshake on a thread: the key exchange and signature are
+        most of a new connection's cost, and OpenSSL computes them without the GIL, so the main loop
+        meanwhile answers the reviews of other connections."""
+        self._unwatch(conn)
+        conn.shaking = True
+        future = self.tpool.submit(_handshake_step, conn.sock)
+        future.add_done_callback(lambda done: self.method_queue.defer(self._shaken, conn, done))
+
+    def _shaken(self, conn: _Connection, future) -> None:
+        conn.shaking = False
+        if conn not in self._arriving:  # cut while on the thread (its deadline, a stopping worker)
+            return self._close(conn)
+        try:
+            wanted = future.result()
+        except (OSError, ValueError):  # TLS errors included; ValueError: a socket closed under us
+            return self._close(conn)
+        if wanted:
+            return self._watch(conn, wanted)
+        conn.handshaken = True
         self._advance(conn)
 
     def _advance(self, conn: _Connection) -> None:
@@ -166,8 +189,7 @@ class IntakeWorker(ThreadWorker):
             return self._drain(conn)
         try:
             if not conn.handshaken:
-                conn.sock.do_handshake()
-                conn.handshaken = True
+                return self._shake(conn)
             if conn.unsent:
                 self._send(conn)
                 if conn.last:
@@ -309,8 +331,10 @@ class IntakeWorker(ThreadWorker):
         self._advance(conn)
 
     def _close(self, conn: _Connection) -> None:
-        self._unwatch(conn)
         self._arriving.discard(conn)
+        if conn.shaking:
+            return  # closed when its thread is done with it (:meth:`_shaken`)
+        self._unwatch(conn)
         self._buffered -= len(conn.received) + len(conn.unsent)
         self.nr_conns -= 1
         conn.close()
@@ -369,6 +393,17 @@ class IntakeWorker(ThreadWorker):
                     socket.socket.shutdown(conn.sock, socket.SHUT_RDWR)
                 except OSError:
                     pass
+
+
+def _handshake_step(sock: ssl.SSLSocket) -> int:
+    """One non-blocking step of ``sock``'s TLS handshake: the poller event it waits for next, 0 once done."""
+    try:
+        sock.do_handshake()
+    except ssl.SSLWantReadError:
+        return selectors.EVENT_READ
+    except ssl.SSLWantWriteError:
+        return selectors.EVENT_WRITE
+    return 0
 
 
 @dataclass(frozen=True)

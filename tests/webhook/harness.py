@@ -130,9 +130,11 @@ def review_like_the_api_server(sim, port: int, at: dt.datetime) -> x509.Certific
 class HttpsClient:
     """A keep-alive HTTPS client trusting ``bundle`` and verifying the service's DNS name."""
 
-    def __init__(self, port: int, bundle: bytes, timeout: float = 10.0) -> None:
+    def __init__(self, port: int, bundle: bytes, timeout: float = 10.0,
+                 maximum_version: ssl.TLSVersion = ssl.TLSVersion.MAXIMUM_SUPPORTED) -> None:
         context = ssl.create_default_context(cadata=bundle.decode())
         context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.maximum_version = maximum_version
         self._port, self._context, self._timeout = port, context, timeout
         self._connection: http.client.HTTPConnection | None = None
 

@@ -14,6 +14,7 @@ import socket
 import ssl
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -60,8 +61,21 @@ def _tls(port: int, bundle: bytes, sent: bytes = b"") -> ssl.SSLSocket:
     return sock
 
 
+def _half_hello(port: int, bundle: bytes) -> socket.socket:
+    """A connection that has sent half of a real ClientHello: a handshake step that waits for the rest."""
+    hello = ssl.MemoryBIO(), ssl.MemoryBIO()
+    client = ssl.create_default_context(cadata=bundle.decode()).wrap_bio(*hello, server_hostname=SERVER_NAME)
+    with contextlib.suppress(ssl.SSLWantReadError):
+        client.do_handshake()
+    record = hello[1].read()
+    sock = _tcp(port, bundle)
+    sock.sendall(record[:len(record) // 2])
+    return sock
+
+
 STALLED = {
     "connected, no TLS handshake": _tcp,
+    "half a ClientHello": _half_hello,
     "handshake, then silent": _tls,
     "half a head": lambda port, bundle: _tls(port, bundle, HEAD[:40]),
     "head, then part of the body": lambda port, bundle: _tls(port, bundle, HEAD + b'{"kind":'),
@@ -133,6 +147,33 @@ def test_a_review_is_answered_at_once_while_stalled_clients_outnumber_the_thread
         still_open = [name for name, sock in stalled.items() if not _closed_by_server(sock, deadline)]
         assert not still_open, f"not cut at the request timeout: {still_open}"
         assert dribblers.cut.wait(max(0.0, deadline - time.monotonic())), "a byte-per-interval dribbler is cut too"
+
+
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2], ids=["TLS 1.3", "TLS 1.2"])
+def test_connections_shaking_hands_all_at_once_are_each_answered(server, version):
+    """Handshakes run on the worker's threads, here ten times as many at once as there are threads."""
+    port, bundle = server
+    bodies = [review(pod(name=f"p{n}")) for n in range(10 * THREADS)]
+
+    def mutate(body: dict) -> str:
+        client = HttpsClient(port, bundle, timeout=5, maximum_version=version)
+        try:
+            return client.review(c.MUTATE_PATH, body)["uid"]
+        finally:
+            client.close()
+
+    with ThreadPoolExecutor(len(bodies)) as clients:
+        uids = list(clients.map(mutate, bodies))
+    assert uids == [body["request"]["uid"] for body in bodies]
+
+
+def test_a_client_that_speaks_plain_http_to_the_tls_port_is_cut_at_once(server):
+    port, bundle = server
+    with _tcp(port, bundle) as sock:
+        sock.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        assert _closed_by_server(sock, time.monotonic() + REQUEST_TIMEOUT / 2), "its handshake failed"
+    body = review(pod())
+    assert HttpsClient(port, bundle).review(c.MUTATE_PATH, body)["uid"] == body["request"]["uid"]
 
 
 def _exchange(port: int, bundle: bytes, data: bytes) -> bytes:
