@@ -395,7 +395,7 @@ class SnapshotCache:
         self.view = view
         self.areas = areas  # route template -> the optional areas it reads; absent: reads no snapshot
         self.size = size
-        self.entries: dict[tuple, tuple[int, bytes, str]] = {}
+        self.entries: dict[tuple, tuple[object, bytes, str]] = {}  # key -> (the snapshot it shows, ...)
 
     def _key(self, req: falcon.Request) -> tuple | None:
         if req.method != "GET" or req.path.startswith(self.UNCACHED) or "snapshot" not in req.context:
@@ -410,25 +410,25 @@ class SnapshotCache:
         key = self._key(req)
         if key is None:
             return
-        req.context.snapshot_time = _snapshot(req).taken_at
         entry = self.entries.get(key)
-        if entry is not None and entry[0] == req.context.snapshot_time:
+        # The same snapshot object, not the same time: snapshots on a virtual clock share their time.
+        if entry is not None and entry[0] is _snapshot(req):
             resp.content_type = entry[2]
             resp.data = entry[1]
             resp.complete = True
 
     def process_response(self, req, resp, resource, succeeded) -> None:
         key = self._key(req)
-        if key is None or not succeeded or resp.status_code != 200 or "snapshot_time" not in req.context:
+        if key is None or not succeeded or resp.status_code != 200:
             return
-        if key in self.entries and self.entries[key][0] == req.context.snapshot_time:
+        if key in self.entries and self.entries[key][0] is _snapshot(req):
             return
         body = resp.render_body()
         if body is None:
             return
         if len(self.entries) >= self.size:
             self.entries.pop(next(iter(self.entries)))
-        self.entries[key] = (req.context.snapshot_time, body, resp.content_type)
+        self.entries[key] = (_snapshot(req), body, resp.content_type)
 
 
 def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:

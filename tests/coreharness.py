@@ -5,6 +5,7 @@ import threading
 from actors.core.partition import Timing
 from actors.core.scheduler import Scheduler, Tuning
 from si import si_pb2
+from si.clock import VirtualClock
 from si.resources import Resource
 
 
@@ -87,8 +88,10 @@ class Core:
 
     def __init__(self, config: str = OPEN_CONFIG, tuning: Tuning | None = None, predicates=None,
                  extra: dict[str, str] | None = None, build_info: dict[str, str] | None = None, **options):
-        """``extra``: the extra configuration (``health.checkInterval``...); ``options`` go to the Scheduler."""
+        """``extra``: the extra configuration (``health.checkInterval``...); ``options`` go to the Scheduler.
+        The core runs on a virtual clock (``advance`` moves it) unless ``clock`` says otherwise."""
         self.callback = RecordingCallback()
+        self.clock = options.setdefault("clock", VirtualClock())
         self.scheduler = Scheduler(predicates=predicates, tuning=tuning or Tuning(
             timing=Timing(completing=0.2, retention=0.5, starting=5.0)), **{"tick_interval": 0.05, **options})
         self.scheduler.register(si_pb2.RegisterResourceManagerRequest(
@@ -125,6 +128,12 @@ class Core:
         """Wait until the core has processed everything and finished scheduling."""
         for _ in range(3):
             self.scheduler.barrier()
+
+    def advance(self, seconds: float) -> None:
+        """Move the core's (virtual) clock ``seconds`` on: each of its timers due on the way fires at its
+        exact time, and the core settles before time moves again."""
+        self.settle()
+        self.clock.advance(seconds, between=self.settle)
 
     def snapshot(self):
         self.settle()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from si import si_pb2
 from si.constants import TAG_FOREIGN, TAG_REQUIRED_NODE
 from si.resources import Resource
@@ -13,12 +11,13 @@ class Allocation:
     """An ask (``node_id`` empty) or an allocation on a node. Mutable only inside its owning partition."""
 
     __slots__ = ("key", "application_id", "partition", "resource", "priority", "tags", "node_id", "request_time",
-                 "allocation_time", "placeholder", "task_group", "originator", "foreign", "preemptable",
+                 "allocation_time", "arrived", "booked", "placeholder", "task_group", "originator", "foreign", "preemptable",
                  "required_node", "constrained", "shape", "last_failure", "attempted", "failure_log",
                  "scale_up_triggered", "placeholder_released", "replacement", "placeholder_used", "preempts_others",
                  "preempted", "eviction_refused", "triggered_preemption", "preempting", "preempted_by", "reserved")
 
-    def __init__(self, message: si_pb2.Allocation, partition: str, constrained: bool = False) -> None:
+    def __init__(self, message: si_pb2.Allocation, partition: str, now: int, arrived: int = 0,
+                 constrained: bool = False) -> None:
         self.key = message.allocationKey
         self.application_id = message.applicationID
         self.partition = partition
@@ -26,8 +25,11 @@ class Allocation:
         self.priority = message.priority
         self.tags = dict(message.allocationTags)
         self.node_id = message.nodeID
-        self.request_time = time.time_ns()
+        self.request_time = now
         self.allocation_time = self.request_time if self.node_id else 0
+        # The order the partition received and booked it in: under a virtual clock many share a time.
+        self.arrived = arrived
+        self.booked = 0
         self.placeholder = message.placeholder
         self.task_group = message.taskGroupName
         self.originator = message.originator
@@ -76,9 +78,13 @@ class Allocation:
             entry[0] = now
             entry[1] += 1
 
+    def youth(self) -> tuple[int, int]:
+        """Sorts the youngest allocation first."""
+        return (-self.allocation_time, -self.booked)
+
     def sort_key(self) -> tuple:
         """Pending asks: highest priority first, then oldest."""
-        return (-self.priority, self.request_time, self.key)
+        return (-self.priority, self.request_time, self.arrived, self.key)
 
     def to_proto(self) -> si_pb2.Allocation:
         return si_pb2.Allocation(allocationKey=self.key, applicationID=self.application_id,

@@ -3,7 +3,6 @@ gang's placeholders (counted per task group, with the timer that ends the reserv
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Mapping
 
 from sortedcontainers import SortedKeyList
@@ -68,13 +67,13 @@ class PlaceholderData:
 
 class Application:
     __slots__ = ("application_id", "partition", "queue_path", "user", "groups", "tags", "state", "state_since",
-                 "state_log", "submission_time", "finished_time", "asks", "ask_index", "allocations", "used", "max_used",
+                 "state_log", "submission_time", "arrived", "finished_time", "asks", "ask_index", "allocations", "used", "max_used",
                  "pending", "rejected_message", "state_aware", "placeholder_ask", "placeholder_timeout", "gang_style",
                  "placeholders", "allocated_placeholder", "placeholder_deadline", "replacing", "version",
                  "unplaced_attempts", "backoff_until")
 
-    def __init__(self, request: si_pb2.AddApplicationRequest, partition: str, queue_path: str) -> None:
-        now = time.time_ns()
+    def __init__(self, request: si_pb2.AddApplicationRequest, partition: str, queue_path: str, now: int,
+                 arrived: int = 0) -> None:
         self.application_id = request.applicationID
         self.partition = partition
         self.queue_path = queue_path
@@ -85,6 +84,7 @@ class Application:
         self.state_since = now
         self.state_log: list[tuple[int, str]] = [(now, NEW)]
         self.submission_time = now
+        self.arrived = arrived  # the order the partition received it in: under a virtual clock many share a time
         self.finished_time = 0
         self.asks: SortedKeyList = SortedKeyList(key=Allocation.sort_key)
         self.ask_index: dict[str, Allocation] = {}
@@ -107,14 +107,13 @@ class Application:
         self.unplaced_attempts = 0  # scheduling attempts in a row that placed none of its asks
         self.backoff_until = 0  # ns since the epoch: skipped until then (its queue's unschedulable-ask backoff)
 
-    def transition(self, state: str, now: int | None = None) -> bool:
+    def transition(self, state: str, now: int) -> bool:
         """Move to ``state``; False when already there. Raises on a transition YuniKorn forbids."""
         self.version += 1
         if state == self.state:
             return False
         if state not in TRANSITIONS[self.state]:
             raise InvalidTransition(f"application {self.application_id}: {self.state} -> {state} is not allowed")
-        now = now or time.time_ns()
         self.state = state
         self.state_since = now
         self.state_log.append((now, state))

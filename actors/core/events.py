@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
-import time
 import uuid
 from collections import deque
 from collections.abc import Sequence
@@ -45,8 +44,8 @@ class PendingEvent(NamedTuple):
 
 
 def pending(type_: int, object_id: str, detail: int, change: int = si_pb2.EventRecord.ADD, message: str = "",
-            reference: str = "", resource: Resource | None = None) -> PendingEvent:
-    return PendingEvent(type_, object_id, detail, change, message, reference, resource, time.time_ns())
+            reference: str = "", resource: Resource | None = None, *, timestamp: int) -> PendingEvent:
+    return PendingEvent(type_, object_id, detail, change, message, reference, resource, timestamp)
 
 
 class EventRing:

@@ -8,7 +8,6 @@ the core's housekeeping thread and REST threads read, so the ring guards itself 
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -31,8 +30,8 @@ class MetricsHistory:
         self._samples: deque[HistorySample] = deque(maxlen=limit)
         self._lock = threading.Lock()
 
-    def store(self, total_applications: int, total_containers: int, timestamp: int | None = None) -> None:
-        sample = HistorySample(timestamp or time.time_ns(), total_applications, total_containers)
+    def store(self, total_applications: int, total_containers: int, timestamp: int) -> None:
+        sample = HistorySample(timestamp, total_applications, total_containers)
         with self._lock:
             self._samples.append(sample)
 

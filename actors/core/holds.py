@@ -10,7 +10,6 @@ it uses the partition's objects and its booking methods (``_place``, ``_remove_a
 from __future__ import annotations
 
 import itertools
-import time
 from time import perf_counter
 from typing import TYPE_CHECKING
 
@@ -31,12 +30,15 @@ from si.resources import Resource
 
 if TYPE_CHECKING:
     from actors.core.partition import _Cycle
+    from si.clock import Clock
 
 E = si_pb2.EventRecord
 
 
 class NodeHolds:
     """Preempting, reserving, and placing an ask on the node held for it (a mixin of ``Partition``)."""
+
+    clock: Clock
 
     def _init_holds(self) -> None:
         self.holds: dict[str, preemption.InFlight] = {}  # node id -> the preemption holding it
@@ -119,7 +121,7 @@ class NodeHolds:
         elif not (ask.resource + queue.awaiting).fits_in_max(headroom):
             return False  # the room under the max is promised to asks waiting for their victims
         due = ask.request_time + int(queue.preemption_delay * 1e9)
-        if time.time_ns() < due:
+        if self.clock.now_ns() < due:
             self._wake_at(due)
             return False
         began = perf_counter()
@@ -157,7 +159,7 @@ class NodeHolds:
 
     def _log_failure(self, app: Application, ask: Allocation, message: str) -> None:
         """Count ``message`` (upstream's constant text) in the ask's allocation log."""
-        ask.log_failure(message, time.time_ns())
+        ask.log_failure(message, self.clock.now_ns())
         app.version += 1
 
     def _take_victim(self, victim: Allocation, flight: preemption.InFlight | None, message: str) -> None:
@@ -256,7 +258,7 @@ class NodeHolds:
         """``ask`` fits no node: once it has waited long enough, it reserves the node that fits it soonest."""
         if ask.reserved is not None or ask.preempting is not None or ask.placeholder:
             return
-        now = time.time_ns()
+        now = self.clock.now_ns()
         due = ask.request_time + int(self.timing.reservation_delay * 1e9)
         if now < due:
             self._wake_at(due)
@@ -274,7 +276,7 @@ class NodeHolds:
         self._reserve(app, ask, node)
 
     def _reserve(self, app: Application, ask: Allocation, node: Node) -> None:
-        held = ask.reserved = reservation.Reservation(ask, app.application_id, node.node_id, time.time_ns())
+        held = ask.reserved = reservation.Reservation(ask, app.application_id, node.node_id, self.clock.now_ns())
         app.version += 1
         self.reservations[node.node_id] = held
         node.held_by = ask.key

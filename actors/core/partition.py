@@ -7,8 +7,8 @@ state this object holds, and everything the resource manager must learn is colle
 
 from __future__ import annotations
 
+import itertools
 import logging
-import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -27,6 +27,7 @@ from actors.core.stats import PartitionStats
 from actors.core.ugm import UsageTracker
 from actors.core.usergroups import GroupResolver, UnknownUser
 from si import si_pb2
+from si.clock import NS, REAL_CLOCK, Clock, ns
 from si.constants import (
     APP_TAG_NAMESPACE,
     NOT_ENOUGH_QUEUE_QUOTA,
@@ -128,8 +129,9 @@ class _FoundUsage:
 
 class Partition(NodeHolds):
     def __init__(self, config: PartitionConfig, rm_id: str, predicates: NodePredicates | None = None,
-                 timing: Timing | None = None) -> None:
+                 timing: Timing | None = None, clock: Clock = REAL_CLOCK) -> None:
         self.name = config.name
+        self.clock = clock
         self.rm_id = rm_id
         self.predicates = predicates or NoPredicates()
         self.view = self.predicates.view()  # the predicates' index of where allocations are
@@ -139,7 +141,8 @@ class Partition(NodeHolds):
         self.terminated: dict[str, Application] = {}
         self.total = Resource()
         self.outbox = Outbox()
-        self.created = time.time_ns()
+        self.created = clock.now_ns()
+        self._sequence = itertools.count(1)  # orders what arrives and is booked at one time
         self.dirty = True  # something changed that may allow a new allocation
         self.snapshot_cache: dict[tuple[str, str], tuple[int, object]] = {}  # (kind, id) -> (version, snapshot)
         self.allocation_snapshots: dict[str, object] = {}  # allocation key -> its last snapshot (views)
@@ -156,7 +159,7 @@ class Partition(NodeHolds):
         if not hasattr(self, "queues"):
             self.queues = QueueTree(config)
         self.placement = PlacementManager(config.placement_rules)
-        self.group_resolver = GroupResolver(config.user_group_resolver)
+        self.group_resolver = GroupResolver(config.user_group_resolver, lambda: self.clock.monotonic_ns() / NS)
         if hasattr(self, "usage"):
             self.usage.reconfigure(config)
         else:
@@ -176,10 +179,11 @@ class Partition(NodeHolds):
         return outbox
 
     def _event(self, type_, object_id, detail, change=E.ADD, message="", reference="", resource=None) -> None:
-        self.outbox.events.append(pending(type_, object_id, detail, change, message, reference, resource))
+        self.outbox.events.append(pending(type_, object_id, detail, change, message, reference, resource,
+                                          timestamp=self.clock.now_ns()))
 
     def _set_state(self, app: Application, state: str, message: str = "") -> None:
-        if app.transition(state):
+        if app.transition(state, self.clock.now_ns()):
             self.outbox.updated_apps.append(si_pb2.UpdatedApplication(
                 applicationID=app.application_id, state=state, stateTransitionTimestamp=app.state_since,
                 message=message))
@@ -294,7 +298,7 @@ class Partition(NodeHolds):
             if too_large:
                 self._reject_app(request, too_large)
                 continue
-            app = Application(request, self.name, queue.path)
+            app = Application(request, self.name, queue.path, self.clock.now_ns(), next(self._sequence))
             app.groups = groups
             self.apps[app.application_id] = app
             queue.apps[app.application_id] = app
@@ -321,9 +325,10 @@ class Partition(NodeHolds):
     def _reject_app(self, request, reason: str) -> None:
         self.outbox.rejected_apps.append(si_pb2.RejectedApplication(applicationID=request.applicationID, reason=reason))
         self._event(E.APP, request.applicationID, E.APP_REJECT, E.ADD, reason)
-        app = Application(request, self.name, "")
+        now = self.clock.now_ns()
+        app = Application(request, self.name, "", now)
         app.rejected_message = reason
-        app.transition(states.REJECTED)
+        app.transition(states.REJECTED, now)
         self.terminated[app.application_id] = app
 
     def remove_applications(self, requests) -> None:
@@ -397,7 +402,8 @@ class Partition(NodeHolds):
             return
         if message.allocationKey in app.allocations:
             return  # already placed: an ask repeated by the resource manager changes nothing
-        ask = Allocation(message, self.name, self.predicates.ask_constrained(message.allocationTags))
+        ask = Allocation(message, self.name, self.clock.now_ns(), next(self._sequence),
+                         self.predicates.ask_constrained(message.allocationTags))
         if ask.resource.has_negative():
             self.outbox.rejected_allocations.append(si_pb2.RejectedAllocation(
                 allocationKey=ask.key, applicationID=app.application_id,
@@ -405,7 +411,7 @@ class Partition(NodeHolds):
             return
         replaced = self._pend(app, ask)
         if ask.placeholder and replaced is None:
-            app.count_placeholder(ask, time.time_ns())
+            app.count_placeholder(ask, self.clock.now_ns())
         if app.state == states.NEW:
             self._set_state(app, states.ACCEPTED)
         elif app.state == states.COMPLETING:
@@ -415,7 +421,7 @@ class Partition(NodeHolds):
     def _add_existing(self, message: si_pb2.Allocation) -> None:
         """An allocation already running on a node: accepted as the cluster's truth, even over quota."""
         node = self.nodes.get(message.nodeID)
-        allocation = Allocation(message, self.name)
+        allocation = Allocation(message, self.name, self.clock.now_ns(), next(self._sequence))
         if node is None:
             self.outbox.rejected_allocations.append(si_pb2.RejectedAllocation(
                 allocationKey=allocation.key, applicationID=allocation.application_id,
@@ -460,7 +466,7 @@ class Partition(NodeHolds):
         if pending is not None:
             self._remove_ask(app, pending)
         elif allocation.placeholder:
-            app.count_placeholder(allocation, time.time_ns())
+            app.count_placeholder(allocation, self.clock.now_ns())
         self._place(app, queue, allocation, node, decided=False)
 
     def _pend(self, app: Application, ask: Allocation) -> Allocation | None:
@@ -559,7 +565,8 @@ class Partition(NodeHolds):
     def _place(self, app: Application, queue: Queue, allocation: Allocation, node: Node, decided: bool) -> None:
         """Book ``allocation`` on ``node`` for ``app`` (a new decision, or one found running)."""
         allocation.node_id = node.node_id
-        allocation.allocation_time = time.time_ns()
+        allocation.allocation_time = self.clock.now_ns()
+        allocation.booked = next(self._sequence)
         if not self.usage.tracks(app.application_id):
             self._start_running(app, queue)
         app.add_allocation(allocation)
@@ -704,10 +711,10 @@ class Partition(NodeHolds):
             return 0
         began = perf_counter()
         cycle = _Cycle()
-        deadline = time.monotonic() + max_seconds
+        deadline = self.clock.monotonic_ns() + ns(max_seconds)
         if self.reservations:
             self._place_reserved(cycle)
-        while cycle.allocations < max_allocations and time.monotonic() < deadline:
+        while cycle.allocations < max_allocations and self.clock.monotonic_ns() < deadline:
             if not self._allocate_one(self.queues.root, cycle):
                 self.dirty = False
                 break
@@ -751,9 +758,9 @@ class Partition(NodeHolds):
         policy = queue.sort_policy
         if policy == "fair":
             total = self.total
-            key = lambda a: (a.used.dominant_share(total), a.submission_time, a.application_id)  # noqa: E731
+            key = lambda a: (a.used.dominant_share(total), a.submission_time, a.arrived, a.application_id)  # noqa: E731
         else:
-            key = lambda a: (a.submission_time, a.application_id)  # noqa: E731
+            key = lambda a: (a.submission_time, a.arrived, a.application_id)  # noqa: E731
         if queue.priority_sorting:
             apps.sort(key=lambda a: (-a.priority, *key(a)))
         else:
@@ -785,7 +792,7 @@ class Partition(NodeHolds):
             if id(app) in cycle.exhausted:
                 continue
             if app.backoff_until:
-                now = now or time.time_ns()
+                now = now or self.clock.now_ns()
                 if now < app.backoff_until:
                     continue
                 app.backoff_until = 0
@@ -814,7 +821,7 @@ class Partition(NodeHolds):
         if app.unplaced_attempts < queue.ask_backoff:
             return
         app.unplaced_attempts = 0
-        app.backoff_until = time.time_ns() + int(queue.ask_backoff_delay * 1e9)
+        app.backoff_until = self.clock.now_ns() + int(queue.ask_backoff_delay * 1e9)
         app.version += 1
         self._wake_at(app.backoff_until)
         self._event(E.APP, app.application_id, E.DETAILS_NONE, E.SET,
@@ -953,7 +960,7 @@ class Partition(NodeHolds):
         log counts ``logged`` (upstream's constant text) for it when given."""
         if ask.last_failure == reason:
             return
-        ask.note_failure(reason, time.time_ns(), logged)
+        ask.note_failure(reason, self.clock.now_ns(), logged)
         if is_node_failure(reason):  # it fits its quotas but no node: the autoscaler's signal
             ask.scale_up_triggered = True
         owner = app or self.apps.get(ask.application_id)
@@ -964,9 +971,9 @@ class Partition(NodeHolds):
             state=si_pb2.UpdateContainerSchedulingStateRequest.FAILED, reason=reason))
 
     # Timers.
-    def tick(self, now_ns: int | None = None) -> None:
-        """Advance the application timers."""
-        now = now_ns or time.time_ns()
+    def tick(self) -> None:
+        """Advance the application timers to the clock's time."""
+        now = self.clock.now_ns()
         for app in list(self.apps.values()):
             age = (now - app.state_since) / 1e9
             if app.state == states.COMPLETING and age >= self.timing.completing:
@@ -979,7 +986,7 @@ class Partition(NodeHolds):
         self._tick_holds(now)
         for app_id, app in list(self.terminated.items()):
             if (now - app.state_since) / 1e9 >= self.timing.retention:
-                app.transition(states.EXPIRED)
+                app.transition(states.EXPIRED, now)
                 self._event(E.APP, app_id, E.APP_EXPIRED, E.REMOVE)
                 del self.terminated[app_id]
         for path in self.queues.prune():

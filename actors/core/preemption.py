@@ -214,7 +214,7 @@ class _Chooser:
             queue = self.victim_queue(app.queue_path) if app is not None else None
             if queue is not None and victim.priority <= self.highest_victim_priority(queue):
                 found.append((victim, queue))
-        found.sort(key=lambda pair: (pair[0].priority, -pair[0].allocation_time, pair[0].key))
+        found.sort(key=lambda pair: (pair[0].priority, pair[0].youth(), pair[0].key))
         return found
 
     def on_node(self, node: Node, apps: Mapping[str, Application]) -> tuple[Allocation, ...] | None:
@@ -327,7 +327,7 @@ def on_required_node(node: Node, ask: Allocation, meets: Meets) -> Plan | None:
 
 def _required_node_order(victim: Allocation) -> tuple:
     kind = 3 if victim.originator else 1 if victim.preemptable else 2
-    return (kind, victim.priority, -victim.allocation_time, sum(victim.resource.values()), victim.key)
+    return (kind, victim.priority, victim.youth(), sum(victim.resource.values()), victim.key)
 
 
 def plan(nodes: dict[str, Node], node_order: Iterable[str], queues: dict[str, Queue], apps: Mapping[str, Application],
@@ -357,7 +357,7 @@ def plan(nodes: dict[str, Node], node_order: Iterable[str], queues: dict[str, Qu
             victims = chooser.with_shortfall(node, apps, everywhere, shortfall)
         if victims is None:
             continue
-        score = (len(victims), max(v.priority for v in victims), -min(v.allocation_time for v in victims))
+        score = (len(victims), max(v.priority for v in victims), max(v.youth() for v in victims))
         if best is None or score < best[0]:
             best = (score, Plan(node, victims))
         feasible += 1

@@ -27,7 +27,7 @@ def victims(queue: Queue, apps: Mapping[str, Application], subtree: Iterable[Que
     """The pods of ``queue``'s subtree to preempt so that its usage fits its max again."""
     found = [a for q in subtree for app_id in q.apps for a in apps[app_id].allocations.values()
              if a.preemptable and not a.placeholder and not a.preempted and not a.eviction_refused]
-    found.sort(key=lambda a: (a.priority, -a.allocation_time, a.key))
+    found.sort(key=lambda a: (a.priority, a.youth(), a.key))
     usage = queue.allocated - queue.preempting
     chosen = []
     for victim in found:

@@ -45,12 +45,14 @@ from actors.core.settings import CoreSettings, SettingsError, UnsupportedReport,
 from actors.core.snapshot import ALL_AREAS, HEALTH, CoreSnapshot, HealthReport
 from actors.core.views import partition_snapshot, running_applications
 from si import si_pb2
+from si.clock import REAL_CLOCK, Clock, ns
 from si.constants import DEFAULT_PARTITION, NODE_ATTR_PARTITION
 from si.goduration import parse_duration
 
 log = logging.getLogger(__name__)
 HEALTH_INTERVAL_KEY = "health.checkInterval"
 DEFAULT_HEALTH_INTERVAL = 30.0  # seconds, as upstream
+NEVER = 2**63
 
 
 @message
@@ -82,9 +84,9 @@ class PartitionActor(Actor):
 
     def __init__(self, config: PartitionConfig, rm_id: str, callback: ResourceManagerCallback, ring: EventRing,
                  predicates: NodePredicates | None, tuning: Tuning, changes: Changes,
-                 supervisor: Supervisor | None = None) -> None:
+                 supervisor: Supervisor | None = None, clock: Clock = REAL_CLOCK) -> None:
         super().__init__(supervisor)
-        self.partition = Partition(config, rm_id, predicates, tuning.timing)
+        self.partition = Partition(config, rm_id, predicates, tuning.timing, clock)
         self.changes = changes
         self.callback = callback
         self.ring = ring
@@ -188,8 +190,9 @@ class CoreScheduler(Actor):
 
     def __init__(self, ring: EventRing, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
                  partitions: dict[str, pykka.ActorRef] | None = None, supervisor: Supervisor | None = None,
-                 changes: Changes | None = None) -> None:
+                 changes: Changes | None = None, clock: Clock = REAL_CLOCK) -> None:
         super().__init__(supervisor)
+        self.clock = clock
         self.changes = changes or Changes()
         self.ring = ring
         self.predicates = predicates
@@ -235,7 +238,8 @@ class CoreScheduler(Actor):
 
     def _start_partition(self, partition: PartitionConfig) -> None:
         self.partitions[partition.name] = ref = PartitionActor.start(
-            partition, self.rm_id, self.callback, self.ring, self.predicates, self.tuning, self.changes, self._supervisor)
+            partition, self.rm_id, self.callback, self.ring, self.predicates, self.tuning, self.changes, self._supervisor,
+            self.clock)
         if self.held:
             ref.tell(Hold(True))
 
@@ -343,7 +347,7 @@ class CoreScheduler(Actor):
                                    self.counters["failed_nodes"]
                                    + sum(p.stats.counters["nodes_failed"] for p in partitions))
         config = self.config
-        return CoreSnapshot(time.time_ns(), self.rm_id, partitions, config.text if config else "",
+        return CoreSnapshot(self.clock.now_ns(), self.rm_id, partitions, config.text if config else "",
                             config.checksum if config else "", dict(self.extra), report, areas,
                             dict(self.build_info), dict(self.counters), self.unsupported)
 
@@ -399,53 +403,56 @@ class Scheduler:
 
     def __init__(self, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
                  tick_interval: float = 1.0, event_capacity: int = 100_000, history_period: float = SAMPLE_PERIOD,
-                 history_size: int = RING_SIZE, supervisor: Supervisor | None = None) -> None:
+                 history_size: int = RING_SIZE, supervisor: Supervisor | None = None,
+                 clock: Clock = REAL_CLOCK) -> None:
+        self.clock = clock
         self.events = EventRing(capacity=event_capacity)
         self._partitions: dict[str, pykka.ActorRef] = {}  # the core's, read here to measure the backlog
         self._changes = Changes()
         self._core = CoreScheduler.start(self.events, predicates, tuning or Tuning(), self._partitions,
-                                         supervisor, self._changes).proxy()
+                                         supervisor, self._changes, clock).proxy()
         self.settings = CoreSettings()
         self.dropped_requests = 0
         self.history = MetricsHistory(history_size)
         self.last_health: HealthReport | None = None
         self.health_interval = DEFAULT_HEALTH_INTERVAL
-        self._health_due = float("inf")  # monotonic time of the next periodic check (none before registration)
+        self._health_due = NEVER  # clock.monotonic_ns() of the next periodic check (none before registration)
         self._history_period = history_period
         self._tick_interval = self._default_tick = tick_interval
-        self._tick_due = time.monotonic() + tick_interval
+        self._tick_due = clock.monotonic_ns() + ns(tick_interval)
+        self._sample_due = clock.monotonic_ns() + ns(history_period)
         self._stopped = threading.Event()
-        self._ticker = threading.Thread(target=self._housekeeping, name="core-ticker", daemon=True)
-        self._ticker.start()
+        self._housekeeper = clock.every(lambda: min(self._tick_interval, self._default_tick), self._housekeeping,
+                                        "core-ticker")
         self._snapshots: dict[frozenset[str], tuple[tuple, CoreSnapshot]] = {}  # areas -> (version, snapshot)
         self._snapshot_lock = threading.Lock()
 
-    def _housekeeping(self) -> None:
-        next_sample = time.monotonic() + self._history_period
-        while not self._stopped.wait(min(self._tick_interval, self._default_tick)):
-            try:
-                now = time.monotonic()
-                if now >= self._tick_due:
-                    self._tick_due = now + self._tick_interval
-                    self._core.tick()
-                if now >= next_sample:
-                    next_sample = now + self._history_period
-                    counts = self._core.counts().get()
-                    if counts is not None:
-                        self.history.store(*counts)
-                if self.health_interval > 0 and now >= self._health_due:
-                    self.check_health()
-            except pykka.ActorDeadError:
-                return
-            except Exception:  # the timers must keep running whatever one round met
-                log.exception("core housekeeping failed")
+    def _housekeeping(self) -> bool:
+        """One round of the core's timers; False ends them (the core is gone)."""
+        try:
+            now = self.clock.monotonic_ns()
+            if now >= self._tick_due:
+                self._tick_due = now + ns(self._tick_interval)
+                self._core.tick()
+            if now >= self._sample_due:
+                self._sample_due = now + ns(self._history_period)
+                counts = self._core.counts().get()
+                if counts is not None:
+                    self.history.store(*counts, timestamp=self.clock.now_ns())
+            if self.health_interval > 0 and now >= self._health_due:
+                self.check_health()
+        except pykka.ActorDeadError:
+            return False
+        except Exception:  # the timers must keep running whatever one round met
+            log.exception("core housekeeping failed")
+        return True
 
     def check_health(self) -> HealthReport | None:
         """Run the health checks now; the report becomes ``last_health`` (None before registration)."""
         report = self._core.check_health().get()
         if report is None:
             return None
-        self._health_due = time.monotonic() + self.health_interval
+        self._health_due = self.clock.monotonic_ns() + ns(self.health_interval)
         self.last_health = report
         for check in report.checks:
             if not check.succeeded:
@@ -461,16 +468,16 @@ class Scheduler:
         if tick != self._tick_interval:
             log.info("core timers every %ss", tick)
             self._tick_interval = tick
-            self._tick_due = time.monotonic() + tick
+            self._tick_due = self.clock.monotonic_ns() + ns(tick)
         interval = health_interval(dict(extra))
         if interval != self.health_interval:
             log.info("periodic health checks %s", f"every {interval}s" if interval > 0 else "disabled")
             self.health_interval = interval
-            self._health_due = time.monotonic() + interval
+            self._health_due = self.clock.monotonic_ns() + ns(interval)
 
     def stop(self) -> None:
         self._stopped.set()
-        self._ticker.join(timeout=5)
+        self._housekeeper.stop()
         try:
             self._core.actor_ref.stop()
         except pykka.ActorDeadError:
@@ -505,6 +512,7 @@ class Scheduler:
         capacity = self.settings.event_channel_capacity
         if self._backlog() < capacity:
             return True
+        # Real time, whatever the clock: the wait is for the core's threads to drain their inboxes.
         deadline = time.monotonic() + self.settings.dispatch_timeout
         while time.monotonic() < deadline:
             if self._stopped.wait(0.005):

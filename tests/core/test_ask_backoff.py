@@ -1,10 +1,7 @@
 """The unschedulable-ask backoff: an application whose asks find no node for ``backoff`` attempts in a row
 is not tried again for ``backoff.delay``, and REST shows until when."""
 
-import time
-
 from rest.daos import GO_ZERO_TIME, application
-from tests.waiting import wait_for
 
 QUEUES = """
 partitions:
@@ -32,13 +29,16 @@ def test_an_application_without_placements_backs_off_then_is_tried_again(core_fa
     core.settle()
     assert not app_of(core, "big").backoff_deadline, "one attempt: not yet"
     core.nodes(1, vcore=1000, prefix="other-")  # a change: the cycle runs again, the ask fits nowhere still
-    deadline = wait_for(lambda: app_of(core, "big").backoff_deadline, message="the backoff after two attempts")
+    core.settle()
+    deadline = app_of(core, "big").backoff_deadline
+    assert deadline == core.clock.now_ns() + 10**9, "the backoff after two attempts, for the queue's delay"
     assert application(app_of(core, "big"))["backoffDeadline"].endswith("Z")
     core.nodes(1, vcore=4000, prefix="large-")  # room now, but the application waits out its backoff
-    core.settle()
-    assert time.time_ns() < deadline and "big-0" not in {a.allocationKey for a in core.callback.new()}
-    wait_for(lambda: "big-0" in {a.allocationKey for a in core.callback.new()}, timeout=5, message="placed after it")
-    assert time.time_ns() >= deadline
+    core.advance(0.95)
+    assert "big-0" not in {a.allocationKey for a in core.callback.new()}, "not tried again before the deadline"
+    core.advance(0.05)
+    assert core.clock.now_ns() == deadline
+    assert "big-0" in {a.allocationKey for a in core.callback.new()}, "placed at the deadline"
     assert application(app_of(core, "big"))["backoffDeadline"] == GO_ZERO_TIME
 
 
@@ -52,4 +52,5 @@ def test_a_queue_without_backoff_keeps_trying(core_factory):
         core.settle()
     assert not app_of(core, "eager-app").backoff_deadline
     core.nodes(1, vcore=4000, prefix="large-")
-    wait_for(lambda: core.callback.new(), timeout=2, message="placed at once")
+    core.settle()
+    assert core.callback.new(), "placed at once"

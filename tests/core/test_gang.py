@@ -1,7 +1,5 @@
 """Gang scheduling in the core, through SI: placeholders, their replacement and their timeout."""
 
-import time
-
 from si import si_pb2
 from si.resources import Resource
 from tests.waiting import wait_for
@@ -104,8 +102,11 @@ def test_timeout_releases_unused_placeholders_of_a_running_gang(core_factory):
     gang_app(core, "gang", 2, timeout_ms=300)
     asks(core, "gang", ["ph-0", "ph-1"], placeholder=True)
     wait_for(lambda: "Running" in core.callback.app_states("gang"))
-    wait_for(lambda: released(core, "ph-0") and released(core, "ph-1"), timeout=5)
-    assert released(core, "ph-0") == [si_pb2.TIMEOUT] and "Resuming" not in core.callback.app_states("gang")
+    core.advance(0.25)
+    assert released(core, "ph-0") == released(core, "ph-1") == [], "not before the timeout"
+    core.advance(0.05)
+    assert released(core, "ph-0") == released(core, "ph-1") == [si_pb2.TIMEOUT], "released at the timeout"
+    assert "Resuming" not in core.callback.app_states("gang")
 
 
 def test_timeout_of_an_incomplete_gang_resumes_soft_and_fails_hard(core_factory):
@@ -115,8 +116,10 @@ def test_timeout_of_an_incomplete_gang_resumes_soft_and_fails_hard(core_factory)
     gang_app(core, "hard", 2, timeout_ms=300, style="Hard")
     asks(core, "soft", ["s-ph-0", "s-ph-1"], placeholder=True)
     asks(core, "hard", ["h-ph-0", "h-ph-1"], placeholder=True)
-    wait_for(lambda: "Resuming" in core.callback.app_states("soft") and "Failing" in core.callback.app_states("hard"),
-             timeout=5)
+    core.advance(0.25)
+    assert "Resuming" not in core.callback.app_states("soft") and "Failing" not in core.callback.app_states("hard")
+    core.advance(0.05)
+    assert "Resuming" in core.callback.app_states("soft") and "Failing" in core.callback.app_states("hard")
     assert core.callback.app_states("hard")[-1] == "Failed"  # nothing of it was allocated
     held = next(a.allocationKey for a in core.callback.new())
     assert held.startswith("s-") and released(core, held) == [si_pb2.TIMEOUT]
@@ -140,11 +143,12 @@ def test_a_held_core_books_but_decides_nothing_until_let_go(core_factory):
     core.scheduler.hold(True)
     gang_app(core, "later", 1)
     asks(core, "later", ["later-ph-0"], placeholder=True)
-    time.sleep(1.0)  # three times the placeholder timeout: a timer that is not held would have fired
-    core.settle()
+    core.advance(0.9)  # three times the placeholder timeout: a timer that is not held would have fired
     assert released(core, "ph-0") == [] and "later-ph-0" not in {a.allocationKey for a in core.callback.new()}
     partition = core.scheduler.snapshot().partition("default")
     assert "later-ph-0" in {ask.allocation_key for app in partition.applications for ask in app.requests}
     core.scheduler.hold(False)
-    wait_for(lambda: "later-ph-0" in {a.allocationKey for a in core.callback.new()})
-    wait_for(lambda: released(core, "ph-0") == [si_pb2.TIMEOUT], timeout=5)
+    core.settle()
+    assert "later-ph-0" in {a.allocationKey for a in core.callback.new()}, "placed once let go"
+    core.advance(0.05)
+    assert released(core, "ph-0") == [si_pb2.TIMEOUT], "the placeholder timeout long past: at the next tick"

@@ -11,7 +11,6 @@ from actors.core.scheduler import DEFAULT_HEALTH_INTERVAL, health_interval
 from rest.app import SchedulerView, create_app
 from si import si_pb2
 from si.resources import Resource
-from tests.waiting import wait_for
 
 UPSTREAM = [
     ("Scheduling errors", "Check for scheduling error entries in metrics"),
@@ -110,10 +109,11 @@ def test_checks_run_periodically_and_the_endpoint_answers_the_last_result(core_f
     client = falcon.testing.TestClient(create_app(SchedulerView(scheduler)))
     core.asks("no-such-app", 1)
     core.settle()
-    answer = client.simulate_get("/ws/v1/scheduler/healthcheck").json
-    if scheduler.last_health is first:  # the next periodic run has not happened yet: the last result stands
-        assert answer["Healthy"] is True
-    wait_for(lambda: scheduler.last_health is not first and not scheduler.last_health.healthy, timeout=5)
+    core.advance(0.25)
+    assert scheduler.last_health is first, "the next periodic run is not due yet"
+    assert client.simulate_get("/ws/v1/scheduler/healthcheck").json["Healthy"] is True, "the last result stands"
+    core.advance(0.05)
+    assert scheduler.last_health is not first and not scheduler.last_health.healthy, "run again 300 ms on"
     answer = client.simulate_get("/ws/v1/scheduler/healthcheck").json
     assert answer["Healthy"] is False
     assert [c["Name"] for c in answer["HealthChecks"] if not c["Succeeded"]] == ["Scheduling errors"]

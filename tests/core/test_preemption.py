@@ -1,10 +1,10 @@
 """Guaranteed-based preemption through the core's SI interface: each law, broken on purpose, is refused."""
 
-import time
 
 import pytest
 
 from si import si_pb2
+from si.clock import VirtualClock
 from si.resources import Resource
 from tests.core.test_scheduling import queues
 from tests.waiting import wait_for
@@ -260,8 +260,10 @@ def test_preemption_delay_is_waited_for(core_factory):
     core.app("app-a", queue="root.a")
     ask(core, "app-a", "a-0")
     core.settle()
+    core.advance(0.95)
     assert preempted(core) == [], "not before the delay"
-    wait_for(lambda: preempted(core), timeout=5, message="preemption after the delay")
+    core.advance(0.05)
+    assert preempted(core), "preemption once the delay ends"
 
 
 def test_at_most_ten_asks_of_a_queue_preempt_per_cycle(core_factory):
@@ -356,8 +358,10 @@ def test_quota_change_preemption_brings_a_queue_back_under_its_lowered_max(core_
         core.settle()
     core.configure(QUOTA.format(enabled="true", max=4, delay="200ms"))
     core.settle()
+    core.advance(0.2)  # the first tick (at 50 ms) sees the queue over its max; the delay runs from there
     assert preempted(core) == [], "not before the delay"
-    wait_for(lambda: len(preempted(core)) == 2, timeout=5, message="two pods preempted")
+    core.advance(0.05)
+    assert len(preempted(core)) == 2, "two pods preempted once the delay ends"
     victims = preempted(core)
     assert {v.allocationKey for v in victims} == {"b-1", "b-2"}, "the lowest priority ones"
     assert victims[0].message == "Preempted by Quota change enforcement process in root.b"
@@ -372,7 +376,9 @@ def test_quota_change_preemption_needs_the_partition_switch_and_a_delay(enabled,
     from actors.core import config as cfg
     from actors.core.partition import Partition
 
-    partition = Partition(cfg.parse(QUOTA.format(enabled=enabled, max=8, delay=delay)).partitions[0], "rm")
+    clock = VirtualClock()
+    partition = Partition(cfg.parse(QUOTA.format(enabled=enabled, max=8, delay=delay)).partitions[0], "rm",
+                          clock=clock)
     partition.update_nodes([si_pb2.NodeInfo(nodeID="n", action=si_pb2.NodeInfo.CREATE,
                                             schedulableResource=Resource.of(vcore=8000).to_proto())])
     partition.add_applications([si_pb2.AddApplicationRequest(applicationID="app-b", queueName="root.b",
@@ -382,9 +388,9 @@ def test_quota_change_preemption_needs_the_partition_switch_and_a_delay(enabled,
                                   for i in range(4)], [])
     partition.apply_config(cfg.parse(QUOTA.format(enabled=enabled, max=4, delay=delay)).partitions[0])
     partition.take_outbox()
-    now = time.time_ns()
-    for later in (0, 1, 60, 3600):  # seconds: long past any delay
-        partition.tick(now + later * 10**9)
+    for later in (0, 1, 59, 3540):  # seconds: long past any delay
+        clock.advance(later)
+        partition.tick()
     released = [r for r in partition.take_outbox().released if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]
     assert len(released) == victims
     assert partition.queues.get("root.b").preempting["vcore"] == 2000 * victims

@@ -6,9 +6,9 @@ from actors.core.scheduler import Tuning
 from si import si_pb2
 from si.constants import TAG_REQUIRED_NODE
 from si.resources import Resource
-from tests.waiting import wait_for
 
 GIB = 2**30
+TICK = 0.05  # the core's timers' period in the tests
 E = si_pb2.EventRecord
 
 
@@ -18,6 +18,15 @@ def placed(core, key):
 
 def reserved_nodes(core):
     return {n.node_id: n.reservations for n in core.snapshot().partitions[0].nodes if n.is_reserved}
+
+
+def reserved_after(core, seconds):
+    """Move the clock to one tick (50 ms) before ``seconds``: no node is reserved; then to ``seconds``: the
+    reserved nodes."""
+    core.advance(seconds - TICK)
+    assert reserved_nodes(core) == {}, f"no reservation before {seconds}s"
+    core.advance(TICK)
+    return reserved_nodes(core)
 
 
 def full_cluster(core, nodes=2):
@@ -34,8 +43,7 @@ def test_a_large_ask_among_a_stream_of_small_ones_is_placed(core_factory):
     running = full_cluster(core)
     core.app("big", queue="root.q")
     core.asks("big", 1, vcore=8000, memory=GIB, prefix="big-")
-    wait_for(lambda: reserved_nodes(core), timeout=5, message="the large ask reserves a node once it waited 2 s")
-    [(node, holders)] = reserved_nodes(core).items()
+    [(node, holders)] = reserved_after(core, 2.0).items()  # the large ask reserves a node once it waited 2 s
     assert holders == ("big-0",)
     health = core.scheduler.check_health()
     assert next(c for c in health.checks if c.name == "Reservation check").diagnosis_message == \
@@ -59,7 +67,7 @@ def test_a_reservation_is_satisfied_on_another_node_and_its_node_freed(core_fact
     full_cluster(core, nodes=1)
     core.app("big", queue="root.q")
     core.asks("big", 1, vcore=4000, memory=GIB, prefix="big-")
-    wait_for(lambda: reserved_nodes(core), timeout=5, message="a reservation")
+    assert reserved_after(core, 2.0)
     core.nodes(1, vcore=8000, memory=64 * GIB, prefix="new-")
     core.settle()
     assert placed(core, "big-0") == ["new-0"]
@@ -77,7 +85,7 @@ def test_a_cancelled_ask_releases_its_reservation(core_factory):
     full_cluster(core, nodes=1)
     core.app("big", queue="root.q")
     core.asks("big", 1, vcore=4000, memory=GIB, prefix="big-")
-    wait_for(lambda: reserved_nodes(core), timeout=5, message="a reservation")
+    assert reserved_after(core, 2.0)
     apps = {a.application_id: a for a in core.snapshot().partitions[0].applications}
     assert apps["big"].reservations == ("big-0",)
     core.release("big", "big-0")
@@ -91,10 +99,15 @@ def test_a_reservation_times_out(core_factory):
     full_cluster(core, nodes=1)
     core.app("big", queue="root.q")
     core.asks("big", 1, vcore=4000, memory=GIB, prefix="big-")
-    wait_for(lambda: reserved_nodes(core), timeout=5, message="a reservation")
-    wait_for(lambda: any(e.objectID == "node-0" and e.eventChangeDetail == E.NODE_RESERVATION
-                         and e.message == "reservation timed out" for e in core.callback.events),
-             timeout=5, message="the reservation times out")
+    assert reserved_after(core, 0.1)
+
+    def timed_out():
+        return [e for e in core.callback.events if e.objectID == "node-0" and e.eventChangeDetail == E.NODE_RESERVATION
+                and e.message == "reservation timed out"]
+    core.advance(0.5 - TICK)
+    assert not timed_out() and reserved_nodes(core)
+    core.advance(TICK)
+    assert [e.timestampNano for e in timed_out()] == [core.clock.now_ns()], "timed out 0.5 s after it was made"
 
 
 def required_node_ask(core, app_id, key, node, vcore=1000, priority=1000):
@@ -172,9 +185,11 @@ partitions:
     full_cluster(core, nodes=1)
     core.app("a", queue="root.a")
     core.asks("a", 1, vcore=2000, memory=GIB, prefix="a-")
-    wait_for(lambda: reserved_nodes(core), timeout=5, message="a reservation before the preemption delay ends")
-    wait_for(lambda: [r for r in core.callback.released() if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER],
-             timeout=5, message="the reserving ask preempts on its node")
+    assert reserved_after(core, 0.1), "a reservation before the preemption delay ends"
+    core.advance(0.6 - 0.1 - TICK)
+    assert daemonset_victims(core) == [], "no preemption before its delay"
+    core.advance(TICK)
+    assert daemonset_victims(core), "the reserving ask preempts on its node once the delay ends"
     for victim in [r for r in core.callback.released() if r.terminationType == si_pb2.PREEMPTED_BY_SCHEDULER]:
         core.release(victim.applicationID, victim.allocationKey, si_pb2.PREEMPTED_BY_SCHEDULER)
     core.settle()

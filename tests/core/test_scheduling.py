@@ -6,7 +6,6 @@ from actors.core.snapshot import ALL_AREAS, HEALTH, NODES
 from si import si_pb2
 from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
 from si.resources import Resource
-from tests.waiting import wait_for
 
 GIB = 2**30
 
@@ -314,9 +313,14 @@ def test_application_life_cycle_with_timers(core_factory):
     core.asks("app", 1)
     core.settle()
     core.release("app", "app-0")
-    wait_for(lambda: core.callback.app_states("app")[-1:] == ["Completed"], message="Completed after the timer")
-    assert core.callback.app_states("app") == ["Accepted", "Running", "Completing", "Completed"]
-    wait_for(lambda: not core.scheduler.snapshot().partitions[0].terminated_applications, message="expiry")
+    core.advance(0.15)
+    assert core.callback.app_states("app") == ["Accepted", "Running", "Completing"]
+    core.advance(0.05)
+    assert core.callback.app_states("app") == ["Accepted", "Running", "Completing", "Completed"], "after the timer"
+    core.advance(0.45)
+    assert core.scheduler.snapshot().partitions[0].terminated_applications, "kept for the retention time"
+    core.advance(0.05)
+    assert not core.scheduler.snapshot().partitions[0].terminated_applications, "expired after it"
     assert core.scheduler.snapshot().partitions[0].root_queue.find("root.q") is None, "empty dynamic queue removed"
 
 

@@ -9,7 +9,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from si import si_pb2
 from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
 from si.resources import Resource
-from tests.waiting import wait_for
 
 BAD = sorted((pathlib.Path(__file__).parents[1] / "core" / "configs" / "bad").glob("*.yaml"))
 
@@ -269,7 +268,8 @@ def test_a_failed_application_is_among_the_completed_ones(rest):
     core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[si_pb2.Allocation(
         allocationKey=f"ph-{i}", applicationID="hard-gang", partitionName="default", taskGroupName="workers",
         placeholder=True, resourcePerAlloc=Resource.of(vcore=1000, memory=2**29).to_proto()) for i in range(2)]))
-    wait_for(lambda: core.callback.app_states("hard-gang")[-1:] == ["Failed"], message="the gang fails")
+    core.advance(0.2)
+    assert core.callback.app_states("hard-gang")[-1:] == ["Failed"], "the gang fails at its timeout"
     status, completed = client.get("/ws/v1/partition/default/applications/completed")
     assert status == 200 and [(a["applicationID"], a["applicationState"]) for a in completed] == [
         ("hard-gang", "Failed")]
