@@ -12,6 +12,9 @@ nor writes to the cluster; the leader schedules. A leader that loses its Lease e
 status 3 (its write fence is already closed; Kubernetes restarts it as a standby). SIGTERM releases the
 Lease once the leader's last write has been answered, so the standby takes over without waiting for
 the Lease to expire.
+
+``yunikorn-scheduler simulate ...`` replays a workload trace against a queue configuration on a virtual
+clock instead (see ``simulate.cli``).
 """
 
 from __future__ import annotations
@@ -159,6 +162,10 @@ def configure_logging(level: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["simulate"]:  # the what-if simulator: the core alone, no cluster
+        from simulate.cli import main as simulate
+        return simulate(argv[1:])
     args = parse_args(argv)
     configure_logging(args.log_level)
     tune_collector()
