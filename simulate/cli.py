@@ -4,7 +4,10 @@
                                 [--compare Q2.yaml] [--seed N] [--set KEY=VALUE ...]
 
 writes ``DIR/report.json``, ``DIR/report.html`` and CSVs. A malformed input stops the run before it
-starts, with exit status 2 and a message naming the file, line and field.
+starts, with exit status 2 and a message naming the file, line and field. Traces from elsewhere:
+
+    yunikorn-scheduler simulate import-alibaba batch_task.csv --out T.jsonl [--queue root.batch]
+    yunikorn-scheduler simulate export-history --history-dsn DSN --out T.jsonl [--since 7d]
 """
 
 from __future__ import annotations
@@ -100,6 +103,11 @@ def load_config(path: str):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["import-alibaba"]:
+        return import_alibaba(argv[1:])
+    if argv[:1] == ["export-history"]:
+        return export_history(argv[1:])
     args = parse_args(argv)
     try:
         extra = _extra(args.set)
@@ -137,3 +145,52 @@ def _name(path: str, other: str | None, first: bool) -> str:
     if other is not None and Path(other).stem == stem:
         return f"{'A' if first else 'B'}: {Path(path).name}"
     return stem
+
+
+def import_alibaba(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="yunikorn-scheduler simulate import-alibaba",
+                                     description="a trace from Alibaba cluster-trace-v2018's batch_task.csv")
+    parser.add_argument("tasks", help="batch_task.csv")
+    parser.add_argument("--out", required=True, help="the trace to write (JSON lines)")
+    parser.add_argument("--queue", default="root.batch", help="queue of every application (default root.batch)")
+    parser.add_argument("--user", default="alibaba", help="user of every application (default alibaba)")
+    parser.add_argument("--machine-memory", default="96Gi",
+                        help="a machine's memory: plan_mem is a share of it (default 96Gi)")
+    args = parser.parse_args(argv)
+    from simulate.alibaba import read_tasks
+    from simulate.inputs import write_trace
+    try:
+        lines = read_tasks(args.tasks, args.queue, args.user, args.machine_memory)
+    except InputError as error:
+        print(f"yunikorn-scheduler simulate: {error}", file=sys.stderr)
+        return INPUT_ERROR
+    print(f"{write_trace(lines, args.out)} applications written to {args.out}")
+    return 0
+
+
+def export_history(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="yunikorn-scheduler simulate export-history",
+                                     description="a trace from the history store's finished applications")
+    parser.add_argument("--history-dsn", required=True, help="the history store (a SQLite file or a PostgreSQL DSN)")
+    parser.add_argument("--out", required=True, help="the trace to write (JSON lines)")
+    parser.add_argument("--partition", default="default")
+    parser.add_argument("--queue", help="only this queue's applications")
+    parser.add_argument("--since", help="only applications finished this long ago or later (e.g. 168h)")
+    args = parser.parse_args(argv)
+    from si.goduration import parse_duration
+    from simulate.export import NS, from_store
+    from simulate.inputs import write_trace
+    since = None
+    if args.since:
+        try:
+            since = time.time_ns() - int(parse_duration(args.since) * NS)
+        except ValueError:
+            print(f"yunikorn-scheduler simulate: --since: {args.since!r} is not a duration such as 168h", file=sys.stderr)
+            return INPUT_ERROR
+    try:
+        lines = from_store(args.history_dsn, args.partition, since=since, queue=args.queue)
+    except ImportError:
+        print("yunikorn-scheduler simulate: this installation has no history store", file=sys.stderr)
+        return INPUT_ERROR
+    print(f"{write_trace(lines, args.out)} applications written to {args.out}")
+    return 0

@@ -133,6 +133,7 @@ class Simulation:
         self._used_since = 0.0
         self.outcome = Outcome(Resource(), cluster.node_count)
         self._asks: list[si_pb2.Allocation] = []
+        self._held: dict[str, list[tuple[Pod, dict[str, str]]]] = {}  # a reserving gang's real pods
         self._releases: list[si_pb2.AllocationRelease] = []
         self._new_apps: list[si_pb2.AddApplicationRequest] = []
         self._last_progress = 0.0
@@ -151,7 +152,7 @@ class Simulation:
         heap, partition = self._heap, self.partition
         while heap:
             due = heap[0][0]
-            if not self._live and (self._done() or due - self._last_progress > self._drain):
+            if not self._live and (self._done() or due / NS - self._last_progress > self._drain):
                 break
             self._advance(due)
             while heap and heap[0][0] == due:
@@ -162,7 +163,9 @@ class Simulation:
                 self._handle(kind, payload)
             self._flush()
             guard = 0
-            while partition.dirty and guard < 1000:  # each pass places all it can; a pass may free more
+            # Each pass places all it can; what it decided may free more, or let a gang's real pods ask.
+            while (partition.dirty or self._asks or self._releases) and guard < 1000:
+                self._flush()
                 partition.schedule(1_000_000, 1e9)
                 self._answers()
                 guard += 1
@@ -265,13 +268,20 @@ class Simulation:
                     self._ask(pod, tags)
                     pods.append(pod)
         self._new_apps.append(request)
+        held = []
         for g, spec in enumerate(app.pods):
             tags = predicates.ask_tags(spec.node_selector, spec.tolerations)
             for i in range(spec.count):
                 pod = Pod(f"{app.app_id}-{g}-{i}", app.app_id, app.queue, app.user, spec.resource, spec.duration,
                           spec.priority, spec.grace, False, spec.task_group, self.now)
-                self._ask(pod, tags)
                 pods.append(pod)
+                self.pods[pod.key] = pod
+                if app.task_groups:
+                    held.append((pod, tags))
+                else:
+                    self._ask(pod, tags)
+        if held:  # as the shim: a gang's real pods are asked for once it holds its room, or has timed out
+            self._held[app.app_id] = held
 
     def _ask(self, pod: Pod, tags: dict[str, str]) -> None:
         self.pods[pod.key] = pod
@@ -361,9 +371,14 @@ class Simulation:
             elif update.message == states.RESERVATION_TIMEOUT and gang.timed_out is None:
                 gang.timed_out = now
             if update.state in (states.FAILING, states.FAILED):
+                self._held.pop(update.applicationID, None)
                 for pod in self.apps.get(update.applicationID, ()):
                     if pod.start is None and not pod.failed:
                         pod.failed, pod.reason = True, f"gang failed: {update.message or update.state}"
+            elif update.state in (states.RUNNING, states.STARTING, states.ACCEPTED) and (
+                    update.state != states.ACCEPTED or gang.timed_out is not None):
+                for pod, tags in self._held.pop(update.applicationID, ()):
+                    self._ask(pod, tags)
         for state in out.scheduling_states:
             pod = pods.get(state.allocationKey)
             if pod is not None:
