@@ -47,9 +47,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 class Progress:
     """A progress bar on stderr in simulated and wall time (a line every few seconds when not a terminal)."""
 
-    def __init__(self, label: str, stream=sys.stderr) -> None:
-        self.label, self.stream = label, stream
-        self.tty = stream.isatty()
+    def __init__(self, label: str, stream=None) -> None:
+        self.label, self.stream = label, stream or sys.stderr
+        self.tty = self.stream.isatty()
         self.began = time.perf_counter()
         self.shown = 0.0
 

@@ -23,7 +23,7 @@ def workload(pods: int, hours: float, queues: list[str], users: int = 12, seed: 
                 break
         count = min(pods - made, max(1, int(rng.paretovariate(1.3))) if rng.random() < 0.9 else rng.randint(8, 32))
         cpu, memory = rng.choice(SHAPES)
-        duration = round(min(rng.lognormvariate(math.log(mean_duration) - 0.5, 1.0), 6 * 3600), 1)
+        duration = round(min(rng.lognormvariate(math.log(mean_duration) - 0.5, 1.0), 8 * mean_duration), 1)
         queue = queues[index % len(queues)] if rng.random() < 0.3 else rng.choice(queues)
         user = f"user{rng.randrange(users)}"
         line = {"submit": round(submit, 3), "app": f"app-{index:06d}", "queue": queue, "user": user,
