@@ -1,7 +1,8 @@
 """The simulator's speed: a 24-hour trace of 100,000 pods on 1,000 nodes (16 cores, 64Gi each).
 
-Prints simulated seconds per wall second (target: >= 290, i.e. the day in <= 5 minutes) and the peak
-RSS. ``--pods``/``--nodes``/``--hours`` scale it down for a quick look.
+Prints simulated seconds per wall second (target: >= 290, i.e. the day in <= 5 minutes), the same per
+CPU second of the process (the figure that holds on a shared machine) and the peak RSS.
+``--pods``/``--nodes``/``--hours`` scale it down for a quick look; progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from actors.core import config as cfg
 from simulate import report
+from simulate.cli import Progress
 from simulate.engine import Settings, Simulation
 from simulate.inputs import parse_cluster, read_trace, write_trace
 from simulate.synthetic import workload
@@ -50,8 +52,9 @@ def main() -> int:
         write_trace(workload(args.pods, args.hours, ["root.prod", "root.batch", "root.dev", "root.ml"],
                              mean_duration=mean), path)
         trace = read_trace(path)
-        began = time.perf_counter()
-        outcome = Simulation(config, cluster, trace, Settings()).run()
+        began, cpu = time.perf_counter(), time.process_time()
+        outcome = Simulation(config, cluster, trace, Settings(), Progress("day")).run()
+        cpu = time.process_time() - cpu
         summary = report.summarise(outcome)
         report.write({"day": summary}, {"day": outcome}, Path(scratch) / "report")
         total = time.perf_counter() - began
@@ -60,6 +63,7 @@ def main() -> int:
           f"simulated {outcome.simulated:,.0f}s (makespan {outcome.makespan:,.0f}s)")
     print(f"simulation {outcome.wall:.1f}s wall: {outcome.simulated / outcome.wall:,.0f} simulated s per wall s; "
           f"with the report {total:.1f}s; events {outcome.events:,}; peak RSS {rss:,.0f} MiB")
+    print(f"simulation CPU {cpu:.1f}s: {outcome.simulated / cpu:,.0f} simulated s per CPU s")
     print(f"cpu utilisation {summary['utilisation']:.0%}, preemptions {len(summary['preemptions'])}, "
           f"gang timeouts {summary['gang_timeouts']}, unschedulable {len(summary['unschedulable'])}")
     return 0

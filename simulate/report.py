@@ -36,9 +36,9 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def _waits(pods: list[Pod]) -> dict:
-    waits = sorted(p.wait for p in pods if p.wait is not None)
+    waits = sorted(round(p.wait, 3) for p in pods if p.wait is not None)
     return {"wait_p50": percentile(waits, 50), "wait_p95": percentile(waits, 95), "wait_p99": percentile(waits, 99),
-            "wait_mean": sum(waits) / len(waits) if waits else None, "wait_max": waits[-1] if waits else None}
+            "wait_mean": round(sum(waits) / len(waits), 3) if waits else None, "wait_max": waits[-1] if waits else None}
 
 
 def _dominant(vcore: float, memory: float, total) -> float:
@@ -269,7 +269,11 @@ def _lines(series: list[tuple[str, list[tuple[float, float]]]], title: str, unit
         parts.append(f'<polyline points="{path}" fill="none" stroke="{COLOURS[i % len(COLOURS)]}" '
                      f'stroke-width="1.6"><title>{html.escape(name)}</title></polyline>')
     parts.append("</svg>")
-    return "".join(parts)
+    if len(series) > 1:
+        parts.append('<div class="legend">' + "".join(
+            f'<span style="color:{COLOURS[i % len(COLOURS)]}">&#9632; {html.escape(name)}</span>'
+            for i, (name, _) in enumerate(series)) + "</div>")
+    return "<div>" + "".join(parts) + "</div>"
 
 
 def _table(header: list[str], rows: list[list]) -> str:
