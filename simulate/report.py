@@ -288,6 +288,11 @@ def _number(value, digits: int = 3) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
+def _cell(queue: dict, metric: str) -> str:
+    value = queue.get(metric)
+    return _seconds(value) if metric.startswith("wait") else ("-" if value is None else str(value))
+
+
 def render_html(reports: dict[str, dict]) -> str:
     names = list(reports)
     out = ["<!doctype html><html><head><meta charset='utf-8'><title>yunikorn-scheduler simulate</title>",
@@ -305,8 +310,15 @@ def render_html(reports: dict[str, dict]) -> str:
                    f'unschedulable pods</div><p>{report["pods"]} pods of {report["applications"]} applications on '
                    f'{report["nodes"]} nodes; {report["gang_timeouts"]} gang timeouts, {report["reservations"]} '
                    f'reservations</p></div>')
-    out.append("</div><h2>Wait time per queue</h2>")
+    out.append("</div>")
     queues = sorted({q for r in reports.values() for q in r["queues"]})
+    if len(names) > 1:
+        out.append("<h2>Side by side</h2>" + _table(
+            ["queue", *(f"{n} {m}" for m in ("p50", "p95", "p99", "preempted", "unschedulable") for n in names)],
+            [[q, *(_cell(reports[n]["queues"].get(q, {}), m) for m in ("wait_p50", "wait_p95", "wait_p99", "preempted",
+                                                                       "unschedulable") for n in names)]
+             for q in queues]))
+    out.append("<h2>Wait time per queue</h2>")
     series = [f"{n} {p}" if len(names) > 1 else p for n in names for p in ("p50", "p95", "p99")]
     groups = [(q, [(f"{n} {p}" if len(names) > 1 else p, reports[n]["queues"].get(q, {}).get(f"wait_{p}"))
                    for n in names for p in ("p50", "p95", "p99")]) for q in queues]
