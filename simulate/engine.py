@@ -366,8 +366,8 @@ class Simulation:
             gang = self.outcome.gangs.get(update.applicationID)
             if gang is None:
                 continue
-            if update.state in (states.RUNNING, states.STARTING) and gang.running is None:
-                gang.running = now
+            if update.state in (states.RUNNING, states.STARTING) and gang.running is None and gang.timed_out is None:
+                gang.running = now  # it holds all its room (not: runs as ordinary pods after a timeout)
             elif update.message == states.RESERVATION_TIMEOUT and gang.timed_out is None:
                 gang.timed_out = now
             if update.state in (states.FAILING, states.FAILED):

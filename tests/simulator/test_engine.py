@@ -107,3 +107,12 @@ def test_the_same_inputs_and_seed_give_the_same_run():
     assert placements(7) == placements(7)
     assert placements(0) == placements(0)
     assert placements(0) != placements(7)  # the seed orders applications submitted at the same time
+
+
+def test_a_soft_gang_that_times_out_runs_its_pods_as_ordinary_ones():
+    gang = app("g1", 0, count=3, duration=50, pod={"taskGroup": "workers"}, gangStyle="Soft", placeholderTimeout=60,
+               taskGroups=[{"name": "workers", "minMember": 3, "minResource": {"cpu": "1", "memory": "1Gi"}}])
+    outcome = run(FIFO, [NODE], [gang])
+    assert outcome.gangs["g1"].timed_out == 60.0 and outcome.gangs["g1"].running is None
+    starts = sorted(p.start for p in outcome.pods if not p.placeholder)
+    assert starts == [60.0, 60.0, 110.0]  # once the placeholders are gone, two fit; the third when one ends
