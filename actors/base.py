@@ -7,7 +7,8 @@
   messages of each side are listed in one module (``actors.shim.messages``, ``actors.core.messages``).
   Failures are reported with the actor's name to the supervisor given at start (a
   :class:`Supervision`, which health checks read), so a crash never silently stops part of the
-  scheduler.
+  scheduler. An actor whose messages carry what tenants write (``contain_failures``) never stops for
+  one: the message that raised is dropped and logged, and the actor goes on with the next.
 - **Life cycle**: :func:`stop_all` stops every actor (tests assert none is left; see
   :func:`live_actors`). Start actors with ``SomeActor.start(...)``; stop them with ``ref.stop()``.
 """
@@ -18,7 +19,7 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import pykka
 
@@ -70,11 +71,19 @@ class Supervision:
 
 
 class _Conventions:
-    """Typed dispatch and failure reports, shared by both kinds of actor below."""
+    """Typed dispatch and failure reports, shared by both kinds of actor below.
+
+    ``contain_failures``: an exception of a handler drops its message instead of stopping the actor;
+    :meth:`on_dropped` says so (an asker gets ``None``). For the actors that handle one tenant's
+    objects, whose failure must stay that object's, never the scheduler's.
+    """
+
+    contain_failures: ClassVar[bool] = False
 
     def __init__(self, supervisor: Supervisor | None = None) -> None:
         super().__init__()
         self._supervisor = supervisor
+        self._dropped_kinds: set[str] = set()
 
     @property
     def name(self) -> str:
@@ -84,7 +93,23 @@ class _Conventions:
         handler = getattr(self, f"on_{type(msg).__name__}", None)
         if handler is None:
             raise TypeError(f"{self.name} has no handler for {type(msg).__name__}")
-        return handler(msg)
+        if not self.contain_failures:
+            return handler(msg)
+        try:
+            return handler(msg)
+        except Exception as error:
+            self.on_dropped(msg, error)
+            return None
+
+    def on_dropped(self, msg: Any, error: Exception) -> None:
+        """``msg`` raised ``error`` and was dropped: logged with its trace the first time a message of
+        its type is, so a poison object sent again and again does not flood the log."""
+        kind = type(msg).__name__
+        if kind in self._dropped_kinds:
+            log.debug("%s dropped a %s: %r", self.name, kind, error)
+            return
+        self._dropped_kinds.add(kind)
+        log.error("%s dropped a %s that failed: %r", self.name, kind, error, exc_info=error)
 
     def on_failure(self, exception_type, exception_value, traceback) -> None:
         failure = ActorFailed(self.name, repr(exception_value))

@@ -3,7 +3,8 @@
 Connects with ``--kubeconfig PATH``, else the in-cluster service account, else stops with a hint.
 ``--embedded`` starts an in-process kubesim with ``--nodes`` nodes and a sample multi-queue workload of
 ``--pods`` pods, shows a progress bar while they are scheduled and a summary table once they are all
-bound, then keeps serving until Ctrl-C (or exits with ``--exit-when-done``). SIGTERM and SIGINT shut
+bound (then exits with ``--exit-when-done``), then the pods finishing and their applications completing,
+and keeps serving until Ctrl-C. SIGTERM and SIGINT shut
 down gracefully (informers stopped, binds drained, actors stopped) and exit 0.
 
 ``--leader-elect`` runs this process as one candidate of an active/standby pair (kube-scheduler's flags
@@ -73,6 +74,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--namespace", default=os.environ.get("NAMESPACE", "default"),
                         help="namespace of the scheduler's configmaps (default: $NAMESPACE or 'default')")
     parser.add_argument("--rest-port", type=int, default=9080, help="REST API port (default 9080; 0 = any)")
+    parser.add_argument("--health-port", type=int, default=0,
+                        help="port of the liveness and readiness probes alone, apart from the API's load "
+                             "(default 0 = any free port, logged; the chart sets 9081)")
     parser.add_argument("--rest-host", default="0.0.0.0",
                         help="address the REST API listens on (default 0.0.0.0; 127.0.0.1 for this host only)")
     parser.add_argument("--rest-allowed-origins", default="*", metavar="ORIGINS",
@@ -192,11 +196,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _start_embedded(args: argparse.Namespace, kubeconfig: Path):
-    from kubesim import KubeSim
-
-    sim = KubeSim(port=0, kubelet_delay=0.0).start()
+    sim = embedded.start_cluster(args.nodes)
     sim.write_kubeconfig(str(kubeconfig))
-    sim.seed_nodes(args.nodes)
     log.info("embedded kubesim at %s with %d nodes", sim.url, args.nodes)
     print(f"embedded cluster at {sim.url}; for kubectl: export KUBECONFIG={kubeconfig}", flush=True)
     return sim
@@ -222,7 +223,7 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
         try:
             rest = _start_rest(core, service, args, elector)
         except OSError as error:
-            log.error("cannot serve the REST API on port %d: %s", args.rest_port, error)
+            log.error("cannot serve the REST API on ports %d and %d: %s", args.rest_port, args.health_port, error)
             return 1
         if args.extender_tls is not None:
             try:
@@ -238,6 +239,7 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
                 print(embedded.summary(client), flush=True)
                 if args.exit_when_done:
                     return 0
+                embedded.show_completion(core, lambda: _count(service.latest_state(), _FINISHED), args.pods, stop)
         while not stop.wait(0.5):
             if service.scheduler_state() == SchedulerState.FAILED:
                 log.error("scheduler start-up failed; exiting")
@@ -282,8 +284,8 @@ def _start_rest(core, service: SchedulerService, args: argparse.Namespace, elect
                          actor_failures=service.supervision.failures,
                          leadership=_leadership(elector, service) if elector is not None else None,
                          allowed_origins=parse_origins(args.rest_allowed_origins))
-    rest = server.start(view, host=args.rest_host, port=args.rest_port)
-    log.info("REST API at %s", rest.url)
+    rest = server.start(view, host=args.rest_host, port=args.rest_port, health_port=args.health_port)
+    log.info("REST API at %s, health probes at %s", rest.url, rest.health.url)
     return rest
 
 
@@ -303,7 +305,7 @@ def _show_progress(service: SchedulerService, total: int, stop: threading.Event)
             print(file=sys.stderr)
             return False
         snapshot = service.latest_state()
-        bound = _bound(snapshot)
+        bound = _count(snapshot, _BOUND_ONCE)
         elapsed = time.monotonic() - started
         filled = int(30 * bound / total) if total else 30
         state = snapshot.state if snapshot else SchedulerState.NEW
@@ -313,10 +315,14 @@ def _show_progress(service: SchedulerService, total: int, stop: threading.Event)
     return True
 
 
-def _bound(snapshot: ShimStateSnapshot | None) -> int:
+_FINISHED = frozenset({TaskState.COMPLETED, TaskState.FAILED})
+_BOUND_ONCE = frozenset({TaskState.BOUND}) | _FINISHED  # a sample pod that ended was bound
+
+
+def _count(snapshot: ShimStateSnapshot | None, states: frozenset[str]) -> int:
     if snapshot is None:
         return 0
-    return sum(1 for pod in snapshot.pods if pod.state == TaskState.BOUND)
+    return sum(1 for pod in snapshot.pods if pod.state in states)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,17 @@
-"""The sample cluster of ``yunikorn-scheduler --embedded``: a multi-queue configuration, a workload of
-pending pods spread over the queues, and the summary printed once they are bound."""
+"""The sample cluster of ``yunikorn-scheduler --embedded``: a kubesim whose kubelets run the pods, a
+multi-queue configuration, a workload of pods that each sleep a few seconds, spread over the queues, the
+summary printed once they are bound, and the progress of their applications to Completed."""
 
 from __future__ import annotations
 
 import logging
+import sys
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+from actors.core.application import COMPLETED
 from actors.shim.client import ApiError, KubeClient
 from actors.shim.pods import parse_pod
 from si.kubernetes import CONFIGMAP_CONFIGS
@@ -37,15 +41,31 @@ partitions:
 """
 
 
+KUBELET_DELAY = 0.5  # seconds from binding until a pod runs
+RUN_SECONDS = (5, 15)  # the shortest and longest sleep of a sample pod
+
+
+def start_cluster(nodes: int):
+    """The embedded kubesim, started, with ``nodes`` ready nodes and kubelets that run the pods."""
+    from kubesim import KubeSim
+
+    sim = KubeSim(port=0, kubelet_delay=KUBELET_DELAY).start()
+    sim.seed_nodes(nodes)
+    return sim
+
+
 def sample_pod(index: int, namespace: str = "default") -> dict:
-    """Pod ``index`` of the sample workload: queue round-robin, ten pods per application."""
+    """Pod ``index`` of the sample workload: queue round-robin, ten pods per application, each sleeping
+    5 to 15 seconds and then succeeding."""
     queue = SAMPLE_QUEUES[index % len(SAMPLE_QUEUES)]
+    low, high = RUN_SECONDS
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": f"sample-{index:06d}", "namespace": namespace,
                      "labels": {"queue": f"root.{queue}", "applicationId": f"{queue}-app-{index // 30:04d}"}},
-        "spec": {"schedulerName": "yunikorn",
+        "spec": {"schedulerName": "yunikorn", "restartPolicy": "Never",
                  "containers": [{"name": "main", "image": "busybox",
+                                 "command": ["sleep", str(low + index * 7 % (high - low + 1))],
                                  "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]},
     }
 
@@ -73,7 +93,7 @@ def create_pods(client: KubeClient, pods: Iterable[dict], threads: int = 8) -> i
 
 
 def summary(client: KubeClient) -> str:
-    """A table of pods bound per queue, and node utilisation (requests over allocatable)."""
+    """A table of pods bound per queue, and node utilisation (requests of running pods over allocatable)."""
     pods, _ = client.list("/api/v1/pods")
     nodes, _ = client.list("/api/v1/nodes")
     bound: Counter[str] = Counter()
@@ -86,7 +106,8 @@ def summary(client: KubeClient) -> str:
         queue = pod.queue or "(placement rules)"
         if pod.assigned:
             bound[queue] += 1
-            used[pod.node_name].update(pod.resource)
+            if not pod.terminated:
+                used[pod.node_name].update(pod.resource)
         else:
             waiting[queue] += 1
     lines = [f"{'queue':<24}{'bound':>8}{'pending':>9}"]
@@ -112,3 +133,24 @@ def summary(client: KubeClient) -> str:
 
 def _share(used: int, total: int) -> float:
     return 100.0 * used / total if total else 0.0
+
+
+def show_completion(core, finished_pods, total_pods: int, stop: threading.Event) -> bool:
+    """Draw the pods finishing and their applications completing (Completed follows an application's
+    last pod after the core's completing timeout, 30 s) until every application has; False when
+    interrupted first. ``finished_pods()`` counts the pods that have ended."""
+    completed = applications = 0
+    while not applications or completed < applications:
+        if stop.wait(0.5):
+            print(file=sys.stderr)
+            return False
+        states: Counter[str] = Counter()
+        for partition in core.snapshot(areas=frozenset()).partitions:
+            states.update(partition.applications_by_state)
+        completed, applications = states[COMPLETED], sum(states.values())
+        finished = finished_pods()
+        filled = int(30 * finished / total_pods) if total_pods else 30
+        print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {finished}/{total_pods} pods finished  "
+              f"{completed}/{applications} applications completed", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return True

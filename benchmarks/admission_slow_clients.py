@@ -4,8 +4,9 @@ Starts a kubesim and the real ``yunikorn-admission-controller``, measures ``/mut
 TLS connections, then opens ``--stalled`` connections spread over five kinds (TCP only; TLS handshake
 then silent; half a request head; a head and part of the body; one byte a second) and measures again
 while they are open, and a third time once the controller should have cut them. A review slower than
-10 s counts as failed: that is when the API server gives up on the webhook.
-Run: ``python benchmarks/admission_slow_clients.py [--stalled 200 --workers 2 --threads 16 --reviews 20]``.
+10 s counts as failed: that is when the API server gives up on the webhook. With ``--reference REV`` the
+same runs first against the controller of that git revision, then against this tree.
+Run: ``python benchmarks/admission_slow_clients.py [--stalled 200 --workers 2 --threads 16 --reviews 20 --reference HEAD~1]``.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from admission_throughput import (  # noqa: E402
     SERVER_NAME,
     LeanConnection,
     _context,
+    checkout,
     running_controller,
     spark_executor_review,
 )
@@ -97,13 +100,24 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--reviews", type=int, default=20, help="reviews per measurement")
     parser.add_argument("--request-timeout", type=float, default=10.0)
+    parser.add_argument("--reference", metavar="REV", help="git revision to measure first, for comparison")
     args = parser.parse_args()
 
-    with running_controller(args.workers, args.threads, "--request-timeout", str(args.request_timeout)) as (
-            _, port, bundle), contextlib.ExitStack() as stack:
+    print(f"admission controller: {args.workers} workers x {args.threads} threads, request timeout "
+          f"{args.request_timeout:.0f} s; {args.stalled} stalled connections")
+    if args.reference:
+        with checkout(args.reference) as reference:
+            print(f"before ({args.reference}):")
+            measure(args, reference)
+        print("after (this tree):")
+    measure(args, REPO)
+    return 0
+
+
+def measure(args, source: Path) -> None:
+    with running_controller(args.workers, args.threads, "--request-timeout", str(args.request_timeout),
+                            source=source) as (_, port, bundle), contextlib.ExitStack() as stack:
         context = _context(bundle)
-        print(f"admission controller: {args.workers} workers x {args.threads} threads, request timeout "
-              f"{args.request_timeout:.0f} s; {args.stalled} stalled connections")
         _report("no stalled clients", *_reviews(port, context, args.reviews))
         stop = threading.Event()
 
@@ -124,7 +138,6 @@ def main() -> int:
 
         time.sleep(max(0.0, opened + args.request_timeout + 2 - time.monotonic()))
         _report("after the request timeout", *_reviews(port, context, args.reviews))
-    return 0
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 Starts a kubesim and the real ``yunikorn-admission-controller`` (gunicorn, ``--workers`` processes),
 then drives ``/mutate`` from client processes, each with keep-alive connections, for ``--seconds``.
 Prints requests/s and latency percentiles; then the rate of brand-new TLS connections (one request
-each), which is what a key type (``--server-key ecdsa|rsa``) changes.
-Run: ``python benchmarks/admission_throughput.py [--seconds 10 --connections 8 --server-key ecdsa]``.
+each), which is what a key type (``--server-key ecdsa|rsa``) changes. With ``--reference REV`` the
+controller of that git revision runs too, alternately with this one (``--rounds`` each), and the figures
+are printed side by side with their ratio: on a shared machine only such a ratio means much.
+Run: ``python benchmarks/admission_throughput.py [--seconds 10 --connections 8 --server-key ecdsa --reference HEAD~1]``.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import http.client
 import json
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -214,8 +218,25 @@ def drive(port: int, bundle: bytes, processes: int, connections: int, seconds: f
 
 
 @contextlib.contextmanager
-def running_controller(workers: int, threads: int, *extra: str):
-    """A kubesim and a healthy ``yunikorn-admission-controller``: yields (process, port, caBundle)."""
+def checkout(revision: str | None):
+    """The source tree of ``revision`` of this repository, exported to a temporary directory (None: this
+    working tree itself)."""
+    if revision is None:
+        yield REPO
+        return
+    folder = Path(tempfile.mkdtemp(prefix="admission-reference-"))
+    try:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", revision], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def running_controller(workers: int, threads: int, *extra: str, source: Path = REPO):
+    """A kubesim and a healthy ``yunikorn-admission-controller`` run from the tree ``source``: yields
+    (process, port, caBundle)."""
     sim = KubeSim().start()
     workdir = Path(tempfile.mkdtemp(prefix="admission-bench-"))
     sim.write_kubeconfig(workdir / "kubeconfig")
@@ -228,7 +249,7 @@ def running_controller(workers: int, threads: int, *extra: str):
         [sys.executable, "-m", "webhook", "--kubeconfig", str(workdir / "kubeconfig"), "--listen",
          f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads), "--log-level", "warning",
          *extra],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)})
+        cwd=source, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(source)})
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -253,6 +274,26 @@ def running_controller(workers: int, threads: int, *extra: str):
         sim.stop()
 
 
+def measure(args, source: Path) -> tuple[dict, dict]:
+    """One controller run from ``source``: (keep-alive figures, new-connection figures)."""
+    with running_controller(args.workers, args.threads, "--server-key", args.server_key, source=source) as (
+            controller, port, bundle):
+        drive(port, bundle, 1, 2, 1.0, True, controller.pid)  # warm-up
+        kept = drive(port, bundle, args.processes, args.connections, args.seconds, True, controller.pid)
+        fresh = drive(port, bundle, args.processes, args.connections, min(args.seconds, 5.0), False, controller.pid)
+    return kept, fresh
+
+
+def _print_run(label: str, kept: dict, fresh: dict, connections: int) -> None:
+    print(f"{label}keep-alive, {connections} connections: {kept['rate']:.0f} req/s, p50 {kept['p50']:.2f} ms, "
+          f"p99 {kept['p99']:.2f} ms, max {kept['max']:.1f} ms, {kept['requests']} requests, {kept['errors']} errors")
+    print(f"{label}  CPU per request: server {kept['server_us']:.0f} us, client {kept['client_us']:.0f} us "
+          f"-> server-only capacity on 2 cores ~{2e6 / kept['server_us']:.0f} req/s")
+    print(f"{label}new TLS connection per request: {fresh['rate']:.0f} req/s, p50 {fresh['p50']:.2f} ms, "
+          f"p99 {fresh['p99']:.2f} ms, {fresh['errors']} errors; CPU per request: server "
+          f"{fresh['server_us']:.0f} us, client {fresh['client_us']:.0f} us")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -261,24 +302,33 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--server-key", choices=("ecdsa", "rsa"), default="ecdsa")
+    parser.add_argument("--reference", metavar="REV", help="git revision to measure against, alternately")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each, with --reference")
     args = parser.parse_args()
 
-    with running_controller(args.workers, args.threads, "--server-key", args.server_key) as (controller, port, bundle):
-        drive(port, bundle, 1, 2, 1.0, True, controller.pid)  # warm-up
+    print(f"admission /mutate over HTTPS: {args.workers} gunicorn workers x {args.threads} threads, "
+          f"server key {args.server_key}, {os.cpu_count()} CPUs shared with the clients")
+    if not args.reference:
+        _print_run("", *measure(args, REPO), args.connections)
+        return 0
+    runs: dict[str, list[tuple[dict, dict]]] = {"before": [], "after": []}
+    with checkout(args.reference) as reference:
+        for round_ in range(1, args.rounds + 1):
+            for label, source in (("before", reference), ("after", REPO)):
+                runs[label].append(measure(args, source))
+                _print_run(f"round {round_} {label} ({args.reference if label == 'before' else 'this tree'}): ",
+                           *runs[label][-1], args.connections)
 
-        print(f"admission /mutate over HTTPS: {args.workers} gunicorn workers x {args.threads} threads, "
-              f"server key {args.server_key}, {os.cpu_count()} CPUs shared with the clients")
-        result = drive(port, bundle, args.processes, args.connections, args.seconds, True, controller.pid)
-        print(f"keep-alive, {args.connections} connections: {result['rate']:.0f} req/s, p50 {result['p50']:.2f} ms, "
-              f"p99 {result['p99']:.2f} ms, max {result['max']:.1f} ms, {result['requests']} requests, "
-              f"{result['errors']} errors")
-        print(f"  CPU per request: server {result['server_us']:.0f} us, client {result['client_us']:.0f} us "
-              f"-> server-only capacity on 2 cores ~{2e6 / result['server_us']:.0f} req/s")
-        result = drive(port, bundle, args.processes, args.connections, min(args.seconds, 5.0), False,
-                       controller.pid)
-        print(f"new TLS connection per request: {result['rate']:.0f} req/s, p50 {result['p50']:.2f} ms, "
-              f"p99 {result['p99']:.2f} ms, {result['errors']} errors")
-        print(f"  CPU per request: server {result['server_us']:.0f} us, client {result['client_us']:.0f} us")
+    def median(label: str, which: int, key: str) -> float:
+        return statistics.median(run[which][key] for run in runs[label])
+
+    print(f"medians of {args.rounds} rounds       before    after   after/before")
+    for name, which, key in (("keep-alive req/s", 0, "rate"), ("keep-alive p50 ms", 0, "p50"),
+                             ("keep-alive p99 ms", 0, "p99"), ("server CPU us/request", 0, "server_us"),
+                             ("new connection req/s", 1, "rate"), ("new connection p99 ms", 1, "p99"),
+                             ("new connection server us", 1, "server_us")):
+        before, after = median("before", which, key), median("after", which, key)
+        print(f"  {name:<24} {before:8.2f} {after:8.2f}   {after / before:6.2f}")
     return 0
 
 

@@ -43,7 +43,7 @@ def main() -> int:
         cluster = Cluster(sim, str(kubeconfig))
         cluster.configure(OPEN_QUEUES, **HEALTH_ON_READ)
         cluster.start_scheduler()
-        server = RestServer(SchedulerView(cluster.scheduler, shim_state=cluster.service.latest_state, max_age=0.0),
+        server = RestServer(SchedulerView(cluster.scheduler, shim_state=cluster.service.latest_state),
                             host="127.0.0.1", port=0)
         probe = TenantProbe(cluster, server.url)
         answers: Counter = Counter()

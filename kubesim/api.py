@@ -2,20 +2,63 @@
 
 from __future__ import annotations
 
+import calendar
 import re
+import time
+import uuid
+from dataclasses import dataclass
+from fractions import Fraction
 
-from kubesim import disruption, errors, patch
+from kubesim import disruption, errors, jobs, patch, priority
 from kubesim.paging import Pager, parse_limit
-from kubesim.resources import NAMESPACE, NODE, POD, Kind
+from kubesim.resources import BY_PLURAL, JOB, NAMESPACE, NODE, POD, Kind
 from kubesim.selectors import combine, field_selector, label_selector
 from kubesim.store import Store, clone, now_rfc3339
+from si.quantity import parse_quantity
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Pod spec fields an update may change; everything else is immutable once created (binding sets nodeName).
 _MUTABLE_POD_SPEC = {"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"}
 _HAS_STATUS = {"pods", "nodes", "namespaces", "services", "poddisruptionbudgets", "persistentvolumeclaims",
-               "persistentvolumes"}
+               "persistentvolumes", "jobs"}
+POLICIES = ("Foreground", "Background", "Orphan")
+DEFAULT_GRACE_SECONDS = 30
+# What kube-apiserver answers to a batch/v1 Job deleted without a propagation policy: its pods stay.
+JOB_ORPHANS_WARNING = ('299 - "child pods are preserved by default when jobs are deleted; set '
+                       'propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this '
+                       'warning"')
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    grace_seconds: int | None = None
+    propagation: str | None = None
+
+
+def delete_options(query: dict, body) -> DeleteOptions:
+    """A delete's options, from its query and its DeleteOptions body (which wins); 400 or 422 when bad."""
+    merged = {key: query[key] for key in ("gracePeriodSeconds", "propagationPolicy", "orphanDependents")
+              if key in query}
+    if body is not None and not isinstance(body, dict):
+        raise errors.bad_request("the body of a delete must be a DeleteOptions object")
+    merged.update({key: value for key, value in (body or {}).items() if value is not None})
+    grace = merged.get("gracePeriodSeconds")
+    if grace is not None:
+        try:
+            grace = int(grace)
+        except (TypeError, ValueError):
+            raise errors.bad_request(f"gracePeriodSeconds must be an integer, not {grace!r}") from None
+    policy = merged.get("propagationPolicy")
+    orphan = merged.get("orphanDependents")
+    if policy is None and orphan is not None:
+        policy = "Orphan" if str(orphan).lower() == "true" else "Background"
+    if policy is not None and policy not in POLICIES:
+        supported = ", ".join(f'"{p}"' for p in POLICIES)
+        raise errors.ApiError(422, "Invalid", f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: '
+                                              f'Unsupported value: "{policy}": supported values: {supported}',
+                              {"group": "meta.k8s.io", "kind": "DeleteOptions"})
+    return DeleteOptions(max(grace, 1) if grace is not None and grace < 0 else grace, policy)
 
 
 def success(details: dict | None = None, code: int = 201) -> dict:
@@ -26,8 +69,12 @@ def success(details: dict | None = None, code: int = 201) -> dict:
 class Api:
     """The verbs, as the HTTP server calls them; request bodies are the call's own (freshly decoded)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, priority_admission: bool = True, graceful_pods: bool = False) -> None:
         self.store = store
+        self.priority_admission = priority_admission
+        self.default_classes = priority.Defaults(store)
+        self.graceful_pods = graceful_pods  # a kubelet ends what a graceful deletion starts
+        self.collector = None  # the garbage collector, when kubesim plays one
         self.budgets = disruption.Budgets(store)
         self.pager = Pager()
 
@@ -49,6 +96,19 @@ class Api:
                                    or not all(isinstance(v, str) for v in labels.values())):
             raise errors.invalid(kind, name, [("metadata.labels", "Invalid value: labels must be strings")])
         if kind is POD:
+            spec = obj.get("spec")
+            if spec is not None and not isinstance(spec, dict):
+                raise priority.undecodable(kind, spec, "Pod.spec", "v1.PodSpec")
+            containers = (spec or {}).get("containers")
+            if containers is not None and not isinstance(containers, list):
+                raise priority.undecodable(kind, containers, "PodSpec.spec.containers", "[]v1.Container")
+            priority.check_int32(kind, (spec or {}).get("priority"), "PodSpec", "spec.priority")
+        elif kind is priority.PRIORITY_CLASS:
+            priority.check_int32(kind, obj.get("value"), "PriorityClass", "value")
+        causes = jobs.validate_job(obj) if kind is JOB else []
+        if causes:
+            raise errors.invalid(kind, name, causes)
+        if kind is POD:
             containers = (obj.get("spec") or {}).get("containers")
             if not containers:
                 raise errors.invalid(kind, name, [("spec.containers", "Required value")])
@@ -67,15 +127,16 @@ class Api:
             spec = obj["spec"]
             spec.setdefault("schedulerName", "default-scheduler")
             spec.setdefault("restartPolicy", "Always")
-            spec.setdefault("priority", 0)
             status = obj.setdefault("status", {})
             status.setdefault("phase", "Pending")
-            status.setdefault("qosClass", "BestEffort")
+            status["qosClass"] = qos_class(spec)
         elif kind is NAMESPACE:
             obj["status"] = {"phase": "Active"}
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})
         elif kind is NODE:
             obj.setdefault("status", {})
+        elif kind is priority.PRIORITY_CLASS:
+            obj.setdefault("preemptionPolicy", priority.PREEMPT_LOWER)
 
     # Verbs.
     def create(self, kind: Kind, namespace: str, body, subresource: str = "", name: str = "") -> tuple[int, dict]:
@@ -84,7 +145,8 @@ class Api:
         if subresource == "binding":
             return 201, self.bind(namespace, name, body)
         if subresource == "eviction":
-            self.budgets.evict(namespace, name)
+            options = delete_options({}, body.get("deleteOptions"))  # graceful, as any deletion of the pod
+            self.budgets.evict(namespace, name, lambda: self.delete(POD, namespace, name, options))
             return 201, success({"name": name, "kind": "pods"})
         if subresource:
             raise errors.method_not_allowed(f"create is not supported on {kind.plural}/{subresource}")
@@ -92,14 +154,33 @@ class Api:
         obj.pop("status", None) if kind is POD else None
         self._validate(kind, obj)
         self._require_namespace(kind, namespace)
-        obj["metadata"].pop("resourceVersion", None)
+        for system_field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            obj["metadata"].pop(system_field, None)  # as kube-apiserver's BeforeCreate clears them
         self._defaults(kind, obj)
-        created = self.store.create(kind, namespace, obj)
+        uid = str(uuid.uuid4())
+        with self.store.lock:
+            if kind is JOB:
+                meta = obj["metadata"]
+                meta["name"] = meta.get("name") or self.store.generated_name(kind, namespace, meta["generateName"])
+                jobs.default_job(obj, uid)
+            self._admit(kind, obj, creating=True)
+            created = self.store.create(kind, namespace, obj, uid)
         if kind is disruption.PDB:  # its status is known at once, as the disruption controller writes it
             created = clone(created)
             created["status"] = disruption.budget_status(self.store, created)
             created = self.store.replace(kind, namespace, created["metadata"]["name"], created, None)
         return 201, created
+
+    def _admit(self, kind: Kind, obj: dict, creating: bool) -> None:
+        """The admission plugins kubesim plays (under the store lock)."""
+        if not self.priority_admission:
+            if kind is POD and creating:
+                obj["spec"].setdefault("priority", 0)
+            return
+        if kind is POD and creating:
+            priority.admit_pod(self.store, self.default_classes, obj)
+        elif kind is priority.PRIORITY_CLASS:
+            priority.admit_class(self.default_classes, obj, creating)
 
     def bind(self, namespace: str, name: str, body: dict) -> dict:
         target = (body.get("target") or {}).get("name")
@@ -149,9 +230,20 @@ class Api:
         self._validate(kind, {**new, "metadata": {**new["metadata"], "name": current["metadata"]["name"]}})
         if kind.plural in _HAS_STATUS:
             new["status"] = current.get("status", {})
+        if kind is priority.PRIORITY_CLASS:
+            self._admit(kind, new, creating=False)
         if kind is POD:
+            self._keep_admitted_priority(current, new)
             self._check_pod_spec_change(current, new)
         return new
+
+    def _keep_admitted_priority(self, current: dict, new: dict) -> None:
+        """An update that leaves out what admission set at creation keeps it, as the Priority plugin does."""
+        if not isinstance(new.get("spec"), dict):
+            return
+        for field in ("priority", "preemptionPolicy"):
+            if new["spec"].get(field) is None and current["spec"].get(field) is not None:
+                new["spec"][field] = current["spec"][field]
 
     def _check_pod_spec_change(self, current: dict, new: dict) -> None:
         old_spec, new_spec = current.get("spec", {}), new.get("spec", {})
@@ -181,16 +273,43 @@ class Api:
             new = self._merge_write(kind, current, patched, subresource)
             return 200, self.store.replace(kind, namespace, name, new, expected)
 
-    def delete(self, kind: Kind, namespace: str, name: str) -> tuple[int, dict]:
+    def delete(self, kind: Kind, namespace: str, name: str,
+               options: DeleteOptions = DeleteOptions()) -> tuple[int, dict]:
         with self.store.lock:
+            current = self.store.get(kind, namespace, name)
+            if kind is POD and self.graceful_pods:
+                terminating = self._terminate(current, options.grace_seconds)
+                if terminating is not None:
+                    return 200, terminating
+            policy = options.propagation or ("Orphan" if kind is JOB else "Background")
+            if self.collector is not None and policy == "Foreground":
+                return 200, self.collector.delete_foreground(kind, current)
+            if self.collector is not None and policy == "Orphan":
+                self.collector.orphan(current["metadata"]["uid"])
             obj = self.store.delete(kind, namespace, name)
             if kind is NAMESPACE:
                 for (plural, ns, child), _ in list(self.store.objects.items()):
                     if ns == name and plural != "namespaces":
-                        from kubesim.resources import KINDS
-                        child_kind = next(k for k in KINDS if k.plural == plural)
-                        self.store.delete(child_kind, ns, child)
+                        self.store.delete(BY_PLURAL[plural], ns, child)
         return 200, obj
+
+    def _terminate(self, pod: dict, grace: int | None) -> dict | None:
+        """A running pod's graceful deletion: its deletionTimestamp set, its kubelet deletes it when the grace
+        period is over; None when it goes at once (grace 0, or not on a node, or finished)."""
+        if grace is None:
+            grace = pod["spec"].get("terminationGracePeriodSeconds")
+            grace = grace if isinstance(grace, int) and not isinstance(grace, bool) else DEFAULT_GRACE_SECONDS
+        meta = pod["metadata"]
+        if (not grace or not pod["spec"].get("nodeName")
+                or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")):
+            return None
+        deadline = time.time() + grace
+        if meta.get("deletionTimestamp") and _seconds(meta["deletionTimestamp"]) <= deadline:
+            return pod  # already going, no later than this deletion asks
+        updated = clone(pod)
+        updated["metadata"]["deletionTimestamp"] = _rfc3339(deadline)
+        updated["metadata"]["deletionGracePeriodSeconds"] = grace
+        return self.store.replace(POD, meta["namespace"], meta["name"], updated, None)
 
     def get(self, kind: Kind, namespace: str, name: str) -> tuple[int, dict]:
         return 200, self.store.get(kind, namespace, name)
@@ -211,6 +330,40 @@ class Api:
 
     def watch(self, kind: Kind, namespace: str, query: dict):
         return self.store.watch(kind, namespace or None, _matcher(kind, query), query.get("resourceVersion"))
+
+
+def _amount(quantity) -> Fraction | None:
+    try:
+        return parse_quantity(quantity)
+    except (TypeError, ValueError, ArithmeticError):
+        return None
+
+
+def qos_class(spec: dict) -> str:
+    """The pod's QoS class as kube-apiserver computes it from its containers' cpu and memory: Guaranteed
+    when every container limits both and requests what it limits (or nothing), BestEffort when none asks
+    for either, else Burstable."""
+    asks = False
+    guaranteed = True
+    for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        resources = (container.get("resources") if isinstance(container, dict) else None) or {}
+        requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+        if not isinstance(requests, dict) or not isinstance(limits, dict):
+            return "BestEffort"
+        wanted = {name: _amount(value) for name, value in requests.items() if name in ("cpu", "memory")}
+        capped = {name: _amount(value) for name, value in limits.items() if name in ("cpu", "memory")}
+        asks = asks or any(amount != 0 for amount in (*wanted.values(), *capped.values()))
+        if set(capped) != {"cpu", "memory"} or any(amount != capped[name] for name, amount in wanted.items()):
+            guaranteed = False
+    return ("Guaranteed" if guaranteed else "Burstable") if asks else "BestEffort"
+
+
+def _rfc3339(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _seconds(timestamp: str) -> float:
+    return calendar.timegm(time.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ"))
 
 
 def _matcher(kind: Kind, query: dict):

@@ -22,6 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zones", type=int, default=0, help="label the nodes with this many zones, in turn")
     parser.add_argument("--kubelet-delay", type=float, default=None,
                         help="seconds after binding until a pod runs (default: no kubelets)")
+    parser.add_argument("--time-factor", type=float, default=1.0,
+                        help="multiplies the kubelets' run times (sleep N) and grace periods")
+    for component in ("priority-admission", "job-controller", "garbage-collector"):
+        parser.add_argument(f"--{component}", action=argparse.BooleanOptionalAction, default=True,
+                            help=f"play the {component.replace('-', ' ')} (default: on)")
     parser.add_argument("--log-level", default="WARNING")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -30,7 +35,11 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    sim = KubeSim(host=args.host, port=args.port, kubelet_delay=args.kubelet_delay).start()
+    if args.time_factor < 0:
+        parser.error("--time-factor must not be negative")
+    sim = KubeSim(host=args.host, port=args.port, kubelet_delay=args.kubelet_delay, time_factor=args.time_factor,
+                  priority_admission=args.priority_admission, job_controller=args.job_controller,
+                  garbage_collector=args.garbage_collector).start()
     if args.nodes:
         sim.seed_nodes(args.nodes, cpu=args.node_cpu, memory=args.node_memory, zones=args.zones)
     if args.kubeconfig_out:

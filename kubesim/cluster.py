@@ -6,12 +6,16 @@ import threading
 from collections import deque
 from typing import NamedTuple
 
+from kubesim import priority
 from kubesim.api import Api
+from kubesim.collector import GarbageCollector
 from kubesim.faults import Faults
+from kubesim.jobs import JobController
 from kubesim.kubelet import Kubelets, set_phase
 from kubesim.resources import NAMESPACE, NODE
 from kubesim.server import Server
 from kubesim.store import Store, Watcher, clone, now_rfc3339
+from kubesim.worker import Worker
 
 
 class RequestRecord(NamedTuple):
@@ -28,15 +32,27 @@ class KubeSim:
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, history_size: int = 10000,
                  bookmark_interval: float = 1.0, kubelet_delay: float | None = None,
-                 request_log_size: int = 500_000) -> None:
+                 request_log_size: int = 500_000, priority_admission: bool = True, time_factor: float = 1.0,
+                 job_controller: bool = True, garbage_collector: bool = True) -> None:
+        """``kubelet_delay``: seconds from binding until a pod runs (None: no kubelets, so pods never run
+        and a deletion is immediate); ``time_factor`` multiplies the kubelets' run times and grace periods;
+        the other switches turn the Priority admission plugin, the Job controller and the garbage collector
+        on or off."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
         self.store = Store(history_size=history_size)
-        self.api = Api(self.store)
+        self.api = Api(self.store, priority_admission=priority_admission, graceful_pods=kubelet_delay is not None)
         self.faults = Faults(self)
         self.request_log: deque[RequestRecord] = deque(maxlen=request_log_size)
-        self._kubelets = Kubelets(self.store, kubelet_delay) if kubelet_delay is not None else None
+        self._controllers: list[Worker] = []
+        if kubelet_delay is not None:
+            self._controllers.append(Kubelets(self.store, kubelet_delay, time_factor))
+        if job_controller:
+            self._controllers.append(JobController(self.store, self.api))
+        if garbage_collector:
+            self.api.collector = GarbageCollector(self.store, self.api)
+            self._controllers.append(self.api.collector)
         self._server: Server | None = None
         self._thread: threading.Thread | None = None
         self._watches: set[Watcher] = set()
@@ -44,6 +60,9 @@ class KubeSim:
         for namespace in ("default", "kube-system"):
             self.store.create(NAMESPACE, "", {"metadata": {"name": namespace}, "spec": {"finalizers": ["kubernetes"]},
                                               "status": {"phase": "Active"}})
+        if priority_admission:
+            for name, value, description in priority.SYSTEM_CLASSES:
+                self.store.create(priority.PRIORITY_CLASS, "", priority.system_class(name, value, description))
 
     # Life cycle.
     def start(self) -> KubeSim:
@@ -52,8 +71,8 @@ class KubeSim:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
                                         name="kubesim-server", daemon=True)
         self._thread.start()
-        if self._kubelets:
-            self._kubelets.start()
+        for controller in self._controllers:
+            controller.start()
         return self
 
     def stop(self) -> None:
@@ -67,8 +86,8 @@ class KubeSim:
         server.close_all_connections()
         server.server_close()
         self._thread.join(timeout=5)
-        if self._kubelets:
-            self._kubelets.stop()
+        for controller in self._controllers:
+            controller.stop()
 
     def __enter__(self) -> KubeSim:
         return self.start()

@@ -12,6 +12,7 @@ the pods' controller), ``currentHealthy`` (those Ready), ``desiredHealthy`` (fro
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from kubesim import errors
 from kubesim.resources import BY_PATH, POD
@@ -102,14 +103,14 @@ class Budgets:
         else:
             self._keep(event.new)
 
-    def evict(self, namespace: str, name: str) -> None:
-        """Delete the pod unless a budget forbids it (429, naming the budget); budgets' statuses follow."""
+    def evict(self, namespace: str, name: str, delete: Callable[[], object]) -> None:
+        """``delete()`` the pod unless a budget forbids it (429, naming the budget); budgets' statuses follow."""
         with self.store.lock:
             budgets = list(self.by_namespace.get(namespace, {}).values())
-            _evict(self.store, namespace, name, budgets)
+            _evict(self.store, namespace, name, budgets, delete)
 
 
-def _evict(store: Store, namespace: str, name: str, budgets: list[dict]) -> None:
+def _evict(store: Store, namespace: str, name: str, budgets: list[dict], delete: Callable[[], object]) -> None:
     with store.lock:
         pod = store.get(POD, namespace, name)
         labels = pod["metadata"].get("labels") or {}
@@ -123,7 +124,7 @@ def _evict(store: Store, namespace: str, name: str, budgets: list[dict]) -> None
                 raise errors.ApiError(429, "TooManyRequests",
                                       "Cannot evict pod as it would violate the pod's disruption budget.",
                                       {"causes": [{"reason": "DisruptionBudget", "message": cause}]})
-        store.delete(POD, namespace, name)
+        delete()
         for budget, _ in statuses:
             _refresh(store, store.get(PDB, namespace, budget["metadata"]["name"]),
                      budget_status(store, store.get(PDB, namespace, budget["metadata"]["name"])))

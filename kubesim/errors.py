@@ -50,7 +50,8 @@ def invalid(kind, name: str, causes: list[tuple[str, str]]) -> ApiError:
     text = "; ".join(f"{field}: {why}" for field, why in causes)
     details = _details(name, kind)
     details["causes"] = [{"reason": "FieldValueInvalid", "message": why, "field": field} for field, why in causes]
-    return ApiError(422, "Invalid", f'{kind.kind} "{name}" is invalid: {text}', details)
+    qualified = f"{kind.kind}.{kind.group}" if kind.group else kind.kind
+    return ApiError(422, "Invalid", f'{qualified} "{name}" is invalid: {text}', details)
 
 
 def bad_request(message: str) -> ApiError:

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from kubesim import errors, patch, protobuf
 
 JSON = "application/json"
-_WRITE_TYPES = {"POST": (JSON, protobuf.MEDIA_TYPE), "PUT": (JSON, protobuf.MEDIA_TYPE),
+_WRITE_TYPES = {"POST": (JSON, protobuf.MEDIA_TYPE), "PUT": (JSON, protobuf.MEDIA_TYPE), "DELETE": (JSON, protobuf.MEDIA_TYPE),
                 "PATCH": (patch.JSON_PATCH, patch.MERGE, patch.STRATEGIC)}
 _JSON_RANGES = {JSON, "application/*", "*/*"}
 _TABLE_VERSIONS = ("v1", "v1beta1")

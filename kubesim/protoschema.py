@@ -139,5 +139,5 @@ MESSAGES: dict[str, dict[int, Field]] = {
 KINDS = frozenset({
     ("v1", "Namespace"), ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "ServiceAccount"), ("v1", "Service"),
     ("scheduling.k8s.io/v1", "PriorityClass"), ("policy/v1", "PodDisruptionBudget"), ("policy/v1", "Eviction"),
-    ("coordination.k8s.io/v1", "Lease"),
+    ("coordination.k8s.io/v1", "Lease"), ("meta.k8s.io/v1", "DeleteOptions"), ("v1", "DeleteOptions"),
 })

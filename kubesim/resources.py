@@ -44,9 +44,13 @@ KINDS = (
          "ValidatingWebhookConfiguration", False),
     Kind("coordination.k8s.io", "v1", "leases", "Lease", True),
     Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("status",), ("pdb",)),
+    Kind("batch", "v1", "jobs", "Job", True, ("status",)),
 )
 
 BY_PATH = {(k.group, k.version, k.plural): k for k in KINDS}
+BY_PLURAL = {k.plural: k for k in KINDS}
+BY_KIND = {(k.group_version, k.kind): k for k in KINDS}
 POD = BY_PATH[("", "v1", "pods")]
 NODE = BY_PATH[("", "v1", "nodes")]
 NAMESPACE = BY_PATH[("", "v1", "namespaces")]
+JOB = BY_PATH[("batch", "v1", "jobs")]

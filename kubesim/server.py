@@ -20,7 +20,8 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 
 from kubesim import discovery, errors, negotiation, openapi, protobuf, tables
-from kubesim.resources import BY_PATH, NAMESPACE
+from kubesim.api import JOB_ORPHANS_WARNING, delete_options
+from kubesim.resources import BY_PATH, JOB, NAMESPACE
 from kubesim.store import Watcher
 
 log = logging.getLogger(__name__)
@@ -176,6 +177,7 @@ class Handler(BaseHTTPRequestHandler):
         sim = self.server.sim
         self._body_read = False  # per request: the handler lives as long as the keep-alive connection
         self._kept_body = b""
+        self._warnings = {}
         split = urlsplit(self.path)
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         verb = _VERBS.get(self.command, "unknown")
@@ -225,7 +227,7 @@ class Handler(BaseHTTPRequestHandler):
             code, body = self._dispatch(verb, target, query)
             if maker is not None:
                 body = maker.of_list(body) if verb == "list" else maker.of_object(body)
-            self._send(code, body)
+            self._send(code, body, self._warnings)
         except errors.ApiError as error:
             if self.command in ("POST", "PUT", "PATCH", "DELETE"):
                 self._drain()
@@ -280,9 +282,14 @@ class Handler(BaseHTTPRequestHandler):
             return api.get(target.kind, target.namespace, target.name)
         if verb == "list":
             return api.list(target.kind, target.namespace, query)
+        body = self._body() if verb in ("create", "update", "patch", "delete") else None
         if verb == "delete":
-            self._drain()  # DeleteOptions, in whatever format: kubesim deletes at once
-        body = self._body() if verb in ("create", "update", "patch") else None
+            options = delete_options(query, body)
+            if target.kind is JOB and options.propagation is None and target.name:
+                self._warnings["Warning"] = JOB_ORPHANS_WARNING
+            if not target.name:
+                raise errors.method_not_allowed("delete needs a resource name")
+            return api.delete(target.kind, target.namespace, target.name, options)
         patch_type = negotiation.body_type("PATCH", self.headers.get("Content-Type")) if verb == "patch" else None
         if verb not in ("create", "update", "patch", "delete"):
             raise errors.method_not_allowed(f"unsupported method {self.command}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import queue
+import random
 import threading
 import time
 import uuid
@@ -21,6 +22,8 @@ from kubesim import errors
 from kubesim.resources import Kind
 
 Key = tuple[str, str, str]  # (plural, namespace, name)
+# apimachinery's alphabet of generated name suffixes (no vowels, no look-alikes).
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def clone(obj: dict) -> dict:
@@ -122,16 +125,16 @@ class Store:
             return items, self.rv
 
     # Writes. Each returns the stored object.
-    def create(self, kind: Kind, namespace: str, obj: dict) -> dict:
+    def create(self, kind: Kind, namespace: str, obj: dict, uid: str | None = None) -> dict:
         meta = obj.setdefault("metadata", {})
         with self.lock:
             if not meta.get("name") and meta.get("generateName"):
-                meta["name"] = self._generated_name(kind, namespace, meta["generateName"])
+                meta["name"] = self.generated_name(kind, namespace, meta["generateName"])
             name = meta.get("name", "")
             key = (kind.plural, namespace, name)
             if key in self.objects:
                 raise errors.already_exists(kind, name)
-            meta["uid"] = str(uuid.uuid4())
+            meta["uid"] = uid or str(uuid.uuid4())
             meta["creationTimestamp"] = now_rfc3339()
             if kind.namespaced:
                 meta["namespace"] = namespace
@@ -175,9 +178,9 @@ class Store:
             final["metadata"] = dict(current["metadata"])
             return self._commit(kind, key, "DELETED", current, final)
 
-    def _generated_name(self, kind: Kind, namespace: str, prefix: str) -> str:
+    def generated_name(self, kind: Kind, namespace: str, prefix: str) -> str:
         while True:
-            name = prefix + uuid.uuid4().hex[:5]
+            name = prefix + "".join(random.choices(_NAME_ALPHABET, k=5))
             if (kind.plural, namespace, name) not in self.objects:
                 return name
 

@@ -186,6 +186,50 @@ def _external_ips(service: dict) -> str:
     return ",".join(a for a in addresses if a) or NONE
 
 
+def _epoch(timestamp: str) -> float:
+    return calendar.timegm(time.strptime(timestamp[:19], "%Y-%m-%dT%H:%M:%S"))
+
+
+_JOB_STATES = ("Complete", "Failed", "Suspended", "FailureTarget", "SuccessCriteriaMet")  # as kubectl ranks them
+
+
+def _job_status(job: dict) -> str:
+    held = {c.get("type") for c in (job.get("status") or {}).get("conditions") or () if c.get("status") == "True"}
+    if _meta(job).get("deletionTimestamp") and not held & {"Complete", "Failed"}:
+        return "Terminating"
+    return next((condition for condition in _JOB_STATES if condition in held), "Running")
+
+
+def _job_completions(job: dict) -> str:
+    spec, succeeded = job.get("spec") or {}, (job.get("status") or {}).get("succeeded", 0)
+    if spec.get("completions") is not None:
+        return f"{succeeded}/{spec['completions']}"
+    if (spec.get("parallelism") or 0) > 1:
+        return f"{succeeded}/1 of {spec['parallelism']}"
+    return f"{succeeded}/1"
+
+
+def _job_duration(job: dict) -> str:
+    status = job.get("status") or {}
+    if not status.get("startTime"):
+        return ""
+    end = _epoch(status["completionTime"]) if status.get("completionTime") else time.time()
+    return human_duration(end - _epoch(status["startTime"]))
+
+
+def _template_containers(field: str) -> Callable[[dict], str]:
+    def cell(obj: dict) -> str:
+        containers = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or ()
+        return ",".join(str(c.get(field, "")) for c in containers)
+    return cell
+
+
+def _selector(obj: dict) -> str:
+    selector = (obj.get("spec") or {}).get("selector") or {}
+    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
+    return ",".join(parts) or NONE
+
+
 def _spec(field: str, default: object = NONE) -> Callable[[dict], object]:
     return lambda obj: (obj.get("spec") or {}).get(field, default) or default
 
@@ -255,6 +299,16 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("External-IP", "The external addresses of the service.", _external_ips),
         Column("Port(s)", "The ports of the service.", _service_ports),
         AGE,
+    ),
+    "jobs": (
+        NAME,
+        Column("Status", "Status of the job.", _job_status),
+        Column("Completions", "The number of pods which reached phase Succeeded.", _job_completions),
+        Column("Duration", "Time required to complete the job.", _job_duration),
+        AGE,
+        Column("Containers", "Names of each container in the template.", _template_containers("name"), 1),
+        Column("Images", "Images referenced by each container in the template.", _template_containers("image"), 1),
+        Column("Selector", "A label query over pods that should match the pod count.", _selector, 1),
     ),
     "priorityclasses": (
         NAME,

@@ -12,6 +12,7 @@ import json
 import logging
 import pathlib
 import queue as queue_module
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,6 +52,12 @@ class SchedulerView:
 
     def snapshot(self, areas: frozenset[str] = ALL_AREAS):
         return self.scheduler.snapshot(areas)
+
+    def dump_inputs(self) -> tuple:
+        """What the full state dump shows besides its snapshot, each as the object last published."""
+        history = self.scheduler.history.records()
+        return (self.shim_state() if self.shim_state else None, history[-1] if history else None,
+                self.scheduler.last_health, *liveness.failures(self.actor_failures))
 
 
 def _fail(status, message: str, description: str = ""):
@@ -120,12 +127,15 @@ class Cluster:
         resp.media = [daos.partition(p) for p in _snapshot(req).partitions]
 
     def on_get_health(self, req, resp):
+        resp.media = self._health()
+
+    def _health(self) -> dict:
         """The latest periodic report; with periodic checks off (or before the first), one taken now
         through a snapshot, shared with other readers like every snapshot. A dead actor fails it."""
         scheduler = self.view.scheduler
         report = scheduler.last_health if scheduler.health_interval > 0 else None
         report = report or self.view.snapshot(frozenset({HEALTH})).health
-        resp.media = daos.health(liveness.with_actors(report, self.view.actor_failures))
+        return daos.health(liveness.with_actors(report, self.view.actor_failures))
 
     def on_get_app_history(self, req, resp):
         resp.media = [daos.app_history(s) for s in self.view.scheduler.history.records()]
@@ -204,7 +214,7 @@ class Cluster:
             "appHistory": [daos.app_history(s) for s in self.view.scheduler.history.records()],
             "containerHistory": [daos.container_history(s) for s in self.view.scheduler.history.records()],
             "config": snapshot.config_yaml,
-            "health": daos.health(liveness.with_actors(snapshot.health, self.view.actor_failures)),
+            "health": self._health(),
             "rmDiagnostics": _jsonable(shim),
         }
 
@@ -378,29 +388,75 @@ def _unexpected(req, resp, error, params) -> None:
     raise falcon.HTTPError(falcon.HTTP_500, title="Internal error", description=type(error).__name__)
 
 
+class _Flights:
+    """One lock per key while anyone holds or waits for it: concurrent builds of one answer become one."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[tuple, tuple[threading.Lock, int]] = {}
+
+    def enter(self, key: tuple) -> None:
+        with self._guard:
+            lock, users = self._locks.get(key, (None, 0))
+            lock = lock or threading.Lock()
+            self._locks[key] = (lock, users + 1)
+        lock.acquire()
+
+    def leave(self, key: tuple) -> None:
+        with self._guard:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+        lock.release()
+
+
+class _Same:
+    """A cache key's part that equals another holding the very same objects (it keeps them alive, so
+    their identities cannot be reused while the entry lives)."""
+
+    __slots__ = ("objects",)
+
+    def __init__(self, objects: tuple) -> None:
+        self.objects = objects
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, _Same) and len(self.objects) == len(other.objects)
+                and all(a is b for a, b in zip(self.objects, other.objects, strict=True)))
+
+    def __hash__(self) -> int:
+        return hash(tuple(map(id, self.objects)))
+
+
 class SnapshotCache:
     """Takes the snapshot a route reads, and serves a GET again from the bytes it produced for the
     same snapshot.
 
     Serializing thousands of nodes takes the interpreter's lock away from the scheduler; with this,
-    each snapshot is serialized at most once per path, however many clients poll it.
+    each snapshot is serialized at most once per path, however many clients poll it. Requests that
+    arrive while the answer is being built wait for it rather than build it again, so a thousand
+    clients asking for the full state dump at once hold one copy of it, not a thousand.
     """
 
     # The dumps also read what no snapshot holds (the shim's state, the history, the actors' failures),
     # and a snapshot lives until the core changes: they are built afresh (from cached fragments).
-    UNCACHED = ("/ws/v1/events/", "/ws/v1/health/", "/ws/v1/openapi.json", "/ws/v1/metrics", "/ws/v1/fullstatedump",
-                "/debug/fullstatedump")
+    UNCACHED = ("/ws/v1/events/", "/ws/v1/health/", "/ws/v1/openapi.json", "/ws/v1/metrics")
+    DUMPS = ("/ws/v1/fullstatedump", "/debug/fullstatedump")
 
     def __init__(self, view: SchedulerView, areas: dict[str, frozenset[str]], size: int = 64) -> None:
         self.view = view
         self.areas = areas  # route template -> the optional areas it reads; absent: reads no snapshot
         self.size = size
         self.entries: dict[tuple, tuple[object, bytes, str]] = {}  # key -> (the snapshot it shows, ...)
+        self._flights = _Flights()
 
     def _key(self, req: falcon.Request) -> tuple | None:
         if req.method != "GET" or req.path.startswith(self.UNCACHED) or "snapshot" not in req.context:
             return None
-        return (req.path, req.query_string, req.get_header("Accept") or "")
+        key = (req.path, req.query_string, req.get_header("Accept") or "")
+        # The dumps also show what no snapshot holds: their answer is current while those parts are too.
+        return key + (_Same(self.view.dump_inputs()),) if req.path in self.DUMPS else key
 
     def process_resource(self, req, resp, resource, params) -> None:
         areas = self.areas.get(req.uri_template)
@@ -410,14 +466,31 @@ class SnapshotCache:
         key = self._key(req)
         if key is None:
             return
+        if self._serve_cached(key, req, resp):
+            return
+        self._flights.enter(key)
+        req.context.building = key
+        self._serve_cached(key, req, resp)  # unless built while this request waited
+
+    def _serve_cached(self, key: tuple, req, resp) -> bool:
         entry = self.entries.get(key)
         # The same snapshot object, not the same time: snapshots on a virtual clock share their time.
-        if entry is not None and entry[0] is _snapshot(req):
-            resp.content_type = entry[2]
-            resp.data = entry[1]
-            resp.complete = True
+        if entry is None or entry[0] is not _snapshot(req):
+            return False
+        resp.content_type = entry[2]
+        resp.data = entry[1]
+        resp.complete = True
+        return True
 
     def process_response(self, req, resp, resource, succeeded) -> None:
+        building = req.context.get("building")
+        try:
+            self._keep(req, resp, succeeded)
+        finally:
+            if building is not None:
+                self._flights.leave(building)
+
+    def _keep(self, req, resp, succeeded) -> None:
         key = self._key(req)
         if key is None or not succeeded or resp.status_code != 200:
             return
@@ -434,6 +507,7 @@ class SnapshotCache:
 def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
     cluster, partitions, events = Cluster(view), Partitions(view), Events(view, max_streams)
     none, nodes, apps = frozenset(), frozenset({NODES}), frozenset({APPLICATIONS})
+    dump = nodes | apps  # its health is the health check's: the latest periodic report
     # (path, resource, responder suffix, the optional snapshot areas it reads or None for no snapshot)
     routes = [
         ("/ws/v1/clusters", cluster, "clusters", none), ("/ws/v1/partitions", cluster, "partitions", none),
@@ -445,7 +519,7 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
         ("/ws/v1/history/apps", cluster, "app_history", None),
         ("/ws/v1/history/containers", cluster, "container_history", None),
         ("/ws/v1/health/live", cluster, "live", None), ("/ws/v1/health/ready", cluster, "ready", None),
-        ("/ws/v1/fullstatedump", cluster, "dump", ALL_AREAS), ("/debug/fullstatedump", cluster, "dump", ALL_AREAS),
+        ("/ws/v1/fullstatedump", cluster, "dump", dump), ("/debug/fullstatedump", cluster, "dump", dump),
         ("/ws/v1/partition/{partition}/queues", partitions, "queues", none),
         ("/ws/v1/partition/{partition}/queue/{queue}", partitions, "queue", none),
         ("/ws/v1/partition/{partition}/applications/{state}", partitions, "apps", apps),

@@ -1,8 +1,8 @@
 """Whether the scheduler's actors are alive, as the REST API reads it.
 
-An actor stopped by a failure does not come back, so the process is broken for good: the health
-report gets a failed ``Actors`` check naming each such actor, and both probes (liveness and
-readiness) answer 503, so Kubernetes restarts the pod. The REST API does not know the actors: the
+An actor stopped by a failure (an informer whose list/watch loop ended counts as one) does not come
+back, so the process is broken for good: the health report gets a failed ``Actors`` check naming each
+such actor, and both probes (liveness and readiness) answer 503, so Kubernetes restarts the pod. The REST API does not know the actors: the
 process entry point gives :class:`~rest.app.SchedulerView` a callable returning the failures.
 """
 

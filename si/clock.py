@@ -19,7 +19,7 @@ NS = 1_000_000_000
 
 class Timer(Protocol):
     def stop(self) -> None:
-        """No run starts after this returns (a run under way finishes)."""
+        """Cancel the runs not yet started (one starting at that very moment may still run)."""
 
 
 class Clock(Protocol):
@@ -35,7 +35,8 @@ class Clock(Protocol):
         returns False."""
 
     def after(self, delay: float, action: Callable[[], object], name: str) -> Timer:
-        """Run ``action`` once, ``delay`` seconds from now, unless stopped first."""
+        """Run ``action`` once, ``delay`` seconds from now, unless stopped first (actions that fall due
+        together may run in one thread, one after the other: they must be quick)."""
 
 
 class _ThreadTimer:
@@ -50,11 +51,60 @@ class _ThreadTimer:
             self._thread.join()
 
 
+class _Alarm:
+    __slots__ = ("action", "stopped")
+
+    def __init__(self, action: Callable[[], object]) -> None:
+        self.action = action
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+class _AlarmThread:
+    """One thread runs every one-shot timer of a clock, in due order: thousands of pending alarms (a node
+    not ready, a claim to check again) cost no thread each. It ends when none is pending."""
+
+    def __init__(self) -> None:
+        self._due: list[tuple[int, int, _Alarm]] = []
+        self._sequence = itertools.count()
+        self._changed = threading.Condition()
+        self._running = False
+
+    def add(self, due: int, alarm: _Alarm) -> None:
+        with self._changed:
+            heapq.heappush(self._due, (due, next(self._sequence), alarm))
+            self._changed.notify()
+            if not self._running:
+                self._running = True
+                threading.Thread(target=self._run, name="clock-alarms", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while True:
+                    while self._due and self._due[0][2].stopped:
+                        heapq.heappop(self._due)
+                    if not self._due:
+                        self._running = False
+                        return
+                    wait = self._due[0][0] - time.monotonic_ns()
+                    if wait <= 0:
+                        break
+                    self._changed.wait(wait / NS)
+                alarm = heapq.heappop(self._due)[2]
+            alarm.action()
+
+
 class RealClock:
-    """The machine's clock; each timer is a thread."""
+    """The machine's clock: each periodic timer is a thread, one thread runs the one-shot timers."""
 
     now_ns = staticmethod(time.time_ns)
     monotonic_ns = staticmethod(time.monotonic_ns)
+
+    def __init__(self) -> None:
+        self._alarms = _AlarmThread()
 
     def every(self, interval: Callable[[], float], action: Callable[[], object], name: str = "timer") -> Timer:
         def run(stopping: threading.Event) -> None:
@@ -64,10 +114,9 @@ class RealClock:
         return _ThreadTimer(name, run)
 
     def after(self, delay: float, action: Callable[[], object], name: str = "timer") -> Timer:
-        def run(stopping: threading.Event) -> None:
-            if not stopping.wait(delay):
-                action()
-        return _ThreadTimer(name, run)
+        alarm = _Alarm(action)
+        self._alarms.add(time.monotonic_ns() + ns(delay), alarm)
+        return alarm
 
 
 REAL_CLOCK = RealClock()

@@ -126,8 +126,7 @@ class Core:
 
     def settle(self):
         """Wait until the core has processed everything and finished scheduling."""
-        for _ in range(3):
-            self.scheduler.barrier()
+        self.scheduler.settle()
 
     def advance(self, seconds: float) -> None:
         """Move the core's (virtual) clock ``seconds`` on: each of its timers due on the way fires at its

@@ -34,8 +34,9 @@ def request_length(received: bytes | bytearray, max_head: int, max_body: int) ->
     """The length of the request at the start of ``received``; None while its head is incomplete.
 
     Raises :class:`Refusal`: 431 for a head longer than ``max_head``, 413 for a declared body longer
-    than ``max_body``, 400 for an unreadable or contradictory ``Content-Length``, 411 for a body sent
-    with ``Transfer-Encoding`` (its length is known only once it has all arrived).
+    than ``max_body``, 400 for an unreadable or contradictory ``Content-Length`` or one beside a
+    ``Transfer-Encoding`` (a smuggling attempt, RFC 9112 6.3), 411 for a body sent with
+    ``Transfer-Encoding`` alone (its length is known only once it has all arrived).
     """
     start = 0
     while received.startswith(b"\r\n", start):  # empty lines before a request are allowed (RFC 9112 2.2)
@@ -45,14 +46,18 @@ def request_length(received: bytes | bytearray, max_head: int, max_body: int) ->
         if len(received) - start > max_head:
             raise Refusal(431, f"request head longer than {max_head} bytes")
         return None
-    lengths = set()
+    lengths, encoded = set(), False
     for line in bytes(received[start:end]).split(b"\r\n")[1:]:
         name, _, value = line.partition(b":")
         name = name.strip().lower()
         if name == b"content-length":
             lengths.add(value.strip())
         elif name == b"transfer-encoding":
-            raise Refusal(411, "a body needs a Content-Length")
+            encoded = True
+    if encoded:
+        if lengths:
+            raise Refusal(400, "both Content-Length and Transfer-Encoding")
+        raise Refusal(411, "a body needs a Content-Length")
     body = _declared_length(lengths, max_body)
     return end + len(_HEAD_END) + body
 

@@ -1,11 +1,13 @@
 """Serving the webhook app with gunicorn: HTTPS, threads only for whole requests, certificates re-read.
 
 Each worker's main loop does every connection's TLS handshake and reads each request without blocking
-(:class:`IntakeWorker`); only a request that has fully arrived, head and body, goes to the pool of
-threads running the app. A stalled or dribbling client therefore holds a socket, never a thread, and is
+(:class:`IntakeWorker`); only a request that has fully arrived, head and body, is served. A small review
+or health check is answered on the main loop itself (the app's work for it is pure computation of a few
+tens of microseconds, less than handing it to a thread costs); anything else goes to the pool of threads
+running the app. A stalled or dribbling client therefore holds a socket, never a thread, and is
 cut once its request has taken ``--request-timeout`` seconds (10) to arrive. What a request may be is
 decided from its head (:mod:`webhook.framing`: 413, 431, 411 before its body is kept) and then by
-gunicorn's parser (400/431); what all arriving requests may hold together, by ``--max-buffered-mib``
+gunicorn's parser (400/431), which a plain head answered on the main loop skips (:mod:`webhook.fastpath`); what all arriving requests may hold together, by ``--max-buffered-mib``
 per worker (503 beyond).
 
 The parent (arbiter) process has done the startup work before :meth:`WebhookServer.run`; each worker
@@ -29,6 +31,8 @@ from gunicorn import http, util
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
+from webhook import constants as c
+from webhook import fastpath
 from webhook.app import MAX_BODY
 from webhook.framing import Refusal, request_length
 from webhook.tls import ReloadingContext
@@ -42,6 +46,11 @@ MAX_BUFFERED = 64 * 1024 * 1024
 _READ_SIZE = 64 * 1024
 _DRAIN_LIMIT = 1024 * 1024  # what a refused client may still send (an over-long head, say) before it is cut
 _STOP_LINGER = 2.0  # how long a stopping worker waits for requests still to arrive (gunicorn's choice too)
+# Requests the main loop answers itself: the app only computes for these (no I/O, no lock held by another
+# thread), and a review this small takes well under a millisecond; larger ones, and validate-conf (which
+# asks the scheduler), go to a thread so the loop keeps taking other connections meanwhile.
+_INLINE_PATHS = frozenset({c.MUTATE_PATH.encode(), c.HEALTH_PATH.encode()})
+_INLINE_MAX = 64 * 1024
 
 
 class _Connection(TConn):
@@ -59,6 +68,43 @@ class _Connection(TConn):
         self.refused = False  # answered already; what the client still sends is read and discarded
         self.discarded = 0
         self.watching = 0  # the poller events it is registered for
+        self.unsent = b""  # of an answer made on the main loop, while the client does not take it
+        self.last = False  # that answer ends the connection
+
+
+class _Answer:
+    """The socket gunicorn writes an answer made on the main loop to: the bytes are collected, then sent
+    in one go without blocking (one TLS record and one system call for head and body)."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def sendall(self, data: bytes) -> None:
+        self.data += data
+
+    def send(self, data: bytes) -> int:
+        self.sendall(data)
+        return len(data)
+
+    def gettimeout(self) -> float:
+        return 0.0
+
+    def shutdown(self, how: int) -> None:
+        raise OSError(errno.ENOTCONN, "the connection is closed by the main loop")
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class _InlineRequest:
+    """What gunicorn's request handling reads of a connection, for a request answered on the main loop:
+    the request's bytes, already whole, are parsed from memory and never from the socket."""
+
+    sock: _Answer
+    client: object
+    server: object
+    parser: object
 
 
 class IntakeWorker(ThreadWorker):
@@ -68,8 +114,11 @@ class IntakeWorker(ThreadWorker):
     connections. A new connection has ``request_timeout`` seconds for the handshake and its first
     request; a kept-alive one waits ``keepalive`` seconds for the next request's first byte, then has
     ``request_timeout`` seconds for the rest. A refused request (see :mod:`webhook.framing`) is answered
-    at once. A thread writes the answer; if that has not finished ``request_timeout`` seconds after the
-    request arrived (a client that does not read), the socket is shut down, which frees the thread.
+    at once, and so is a small ``/mutate`` or ``/health`` request, its answer sent without blocking (what
+    the client does not take waits in the poller, and is cut ``request_timeout`` seconds after the
+    request arrived). A thread writes the answer of any other request; if that has not finished
+    ``request_timeout`` seconds after the request arrived (a client that does not read), the socket is
+    shut down, which frees the thread.
     """
 
     request_timeout = REQUEST_TIMEOUT  # set in the parent before the workers are forked
@@ -80,6 +129,7 @@ class IntakeWorker(ThreadWorker):
         cfg = self.cfg
         self._tls = ReloadingContext(Path(cfg.certfile))
         self._max_head = cfg.limit_request_line + 2 + cfg.limit_request_fields * (cfg.limit_request_field_size + 2)
+        self._limits = fastpath.Limits(cfg.limit_request_line, cfg.limit_request_fields, cfg.limit_request_field_size)
         self._arriving: set[_Connection] = set()
         self._serving: dict[_Connection, float] = {}
         self._buffered = 0  # bytes received and not yet handed to a thread, over all connections
@@ -95,6 +145,9 @@ class IntakeWorker(ThreadWorker):
             raise
         self.nr_conns += 1
         sock.setblocking(False)
+        # An answer is one write, sent as soon as it is made: never held back for the client's acknowledgement
+        # of what went before (a TLS session ticket, the previous answer), which a client may delay 40 ms.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             tls = self._tls.get().wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
         except (OSError, ValueError) as error:
@@ -107,18 +160,33 @@ class IntakeWorker(ThreadWorker):
         self._advance(conn)
 
     def _advance(self, conn: _Connection) -> None:
-        """Take the connection as far as it goes without waiting; a whole request goes to a thread."""
+        """Take the connection as far as it goes without waiting: a whole request is answered here (see
+        :meth:`_inline`) or goes to a thread."""
         if conn.refused:
             return self._drain(conn)
         try:
             if not conn.handshaken:
                 conn.sock.do_handshake()
                 conn.handshaken = True
+            if conn.unsent:
+                self._send(conn)
+                if conn.last:
+                    return self._end(conn)
+            answered = False
             while True:
                 if conn.length is None:
                     conn.length = request_length(conn.received, self._max_head, self.max_body)
                 if conn.length is not None and len(conn.received) >= conn.length:
-                    break
+                    if not self._inline(conn):
+                        return self._hand_over(conn)
+                    self._answer(conn)
+                    self._send(conn)
+                    if conn.last:
+                        return self._end(conn)
+                    answered = True
+                    continue
+                if answered and not conn.received and not conn.sock.pending():
+                    break  # the usual case after an answer: nothing more has come, so no read to learn it
                 missing = _READ_SIZE if conn.length is None else conn.length - len(conn.received)
                 room = self.max_buffered - self._buffered
                 if room <= 0:
@@ -138,16 +206,71 @@ class IntakeWorker(ThreadWorker):
             return self._refuse(conn, refusal)
         except (OSError, ValueError):  # TLS errors included; ValueError: a socket closed under us
             return self._close(conn)
-        self._hand_over(conn)
+        self._watch(conn, selectors.EVENT_READ)
+
+    def _inline(self, conn: _Connection) -> bool:
+        """Whether the whole request at the start of ``received`` is one the main loop answers itself."""
+        if conn.length > _INLINE_MAX:
+            return False
+        start = 0
+        while conn.received.startswith(b"\r\n", start):
+            start += 2
+        line = bytes(conn.received[start:conn.received.find(b"\r\n", start, conn.length)])
+        parts = line.split(b" ", 2)  # method, target, version
+        return len(parts) == 3 and parts[1].partition(b"?")[0] in _INLINE_PATHS
+
+    def _answer(self, conn: _Connection) -> None:
+        """Answer the request at the start of ``received`` as a thread would, but from memory and into
+        ``conn.unsent``: a plain head through :mod:`webhook.fastpath`, any other through gunicorn's parser."""
+        request = bytes(conn.received[:conn.length])
+        del conn.received[:conn.length]
+        self._buffered -= conn.length
+        conn.length = None
+        answer = _Answer()
+        req, keep_alive = None, False
+        try:
+            plain = fastpath.answer(self.wsgi, request, self._limits, conn.client, conn.server,
+                                    closing=not (self.alive and self.cfg.keepalive))
+            if plain:
+                answer.data, keep_alive = plain
+            else:
+                inline = _InlineRequest(answer, conn.client, conn.server,
+                                        http.get_parser(self.cfg, (request,), conn.client))
+                req = next(inline.parser)
+                keep_alive = self._keepalive_after(inline, self.handle_request(req, inline))
+        except (http.errors.NoMoreData, StopIteration):
+            pass
+        except Exception as error:
+            self.handle_error(req, answer, conn.client, error)
+        conn.unsent = bytes(answer.data)
+        conn.last = not keep_alive
+        self._buffered += len(conn.unsent)
+        conn.idle, conn.deadline = False, time.monotonic() + self.request_timeout
+
+    def _send(self, conn: _Connection) -> None:
+        """Send what is left of the answer; SSLWantWriteError (or SSLWantReadError) when it must wait."""
+        while conn.unsent:
+            sent = conn.sock.send(conn.unsent)
+            conn.unsent = conn.unsent[sent:]
+            self._buffered -= sent
+        if not conn.received:
+            conn.idle, conn.deadline = True, time.monotonic() + self.cfg.keepalive
 
     def _refuse(self, conn: _Connection, refusal: Refusal) -> None:
-        """Answer, stop writing, and read what the client still sends until it closes: closing at once
-        with its bytes unread would reset the connection and could destroy the answer on the way."""
+        """Answer, then end the connection (:meth:`_end`)."""
         self.log.debug("refused %s: %d %s", conn.client, refusal.status, refusal.reason)
+        try:
+            conn.sock.send(refusal.response())
+        except OSError:
+            return self._close(conn)
+        self._end(conn)
+
+    def _end(self, conn: _Connection) -> None:
+        """Stop writing and read what the client still sends until it closes: closing at once with its
+        bytes unread would reset the connection and could destroy the answer on the way."""
         self._buffered -= len(conn.received)
         conn.received.clear()
         try:
-            conn.sock.send(refusal.response())
             conn.sock.shutdown(socket.SHUT_WR)  # from here on the socket reads plain bytes
         except OSError:
             return self._close(conn)
@@ -188,7 +311,7 @@ class IntakeWorker(ThreadWorker):
     def _close(self, conn: _Connection) -> None:
         self._unwatch(conn)
         self._arriving.discard(conn)
-        self._buffered -= len(conn.received)
+        self._buffered -= len(conn.received) + len(conn.unsent)
         self.nr_conns -= 1
         conn.close()
 

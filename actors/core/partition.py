@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from time import perf_counter
 
@@ -178,6 +178,23 @@ class Partition(NodeHolds):
         outbox, self.outbox = self.outbox, Outbox()
         return outbox
 
+    def _one(self, kind: str, object_id: str, refuse: Callable[..., None] | None = None, *args) -> _Contained:
+        """``with self._one(...)`` around the handling of one object of a batch: whatever it raises
+        fails that object alone (``refuse(*args, reason)``), never the batch or the partition."""
+        return _Contained(self, kind, object_id, refuse, args)
+
+    def _refuse_app(self, request, reason: str) -> None:
+        if request.applicationID not in self.apps:
+            self._reject_app(request, reason)
+
+    def _refuse_node(self, info, reason: str) -> None:
+        if info.nodeID not in self.nodes:
+            self.outbox.rejected_nodes.append(si_pb2.RejectedNode(nodeID=info.nodeID, reason=reason))
+
+    def _refuse_allocation(self, message, reason: str) -> None:
+        self.outbox.rejected_allocations.append(si_pb2.RejectedAllocation(
+            allocationKey=message.allocationKey, applicationID=message.applicationID, reason=reason))
+
     def _event(self, type_, object_id, detail, change=E.ADD, message="", reference="", resource=None) -> None:
         self.outbox.events.append(pending(type_, object_id, detail, change, message, reference, resource,
                                           timestamp=self.clock.now_ns()))
@@ -198,6 +215,12 @@ class Partition(NodeHolds):
 
     # Nodes.
     def update_nodes(self, infos) -> None:
+        """One at a time: a node whose handling raises is refused alone, never the batch."""
+        for info in infos:
+            with self._one("node", info.nodeID, self._refuse_node, info):
+                self._update_nodes((info,))
+
+    def _update_nodes(self, infos) -> None:
         for info in infos:
             action = info.action
             node = self.nodes.get(info.nodeID)
@@ -266,6 +289,12 @@ class Partition(NodeHolds):
 
     # Applications.
     def add_applications(self, requests) -> None:
+        """One at a time: an application whose handling raises is refused alone, never the batch."""
+        for request in requests:
+            with self._one("application", request.applicationID, self._refuse_app, request):
+                self._add_applications((request,))
+
+    def _add_applications(self, requests) -> None:
         self.stats.add("apps_new", len(requests))
         for request in requests:
             existing = self.apps.get(request.applicationID)
@@ -377,16 +406,18 @@ class Partition(NodeHolds):
     # Asks and allocations.
     def update_allocations(self, allocations, releases) -> None:
         for release in releases:
-            self._handle_release(release)
+            with self._one("release", release.allocationKey):
+                self._handle_release(release)
         # Allocations found running are summed per queue and per application and counted once at the
         # end of the batch (a recovery books tens of thousands; nothing in between reads the sums).
         self._found = _FoundUsage()
         try:
             for message in allocations:
-                if message.nodeID:
-                    self._add_existing(message)
-                else:
-                    self._add_ask(message)
+                with self._one("allocation", message.allocationKey, self._refuse_allocation, message):
+                    if message.nodeID:
+                        self._add_existing(message)
+                    else:
+                        self._add_ask(message)
         finally:
             found, self._found = self._found, None
             found.count(self.usage)
@@ -991,6 +1022,30 @@ class Partition(NodeHolds):
                 del self.terminated[app_id]
         for path in self.queues.prune():
             self._event(E.QUEUE, path, E.QUEUE_CONFIG, E.REMOVE, "queue removed")
+
+
+class _Contained:
+    """See ``Partition._one``; a class, not a generator, as it wraps every allocation of a recovery."""
+
+    __slots__ = ("partition", "kind", "object_id", "refuse", "args")
+
+    def __init__(self, partition: Partition, kind: str, object_id: str, refuse, args: tuple) -> None:
+        self.partition, self.kind, self.object_id, self.refuse, self.args = partition, kind, object_id, refuse, args
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, trace) -> bool:
+        if error is None or not isinstance(error, Exception):
+            return False
+        log.error("partition %s: %s %s refused, handling it failed: %r", self.partition.name, self.kind,
+                  self.object_id, error, exc_info=error)
+        if self.refuse is not None:
+            try:
+                self.refuse(*self.args, f"the scheduler could not handle {self.kind} {self.object_id}: {error!r}"[:1024])
+            except Exception:  # refusing raised as well: the object is dropped unanswered, the batch goes on
+                log.exception("partition %s: refusing %s %s failed", self.partition.name, self.kind, self.object_id)
+        return True
 
 
 def _gang_too_large(queue: Queue, placeholder_ask: Resource) -> str:

@@ -81,6 +81,7 @@ class Changes:
 
 class PartitionActor(Actor):
     kind = "partition"
+    contain_failures = True  # a message that raises is dropped: the partition schedules on
 
     def __init__(self, config: PartitionConfig, rm_id: str, callback: ResourceManagerCallback, ring: EventRing,
                  predicates: NodePredicates | None, tuning: Tuning, changes: Changes,
@@ -540,6 +541,15 @@ class Scheduler:
     def barrier(self) -> None:
         """Return once every request sent before has been processed (and its answers sent)."""
         self._core.barrier().get()
+
+    def settle(self) -> None:
+        """Return once the core is idle: every request sent before processed and no scheduling cycle
+        pending (what a simulation waits for before it moves the core's virtual clock on)."""
+        while True:
+            version = self._changes.version()
+            self.barrier()
+            if self._changes.version() == version and not self._backlog():
+                return
 
     # Readers.
     def snapshot(self, areas: frozenset[str] = ALL_AREAS) -> CoreSnapshot:

@@ -26,7 +26,7 @@ SHIM_KEYS = frozenset({
     "service.clusterId", "service.policyGroup", "service.enableConfigHotRefresh", "service.instanceTypeNodeLabelKey",
     "service.nodeInstanceTypeNodeLabelKey", "kubernetes.qps", "kubernetes.burst", "service.volumeBindTimeout",
     "service.disableGangScheduling", "service.placeholderImage", "service.placeholderRunAsUser",
-    "service.placeholderRunAsGroup", "service.placeholderFsGroup"})
+    "service.placeholderRunAsGroup", "service.placeholderFsGroup", "service.maxPlaceholdersPerGang"})
 ADMISSION_KEYS = frozenset(f"admissionController.{key}" for key in (  # webhook.conf reads them
     "webHook.amServiceName", "webHook.schedulerServiceAddress", "filtering.processNamespaces",
     "filtering.bypassNamespaces", "filtering.labelNamespaces", "filtering.noLabelNamespaces",

@@ -21,6 +21,10 @@ each real pod of a task group takes over a placeholder's room (the core releases
 When the reservation times out the core says Resuming (Soft: once the placeholders are gone the real
 pods are scheduled as ordinary pods) or Failing (Hard: the pods fail with ``ResourceReservationTimeout``).
 
+One pod's failure is its own: an update of a pod that raises rejects that task (a Warning event says
+why) and the other pods go on; any other message that raises is dropped, said once on the originating
+pod, and the application goes on from where it was.
+
 In plugin mode the binder is the handoff: binds are recorded decisions, ``RetractTask`` returns a
 placement kube-scheduler did not carry out, and the handoff is told when a placed pod is settled.
 """
@@ -67,12 +71,13 @@ from actors.shim.messages import (
     RetractTask,
     Settle,
     Settled,
+    StopPlaceholders,
     TaskUpdate,
     TaskUpdates,
     ToCore,
     WaitingReason,
 )
-from actors.shim.placeholders import PlaceholderSettings
+from actors.shim.placeholders import Allowance, PlaceholderSettings, allowance
 from actors.shim.pods import FAILED, PodRecord
 from actors.shim.state import AppView, PodView, StateBoard
 from si import constants, si_pb2
@@ -133,13 +138,16 @@ class Task:
 class ApplicationActor(PooledActor):
     """See the module docstring. ``first`` is the pod that made the application known; ``tags`` are
     its namespace's application tags; ``force``: the application already runs pods (recovery);
-    ``placeholders``: how the gang's placeholders are made, or that gangs are off."""
+    ``placeholders``: how the gang's placeholders are made, or that gangs are off; ``pod_slots``: how
+    many pods the cluster's nodes together hold (a gang makes no more placeholders)."""
 
     kind = "application"
+    contain_failures = True
 
     def __init__(self, first: PodRecord, tags: Mapping[str, str] | None, force: bool, *, outlet: pykka.ActorRef,
                  context: pykka.ActorRef, binder: pykka.ActorRef, recorder: pykka.ActorRef | None, board: StateBoard, plugin_mode: bool,
-                 placeholders: PlaceholderSettings | None = None, supervisor=None) -> None:
+                 placeholders: PlaceholderSettings | None = None, pod_slots: int = 0,
+                 supervisor=None) -> None:
         super().__init__(supervisor)
         self.app_id = first.app_id
         self._queue = first.queue
@@ -161,8 +169,12 @@ class ApplicationActor(PooledActor):
         self._placeholder_settings = placeholders = placeholders or PlaceholderSettings()
         self._originator = first
         self._gang: Gang | None = None
+        self._pod_slots = pod_slots
+        self._allowed: Allowance | None = None  # the placeholders the gang may have, once it reserves
         self._timeout_told = False
         self._reserve_fenced = False  # placeholders a standby could not make: made once it leads
+        self._error_told = False
+        self._failed_pods: set[str] = set()  # uids whose handling raised: told once
         self._asked = False  # the core had an ask or an allocation of this application
         if not placeholders.disabled:
             self._gang, problems = read_gang(first.task_groups, first.policy_parameters)
@@ -185,6 +197,14 @@ class ApplicationActor(PooledActor):
         finally:
             self._flush()
 
+    def on_dropped(self, msg: Any, error: Exception) -> None:
+        super().on_dropped(msg, error)
+        if not self._error_told:
+            self._error_told = True
+            self._pod_event(self._originator, WARNING, "ApplicationError",
+                            f"application {self.app_id}: a {type(msg).__name__} could not be handled and was "
+                            f"dropped: {error!r}"[:1024])
+
     def on_stop(self) -> None:
         self._board.apps.hide(self.app_id)
 
@@ -195,10 +215,8 @@ class ApplicationActor(PooledActor):
 
     def on_TaskUpdates(self, msg: TaskUpdates) -> None:
         for update in msg.updates:
-            if update.deleted:
-                self._task_gone(update.pod)
-            else:
-                self._task_seen(update)
+            self._contained(update.pod, self._task_gone if update.deleted else self._task_seen,
+                            update.pod if update.deleted else update)
         # Upstream's shim keeps an application whose pods are gone until the core, which had its asks or
         # allocations, completes it (Completing, then Completed after its timer); one it never asked for
         # would never complete there, so it is removed at once.
@@ -269,7 +287,37 @@ class ApplicationActor(PooledActor):
         elif not pod.held and self._asking()(task):
             self._submit(task)
 
+    def _contained(self, pod: PodRecord, handle: Callable[..., None], *args: Any) -> None:
+        """``handle(*args)`` for one pod; if it raises, that pod alone fails (``_task_failed``), and the
+        others of the message go on."""
+        sent = len(self._to_core)
+        try:
+            handle(*args)
+        except Exception as error:
+            del self._to_core[sent:]
+            self._task_failed(pod, error)
+
+    def _task_failed(self, pod: PodRecord, error: Exception) -> None:
+        """Handling ``pod`` raised: a task not placed yet is rejected; said on the pod and logged once."""
+        if pod.uid in self._failed_pods:
+            log.debug("application %s: pod %s failed again: %r", self.app_id, pod.full_name, error)
+            return
+        self._failed_pods.add(pod.uid)
+        log.error("application %s: handling pod %s failed: %r", self.app_id, pod.full_name, error, exc_info=error)
+        task = self._tasks.get(pod.uid)
+        if task is None and not pod.terminated:
+            task = self._tasks[pod.uid] = Task(pod, 0, self._board)
+        message = f"the scheduler could not handle pod {pod.full_name}: {error!r}"[:1024]
+        if task is not None and task.can("reject"):
+            task.fire("reject")
+            self._task_unschedulable(task, "TaskRejected", message)
+        else:
+            self._pod_event(pod, WARNING, "TaskError", message)
+
     def _task_gone(self, pod: PodRecord) -> None:
+        self._failed_pods.discard(pod.uid)
+        if pod.uid == self._originator.uid and self.state == AppState.RESERVING:
+            self._binder.tell(StopPlaceholders(self.actor_ref))  # what it would make now has no owner
         task = self._tasks.pop(pod.uid, None)
         if task is None:
             return
@@ -305,7 +353,7 @@ class ApplicationActor(PooledActor):
         reserves, only its placeholders, all together once every one is seen, so that two gangs do not
         split a queue between them. Decided once per call: a large gang is not counted per task."""
         if self.state == AppState.RESERVING:
-            complete = len(self._placeholders()) >= self._gang.size
+            complete = len(self._placeholders()) >= self._allowed.total
             return lambda task: complete and task.pod.placeholder
         asking = self.state in _ASKING
         return lambda task: asking and not task.pod.placeholder
@@ -314,7 +362,7 @@ class ApplicationActor(PooledActor):
         may_ask = self._asking()
         for task in sorted(self._tasks.values(), key=lambda t: (t.pod.created, t.pod.uid)):
             if task.state == TaskState.PENDING and not task.pod.held and may_ask(task):
-                self._submit(task)
+                self._contained(task.pod, self._submit, task)
 
     def _placeholders(self) -> list[Task]:
         return [t for t in self._tasks.values() if t.pod.placeholder and t.state not in TASK_TERMINAL]
@@ -386,7 +434,17 @@ class ApplicationActor(PooledActor):
 
     def _reserve(self) -> None:
         """Accepted with a gang that has not started: make the placeholders that are not there yet (a
-        restart finds some or all of them) and ask only for them."""
+        restart finds some or all of them) and ask only for them. A gang capped (see ``placeholders``)
+        says why, reserves what it may and times out; one allowed none is scheduled without a gang."""
+        self._allowed = allowed = allowance(self._gang, self._pod_slots, self._placeholder_settings.max_per_gang)
+        if allowed.capped:
+            log.warning("application %s: gang of %d placeholders capped at %d: %s", self.app_id, self._gang.size,
+                        allowed.total, allowed.capped)
+            self._pod_event(self._originator, WARNING, "PlaceholdersCapped",
+                            f"Application {self.app_id}: {allowed.total} of the gang's {self._gang.size} placeholders "
+                            f"are created: {allowed.capped}"[:1024])
+        if not allowed.total:
+            return
         self._machine.fire("reserve")
         self._make_missing_placeholders()
 
@@ -399,8 +457,9 @@ class ApplicationActor(PooledActor):
         present: dict[str, int] = {}
         for task in self._placeholders():
             present[task.pod.task_group] = present.get(task.pod.task_group, 0) + 1
-        missing = tuple((g, g.min_member - present.get(g.name, 0)) for g in self._gang.groups
-                        if g.min_member > present.get(g.name, 0))
+        counts = self._allowed.counts
+        missing = tuple((g, counts[g.name] - present.get(g.name, 0)) for g in self._gang.groups
+                        if counts[g.name] > present.get(g.name, 0))
         if missing:
             self._binder.tell(CreatePlaceholders(self._originator, self._queue, missing, self._placeholder_settings,
                                                  self.actor_ref))
@@ -476,7 +535,7 @@ class ApplicationActor(PooledActor):
             if task.pod.placeholder and task.state not in TASK_TERMINAL:
                 self._delete(task, message)
             elif task.state in _UNPLACED:
-                self._fail_task(task, reason, message)
+                self._contained(task.pod, self._fail_task, task, reason, message)
 
     def _fail_task(self, task: Task, reason: str, message: str) -> None:
         """The task will never run: reject it, say why on the pod, and fail the pod (as upstream)."""

@@ -6,7 +6,8 @@ and ends in one ``BindOutcome`` told to the listener: bound (including "already 
 gone (the pod was deleted), or failed. The binder keeps the set of pods being bound and drops a second
 request for a pod already in flight, so a pod is never bound twice. It also deletes pods the core
 preempted, fails pods whose application was rejected, and creates a gang's placeholder pods
-(``CreatePlaceholders``, answered with ``PlaceholdersCreated``). A ``BindRequest`` may name the actor its
+(``CreatePlaceholders``, answered with ``PlaceholdersCreated``), one at a time, until the application
+stops or says its originating pod is gone (``StopPlaceholders``). A ``BindRequest`` may name the actor its
 outcome goes to (``reply_to``, the pod's application actor); else it goes to the listener. ``Drain`` (an ask) waits until every accepted bind has finished; later requests are
 answered as failed. ``BinderStatsRequest`` (an ask) answers counts and the time of the last bind.
 """
@@ -36,6 +37,7 @@ from actors.shim.messages import (
     EvictPod,
     FailPod,
     PlaceholdersCreated,
+    StopPlaceholders,
     VolumeBindTimeout,
 )
 from actors.shim.placeholders import placeholder_pod
@@ -67,6 +69,12 @@ class BinderStats:
 class _Finished:
     outcome: BindOutcome
     at: float
+
+
+@message
+class _PlaceholdersDone:
+    app: pykka.ActorRef
+    stop: threading.Event
 
 
 @message
@@ -108,6 +116,7 @@ class Binder(Actor):
         self._volume_bind_timeout = DEFAULT_BIND_TIMEOUT
         self._alarms: Alarms | None = None  # claims waiting for their provisioner are checked again
         self._claim_waits: dict[str, _ClaimsWait] = {}  # pod uid -> its wait, between two checks
+        self._placeholder_stops: dict[str, threading.Event] = {}  # application actor urn -> set to stop making
 
     def on_VolumeBindTimeout(self, message: VolumeBindTimeout) -> None:
         self._volume_bind_timeout = message.seconds
@@ -158,7 +167,17 @@ class Binder(Actor):
         if self._draining:
             tell_if_alive(message.reply_to, PlaceholdersCreated((), "scheduler is shutting down"))
         else:
-            self._work.put((self._create_placeholders, message))
+            stop = self._placeholder_stops[message.reply_to.actor_urn] = threading.Event()
+            self._work.put((self._create_placeholders, (message, stop)))
+
+    def on_StopPlaceholders(self, message: StopPlaceholders) -> None:
+        stop = self._placeholder_stops.pop(message.app.actor_urn, None)
+        if stop is not None:
+            stop.set()
+
+    def on__PlaceholdersDone(self, message: _PlaceholdersDone) -> None:
+        if self._placeholder_stops.get(message.app.actor_urn) is message.stop:
+            del self._placeholder_stops[message.app.actor_urn]
 
     def on_Drain(self, message: Drain) -> None:
         self._draining = True
@@ -289,12 +308,17 @@ class Binder(Actor):
         except Exception:  # logged; the pod stays pending with its event
             log.exception("failing pod %s/%s failed", request.namespace, request.name)
 
-    def _create_placeholders(self, request: CreatePlaceholders) -> None:
+    def _create_placeholders(self, work: tuple[CreatePlaceholders, threading.Event]) -> None:
+        request, stop = work
         created, error = [], ""
         namespace = request.originator.namespace
         try:
             for group, count in request.groups:
                 for _ in range(count):
+                    if stop.is_set() or not request.reply_to.is_alive():
+                        log.info("placeholders of %s: %d made, the rest not: the application is gone",
+                                 request.originator.app_id, len(created))
+                        return
                     manifest = placeholder_pod(request.originator, request.queue, group, request.settings)
                     metadata = self._client.create_pod(namespace, manifest).get("metadata") or {}
                     created.append((metadata.get("uid", ""), namespace, metadata.get("name", "")))
@@ -304,6 +328,8 @@ class Binder(Actor):
         except Exception as failure:  # the application hears of it whatever went wrong
             error = str(failure) or type(failure).__name__
             log.warning("creating placeholders for %s failed: %s", request.originator.app_id, error)
+        finally:
+            tell_if_alive(self.actor_ref, _PlaceholdersDone(request.reply_to, stop))
         tell_if_alive(request.reply_to, PlaceholdersCreated(tuple(created), error))
 
     def _serve(self) -> None:

@@ -18,6 +18,13 @@ Pods: ``spec.schedulerName == yunikorn`` pods are tasks of applications (``appac
 a node are foreign and only counted by the node (``nodeactor``). Messages to the actors are collected
 while further messages wait and sent together at the end of a burst, the applications' before the
 nodes' (a node reporting a pod of ours needs its application in the core first).
+
+Containment: whatever raises while handling one object (a pod, a node, a namespace), starting its
+application's actor included, fails that object alone: it is logged once, a pod is told why with a
+Warning event and stays unscheduled (one already on a node is counted there as a foreign pod, so its
+room stays taken), and every other object goes on. A message that raises outside
+any one object is dropped (``contain_failures``) once it runs; during start-up it stops the context,
+so liveness fails instead of the scheduler staying unready for good.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import dataclasses
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +64,7 @@ from actors.shim.messages import (
     NodeRecovered,
     PlacedElsewhere,
     PlacedPod,
+    PodCondition,
     PodsLeft,
     PodsOnNode,
     Registered,
@@ -84,12 +93,14 @@ from actors.shim.state import RecoveryProgress, ShimStateSnapshot, StateBoard
 from actors.shim.topology import resolve_namespaces
 from actors.shim.volumes import VolumeCatalog
 from si import si_pb2
+from si.constants import PODS
 from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 
 log = logging.getLogger(__name__)
 
 MAX_COLLECTOR_PAUSE = 60.0  # seconds a recovery may hold the garbage collector off
 FLUSH_AT = 2000  # routed messages collected before they are sent even though messages still wait
+_STARTING = frozenset({SchedulerState.NEW, SchedulerState.REGISTERED, SchedulerState.RECOVERING})
 ALL_KINDS = frozenset({kinds.PODS, kinds.NODES, kinds.CONFIGMAPS, kinds.NAMESPACES, kinds.PRIORITY_CLASSES,
                        *kinds.VOLUME_KINDS})
 
@@ -113,6 +124,7 @@ class ShimContext(Actor):
     its ``supervisor``."""
 
     kind = "context"
+    contain_failures = True
 
     def __init__(self, core: CoreLink, board: StateBoard, settings: ContextSettings = ContextSettings(),
                  supervisor: Supervisor | None = None) -> None:
@@ -125,6 +137,7 @@ class ShimContext(Actor):
         self._listed: set[str] = set()
         self._pods: dict[str, PodRecord] = {}
         self._nodes: dict[str, NodeRecord] = {}
+        self._pod_slots = 0  # the pods the valid nodes together hold: a gang makes no more placeholders
         self._namespaces: dict[str, Any] = {}
         self._volumes = VolumeCatalog()
         self._priority_classes: dict[str, int] = {}
@@ -137,7 +150,8 @@ class ShimContext(Actor):
         self._mail = Mail()
         self._core_placed: dict[str, str] = {}  # pod uid -> the node the core allocated it on
         self._node_actors: dict[str, pykka.ActorRef] = {}
-        self._feedback: list[KubeEvent] = []
+        self._feedback: list[KubeEvent | PodCondition] = []
+        self._failed: set[tuple[str, str]] = set()  # (kind, key) of the objects whose handling raised
         self._registered_at = 0
         self._recovering: set[str] = set()
         self._nodes_total = 0
@@ -154,6 +168,11 @@ class ShimContext(Actor):
     def on_failure(self, *exc_info) -> None:
         self._collector_pause.end(freeze=False)
         super().on_failure(*exc_info)
+
+    def on_dropped(self, msg: Any, error: Exception) -> None:
+        if self._machine.state in _STARTING:
+            raise error  # a start-up that cannot finish stops the context (liveness fails), never hangs unready
+        super().on_dropped(msg, error)
 
     def on_stop(self) -> None:
         self._collector_pause.end(freeze=False)
@@ -240,6 +259,8 @@ class ShimContext(Actor):
 
     def _remember(self, kind: str, record: Any, deleted: bool = False) -> None:
         """Keep the latest record of every object (the caches recovery and lookups read)."""
+        if kind == kinds.NODES:
+            self._count_node(self._nodes.get(record.key), None if deleted else record)
         cache = {kinds.PODS: self._pods, kinds.NODES: self._nodes, kinds.NAMESPACES: self._namespaces,
                  kinds.CONFIGMAPS: self._configmaps}.get(kind)
         value = record
@@ -278,15 +299,17 @@ class ShimContext(Actor):
             if not live:
                 continue
             if kind == kinds.PODS:
-                self._pod_changed(previous, None if deleted else record)
+                self._contained(kind, record, self._pod_changed, previous, None if deleted else record)
             elif kind == kinds.NODES and deleted:
-                self._node_gone(record)
+                self._contained(kind, record, self._node_gone, record)
             elif kind == kinds.NODES:
-                self._node_seen(old, record)
+                self._contained(kind, record, self._node_seen, old, record)
             elif kind == kinds.CONFIGMAPS:
                 self._config_changed()
             elif kind in kinds.VOLUME_KINDS or kind == kinds.NAMESPACES:
                 related_changed = True
+            if deleted:
+                self._failed.discard((kind, record.key))
         if live and kind in kinds.VOLUME_KINDS and related_changed:
             self._claims_changed()
         elif live and kind == kinds.NAMESPACES and related_changed:
@@ -347,21 +370,16 @@ class ShimContext(Actor):
             if not pod.placeholder and not pod.terminated and self._managed(pod):
                 originators.setdefault(pod.app_id, pod)
         for pod in pods:
-            if pod.terminated:
-                continue
-            managed = self._managed(pod)
-            # A gang's placeholders are all known to its application before it hears from the core.
-            if managed and (pod.assigned or pod.placeholder):
-                self._to_app(pod, first=originators.get(pod.app_id))
-            if pod.assigned:
-                on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, not managed))
+            if not pod.terminated:
+                self._contained(kinds.PODS, pod, self._recover_pod, pod, originators, on_node)
         self._flush()
         for name, node in self._nodes.items():
             if node.invalid:
                 self._node_event(name, WARNING, "NodeRejected", f"node {name} not registered: {node.invalid}")
                 continue
-            self._recovering.add(name)
-            self._start_node(name, node, tuple(on_node.pop(name, ())))
+            self._contained(kinds.NODES, node, self._start_node, name, node, tuple(on_node.pop(name, ())))
+            if name in self._node_actors:
+                self._recovering.add(name)
         for name, pods in on_node.items():  # named by pods, not listed: lost until they appear
             self._start_node(name, None, tuple(pods))
         self._nodes_total = len(self._recovering)
@@ -371,6 +389,16 @@ class ShimContext(Actor):
             self._collector_pause.end(freeze=True)
             if self._leading:
                 self._recovery_done()
+
+    def _recover_pod(self, pod: PodRecord, originators: dict[str, PodRecord],
+                     on_node: dict[str, list[PlacedPod]]) -> None:
+        managed = self._managed(pod)
+        # A gang's placeholders are all known to its application before it hears from the core.
+        if managed and (pod.assigned or pod.placeholder):
+            self._contained(kinds.PODS, pod, self._to_app, pod, False, originators.get(pod.app_id))
+        if pod.assigned:
+            foreign = not managed or self._left_aside(pod)
+            on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, foreign))
 
     def on_NodeRecovered(self, message: NodeRecovered) -> None:
         if message.name in self._recovering:
@@ -389,7 +417,7 @@ class ShimContext(Actor):
         self._fire("recovered")
         for pod in sorted(self._pods.values(), key=_age):
             if not pod.assigned and not pod.terminated and self._managed(pod) and pod.uid not in self._pod_app:
-                self._to_app(pod)
+                self._contained(kinds.PODS, pod, self._to_app, pod)
         if self._settings.await_lead:  # a standby's applications may now write what they could not
             self._flush()
             for ref in self._apps.values():
@@ -415,7 +443,7 @@ class ShimContext(Actor):
         current = pod or previous
         known = current.uid in self._pod_app
         if self._managed(current) and (pod is None or pod.assigned or self._running or known):
-            self._to_app(current, deleted=pod is None)
+            self._contained(kinds.PODS, current, self._to_app, current, pod is None)
         self._to_node(previous, pod, known)
         if pod is None or pod.terminated:
             self._core_placed.pop(current.uid, None)
@@ -440,13 +468,13 @@ class ShimContext(Actor):
         """The pending pods whose affinity selects namespaces by label learn what it selects now."""
         for pod in self._pods.values():
             if pod.namespace_selectors and not pod.assigned and pod.uid in self._pod_app:
-                self._to_app(pod)
+                self._contained(kinds.PODS, pod, self._to_app, pod)
 
     def _claims_changed(self) -> None:
         """Claims, volumes or classes changed: the pending pods with claims learn what theirs resolve to."""
         for pod in self._pods.values():
             if pod.claims and not pod.assigned and pod.uid in self._pod_app:
-                self._to_app(pod)
+                self._contained(kinds.PODS, pod, self._to_app, pod)
 
     def _to_app(self, pod: PodRecord, deleted: bool = False, first: PodRecord | None = None) -> None:
         """Route a pod to its application's actor, starting it for a new application (declared by
@@ -466,7 +494,8 @@ class ShimContext(Actor):
                 first or pod, namespace.app_tags if namespace else None, pod.assigned, outlet=peers.outlet,
                 context=self.actor_ref, binder=peers.binder, recorder=peers.recorder, board=self._board,
                 plugin_mode=self._settings.plugin_mode,
-                placeholders=self._config.settings.placeholders if self._config else None, supervisor=self._supervisor)
+                placeholders=self._config.settings.placeholders if self._config else None, pod_slots=self._pod_slots,
+                supervisor=self._supervisor)
             routed = self._app_pods[pod.app_id] = set()
         self._mail.to_app(self._apps[pod.app_id], TaskUpdate(pod, self._priority(pod), deleted))
         if not deleted:
@@ -489,11 +518,16 @@ class ShimContext(Actor):
             self._mail.to_node(was, PodsLeft((previous,)))
         if not now or (now == was and previous.resource == pod.resource):
             return
-        foreign = not self._managed(pod)
+        foreign = not self._managed(pod) or self._left_aside(pod)
         placed_by_core = self._core_placed.get(pod.uid) == now
         if not foreign and not placed_by_core and known and previous is not None and not previous.assigned:
             return  # its application reports it once its ask is withdrawn
         self._place(PlacedPod(self._resolved(pod), self._priority(pod), not placed_by_core, foreign))
+
+    def _count_node(self, old: NodeRecord | None, new: NodeRecord | None) -> None:
+        for record, sign in ((old, -1), (new, 1)):
+            if record is not None and not record.invalid:
+                self._pod_slots += sign * record.allocatable.get(PODS, 0)
 
     def on_PlacedElsewhere(self, message: PlacedElsewhere) -> None:
         self._place(message.placed)
@@ -614,6 +648,34 @@ class ShimContext(Actor):
         log.error("scheduler configuration refused, the configuration in force stays: %s", reason)
         self._event("ConfigMap", self._settings.namespace, CONFIGMAP_CONFIGS, "", WARNING, "ConfigurationRefused",
                     f"configuration refused, the previous one stays in force: {reason}"[:1024])
+
+    # ---- containment ---------------------------------------------------------------------------
+
+    def _contained(self, kind: str, record: Any, handle: Callable[..., None], *args: Any) -> None:
+        """``handle(*args)`` for one object; if it raises, that object alone fails (see the module docstring)."""
+        try:
+            handle(*args)
+        except Exception as error:
+            self._object_failed(kind, record, error)
+
+    def _left_aside(self, pod: PodRecord) -> bool:
+        """Whether ``pod`` failed: on a node it is then counted as a foreign pod, so its room stays taken."""
+        return (kinds.PODS, pod.key) in self._failed
+
+    def _object_failed(self, kind: str, record: Any, error: Exception) -> None:
+        failed = (kind, record.key)
+        name = getattr(record, "full_name", record.key)
+        if failed in self._failed:
+            log.debug("%s %s failed again: %r", kind, name, error)
+            return
+        self._failed.add(failed)
+        log.error("%s %s left aside, handling it failed: %r", kind, name, error, exc_info=error)
+        message = f"the scheduler could not handle this object: {error!r}"[:1024]
+        if kind == kinds.PODS:
+            self._event("Pod", record.namespace, record.name, record.uid, WARNING, "FailedScheduling", message)
+            self._feedback.append(PodCondition(record.namespace, record.name, record.uid, "Unschedulable", message))
+        elif kind == kinds.NODES:
+            self._node_event(record.name, WARNING, "NodeRejected", message)
 
     # ---- feedback and snapshots ----------------------------------------------------------------
 

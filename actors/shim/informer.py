@@ -11,11 +11,19 @@ object it never delivered is dropped.
 
 The blocking list/watch loop runs on the informer's own pump thread; the actor's thread only starts
 and stops it and answers ``InformerStatusRequest``.
+
+An object the parser cannot read, whatever it raises, is skipped alone and logged once (the others of
+its list or batch are delivered); the last version of it that could be read stands until the object
+is deleted, so a pod still running keeps its room, and its deletion is delivered. The pump is
+supervised like an actor: anything else that ends it stops the informer and is reported with its name
+(``Informer(pods)``) to the supervisor, so liveness fails and the scheduler is restarted instead of
+running on blind.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -82,7 +90,8 @@ class Informer(Actor):
         self._stopping = threading.Event()
         self._stream: WatchStream | None = None
         self._status = InformerStatus(kind.name, False, 0, 0, 0, "")
-        self._pump = threading.Thread(target=self._run, name=f"informer-{kind.name}", daemon=True)
+        self._skipped: set[str] = set()  # namespace/name of the objects the parser refused, logged once
+        self._pump = threading.Thread(target=self._pump_supervised, name=f"informer-{kind.name}", daemon=True)
 
     def on_start(self) -> None:
         self._pump.start()
@@ -111,6 +120,15 @@ class Informer(Actor):
         return self._status
 
     # ---- the pump thread -----------------------------------------------------------------------
+
+    def _pump_supervised(self) -> None:
+        try:
+            self._run()
+        except Exception:
+            if self._stopping.is_set():
+                return
+            self.on_failure(*sys.exc_info())  # halts the pump and tells the supervisor, naming the informer
+            self.actor_ref.stop(block=False)
 
     def _run(self) -> None:
         store: dict[str, Any] = {}
@@ -154,6 +172,8 @@ class Informer(Actor):
         fresh = {}
         for raw in items:
             record = self._parse(raw)
+            if record is None:
+                record = store.get(_stored_key(store, raw))  # unreadable now: its last version stands
             if record is not None:
                 fresh[record.key] = record
         if first:
@@ -186,6 +206,9 @@ class Informer(Actor):
                 continue
             record = self._parse(obj)
             if record is None:
+                key = _stored_key(store, obj) if event == "DELETED" else None
+                if key is not None:  # unreadable, but gone: its last version leaves
+                    changes.append(Deleted(store.pop(key)))
                 continue
             old = store.get(record.key)
             if event == "DELETED":
@@ -203,9 +226,35 @@ class Informer(Actor):
     def _parse(self, raw: Mapping) -> Any:
         try:
             return self._kind.parse(raw)
-        except ValueError as error:
-            log.warning("informer %s: object skipped: %s", self._kind.name, error)
+        except Exception as error:  # one object's, whatever it is: the others go on
+            self._skip(raw, error)
             return None
+
+    def _skip(self, raw: Mapping, error: Exception) -> None:
+        metadata = _metadata(raw)
+        key = f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
+        if key in self._skipped:
+            return
+        if len(self._skipped) >= 10_000:  # a bound, not a cache: only the logging repeats after it
+            self._skipped.clear()
+        self._skipped.add(key)
+        log.warning("informer %s: object %s skipped, it cannot be read: %s", self._kind.name, key, f"{error!r}"[:512])
 
     def _publish(self, store: dict[str, Any], lists: int, watches: int, resource_version: str) -> None:
         self._status = InformerStatus(self._kind.name, lists > 0, len(store), lists, watches, resource_version)
+
+
+def _stored_key(store: Mapping[str, Any], raw: Any) -> str | None:
+    """The key under which ``store`` holds the object ``raw`` names, read from its metadata alone
+    (records are keyed by uid, ``namespace/name`` or name); ``None`` when it holds none."""
+    metadata = _metadata(raw)
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    for key in (metadata.get("uid"), f"{namespace}/{name}" if namespace else None, name):
+        if isinstance(key, str) and key in store:
+            return key
+    return None
+
+
+def _metadata(raw: Any) -> Mapping:
+    metadata = raw.get("metadata") if isinstance(raw, Mapping) else None
+    return metadata if isinstance(metadata, Mapping) else {}

@@ -100,6 +100,14 @@ class CreatePlaceholders:
 
 
 @message
+class StopPlaceholders:
+    """The placeholders still to be made for ``app`` (the ``reply_to`` of its ``CreatePlaceholders``) are
+    not: its originating pod is gone."""
+
+    app: pykka.ActorRef
+
+
+@message
 class PlaceholdersCreated:
     """``error``: why creating stopped ("" when every placeholder was created); ``created`` are the
     (uid, namespace, name) of those made, for the application to delete after a failure. ``fenced``:

@@ -10,11 +10,14 @@ core; when it returns it recovers again, reporting every pod on it. ``Removed`` 
 
 The node reports the allocations of foreign pods and of the pods of ours the core did not place
 (``PlacedPod.report``), and releases them when they leave; it tells the context once it has recovered
-(``NodeRecovered``) and when there is nothing left to watch (``NodeGone``).
+(``NodeRecovered``) and when there is nothing left to watch (``NodeGone``). A pod of ours that is
+invalid, or whose report cannot be built, is counted as another scheduler's pod (at priority 0 for the
+latter): the room it takes is never given away, whatever else it holds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
@@ -64,6 +67,7 @@ class NodeActor(PooledActor):
     ``Lost``); ``pods`` are the pods already on it."""
 
     kind = "node"
+    contain_failures = True  # a node whose update raises keeps its actor: the message is dropped
 
     def __init__(self, name: str, record: NodeRecord | None, pods: tuple[PlacedPod, ...], *, context: pykka.ActorRef,
                  outlet: pykka.ActorRef, recorder: pykka.ActorRef | None, board: StateBoard, alarms: Alarms,
@@ -139,9 +143,7 @@ class NodeActor(PooledActor):
             reported = uid in self._reported
             resized = known is not None and known.pod.resource != placed.pod.resource
             if (placed.report and not reported) or (reported and (known is None or resized)):
-                item = self._allocation(placed)
-                if item is not None:
-                    items.append(item)
+                items.append(self._allocation(placed))
         if self.state == NodeState.RECOVERING:
             self._send_confirmed(items)  # what just arrived is part of the recovery: wait for it too
         elif items:
@@ -180,7 +182,7 @@ class NodeActor(PooledActor):
         """Register draining, report every pod on the node, and wait for the core to confirm."""
         self._fire("recover")
         self._reported.clear()
-        reports = [item for item in map(self._allocation, self._pods.values()) if item is not None]
+        reports = list(map(self._allocation, self._pods.values()))
         self._send_confirmed([self._node_info(_ACTION.CREATE_DRAIN), *reports])
         self._track_readiness()
 
@@ -188,12 +190,23 @@ class NodeActor(PooledActor):
         self._token += 1
         tell_if_alive(self._outlet, ToCore(tuple(items), confirm_to=self.actor_ref, token=self._token))
 
-    def _allocation(self, placed: PlacedPod) -> si_pb2.Allocation | None:
+    def _allocation(self, placed: PlacedPod) -> si_pb2.Allocation:
         pod = placed.pod
-        if pod.invalid:
-            log.warning("pod %s on node %s not counted: %s", pod.full_name, self.node_name, pod.invalid)
-            return None
         self._reported.add(pod.uid)
+        if pod.invalid and not placed.foreign:  # no task of ours, but it runs here: its room is taken
+            log.warning("pod %s on node %s counted as another scheduler's pod: %s", pod.full_name, self.node_name,
+                        pod.invalid)
+            placed = self._pods[pod.uid] = dataclasses.replace(placed, foreign=True)
+        try:
+            return self._report(placed)
+        except Exception as error:  # the room it takes is counted whatever else it holds
+            log.error("pod %s on node %s counted as another scheduler's pod at priority 0: %r", pod.full_name,
+                      self.node_name, error)
+            placed = self._pods[pod.uid] = dataclasses.replace(placed, priority=0, foreign=True)
+            return self._report(placed)
+
+    def _report(self, placed: PlacedPod) -> si_pb2.Allocation:
+        pod = placed.pod
         if not placed.foreign:
             return translate.allocation(pod, placed.priority, PARTITION, self.node_name)
         self._board.pods.show(_foreign_view(pod))

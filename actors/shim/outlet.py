@@ -27,6 +27,7 @@ from actors.shim.outbox import Outbox
 from actors.shim.settings import DEFAULT_INSTANCE_TYPE_LABEL
 from actors.shim.ticker import Alarms
 from si import si_pb2
+from si.clock import REAL_CLOCK, Clock
 from si.constants import NODE_ATTR_INSTANCE_TYPE, label_tag
 
 log = logging.getLogger(__name__)
@@ -41,13 +42,13 @@ class CoreOutlet(Actor):
 
     kind = "outlet"
 
-    def __init__(self, core: CoreLink, supervisor=None) -> None:
+    def __init__(self, core: CoreLink, supervisor=None, clock: Clock = REAL_CLOCK) -> None:
         super().__init__(supervisor)
         self._core = core
         self._outbox = Outbox("")
         self._confirmations: list[tuple[pykka.ActorRef, int]] = []
         self._confirmer = _Confirmer(core)
-        self._alarms = Alarms("outlet-linger")
+        self._alarms = Alarms("outlet-linger", clock)
         self._flush_due = False
         self._instance_label = DEFAULT_INSTANCE_TYPE_LABEL
         self._node_attributes: dict[str, dict[str, str]] = {}  # the last attributes sent, per node

@@ -6,6 +6,11 @@ member could run. It belongs to its application (same application id and queue),
 group, is marked ``internal.yunikorn.apache.org/placeholder``, and is owned by the application's
 originating pod, so deleting that pod deletes the gang's placeholders too. Names follow upstream:
 ``tg-<application id, 28>-<task group, 20>-<10 random characters>``.
+
+A gang makes at most what it could ever use (:func:`allowance`): no more placeholders than the
+cluster's nodes together have pod slots, and no more than ``service.maxPlaceholdersPerGang``. Its
+cpu and memory are not a bound: a gang may wait for nodes to be added (a cluster autoscaler reads its
+pending placeholders). A gang larger than a max of its queue never gets this far: the core rejects it.
 """
 
 from __future__ import annotations
@@ -13,14 +18,16 @@ from __future__ import annotations
 import re
 import secrets
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from actors.shim.gang import TaskGroup
+from actors.shim.gang import Gang, TaskGroup
 from actors.shim.keys import ANNOTATION_PLACEHOLDER, ANNOTATION_TASK_GROUP_NAME
 from actors.shim.pods import PodRecord
 from si.kubernetes import ANNOTATION_APP_ID, ANNOTATION_QUEUE, SCHEDULER_NAME
 
 DEFAULT_IMAGE = "registry.k8s.io/pause:3.7"
+DEFAULT_MAX_PER_GANG = 5000  # ~15 s of pod creation at the API's pace; far above any real gang
 _ALPHABET = string.ascii_lowercase + string.digits
 _NOT_DNS = re.compile(r"[^a-z0-9-]+")
 
@@ -28,13 +35,43 @@ _NOT_DNS = re.compile(r"[^a-z0-9-]+")
 @dataclass(frozen=True, slots=True)
 class PlaceholderSettings:
     """``service.placeholderImage``, ``service.placeholderRunAsUser|RunAsGroup|FsGroup`` and
-    ``service.disableGangScheduling`` (task groups ignored, no placeholders)."""
+    ``service.disableGangScheduling`` (task groups ignored, no placeholders),
+    ``service.maxPlaceholdersPerGang``."""
 
     image: str = DEFAULT_IMAGE
     run_as_user: int | None = None
     run_as_group: int | None = None
     fs_group: int | None = None
     disabled: bool = False
+    max_per_gang: int = DEFAULT_MAX_PER_GANG
+
+
+@dataclass(frozen=True, slots=True)
+class Allowance:
+    """How many placeholders of each task group a gang may have, and why fewer than it declares
+    (``""`` when it may have them all)."""
+
+    counts: Mapping[str, int]
+    capped: str = ""
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def allowance(gang: Gang, pod_slots: int, limit: int) -> Allowance:
+    """What ``gang`` may have: its groups in order, each as many members as are left of ``limit`` and
+    of the ``pod_slots`` of the cluster's nodes together."""
+    counts: dict[str, int] = {}
+    left = min(limit, pod_slots)
+    for group in gang.groups:
+        counts[group.name] = min(group.min_member, left)
+        left -= counts[group.name]
+    if sum(counts.values()) == gang.size:
+        return Allowance(counts)
+    reason = (f"service.maxPlaceholdersPerGang is {limit}" if limit <= pod_slots
+              else f"the cluster's nodes together hold {pod_slots} pods")
+    return Allowance(counts, reason)
 
 
 def placeholder_name(app_id: str, group: str) -> str:

@@ -43,6 +43,7 @@ from actors.shim.recorder import EventRecorder, RecorderStats
 from actors.shim.settings import SettingsApplier
 from actors.shim.state import ShimStateSnapshot, StateBoard, recovered
 from actors.shim.ticker import Alarms, Ticker
+from si.clock import REAL_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +74,9 @@ class SchedulerService:
     """See the module docstring."""
 
     def __init__(self, client: KubeClient, core: CoreLink, settings: ServiceSettings = ServiceSettings(),
-                 supervision: Supervision | None = None) -> None:
+                 supervision: Supervision | None = None, clock: Clock = REAL_CLOCK) -> None:
         self.client = client
+        self.clock = clock  # the shim's timers'
         self.core = core
         self.settings = settings
         self.supervision = supervision or Supervision()
@@ -101,10 +103,10 @@ class SchedulerService:
         else:
             self.binder = applier.binder = Binder.start(self.client, self.context, s.bind_workers, supervisor)
         self.recorder = EventRecorder.start(self.client, s.event_qps, s.event_burst, supervisor=supervisor)
-        self.outlet = applier.outlet = CoreOutlet.start(self.core, supervisor)
-        self.alarms = Alarms("node-alarms")
+        self.outlet = applier.outlet = CoreOutlet.start(self.core, supervisor, self.clock)
+        self.alarms = Alarms("node-alarms", self.clock)
         self.context.tell(Connect(self.binder, self.recorder, self.outlet, self.alarms))
-        self._mail_sender = Ticker(self.context, SendMail(), s.publish_period, "shim-mail-sender").start()
+        self._mail_sender = Ticker(self.context, SendMail(), s.publish_period, "shim-mail-sender", self.clock).start()
         self.informers = [Informer.start(self.client, kind, self.context, s.watch, supervisor)
                           for kind in watched_kinds(s.namespace)]
         return self

@@ -10,8 +10,9 @@ live each time it is (re)loaded.
   WaitForFirstConsumer claims to be bound on the chosen node before the pod goes back to the core.
 - ``log.level``, ``log.<subsystem>.level``: see ``actors.loglevels``.
 - ``service.disableGangScheduling``, ``service.placeholderImage``, ``service.placeholderRunAsUser``,
-  ``service.placeholderRunAsGroup``, ``service.placeholderFsGroup``: gang scheduling (see
-  ``actors.shim.placeholders``), for the applications submitted after the configuration is taken.
+  ``service.placeholderRunAsGroup``, ``service.placeholderFsGroup``, ``service.maxPlaceholdersPerGang``
+  (default 5000): gang scheduling (see ``actors.shim.placeholders``), for the applications submitted
+  after the configuration is taken.
 
 A bad value is a ``SchedulerConfigError``: the configuration in force stays.
 """
@@ -27,7 +28,7 @@ import pykka
 from actors import loglevels
 from actors.shim.client import DEFAULT_BURST, DEFAULT_QPS, KubeClient
 from actors.shim.messages import InstanceTypeLabel, VolumeBindTimeout
-from actors.shim.placeholders import DEFAULT_IMAGE, PlaceholderSettings
+from actors.shim.placeholders import DEFAULT_IMAGE, DEFAULT_MAX_PER_GANG, PlaceholderSettings
 from actors.shim.volumes import DEFAULT_BIND_TIMEOUT
 from si.bounded import shown
 from si.gobool import parse_bool
@@ -43,6 +44,7 @@ DISABLE_GANG, PLACEHOLDER_IMAGE = "service.disableGangScheduling", "service.plac
 PLACEHOLDER_IDS = {"service.placeholderRunAsUser": "run_as_user", "service.placeholderRunAsGroup": "run_as_group",
                    "service.placeholderFsGroup": "fs_group"}
 VOLUME_BIND_TIMEOUT = "service.volumeBindTimeout"
+MAX_PLACEHOLDERS = "service.maxPlaceholdersPerGang"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +85,8 @@ def _placeholders(extra: Mapping[str, str]) -> PlaceholderSettings:
         disabled = parse_bool(text)
     except ValueError:
         raise ValueError(f"{DISABLE_GANG}: {shown(text)} is not true or false") from None
-    return PlaceholderSettings(image=image, disabled=disabled, **ids)
+    return PlaceholderSettings(image=image, disabled=disabled,
+                               max_per_gang=_number(extra, MAX_PLACEHOLDERS, DEFAULT_MAX_PER_GANG, int), **ids)
 
 
 def _duration(extra: Mapping[str, str], key: str, default: float) -> float:

@@ -27,6 +27,8 @@ from tests.chart.rbac import Authorizer, calls_from
 from tests.chart.rendering import RELEASE_NAMESPACE
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.slow  # the scheduler and the admission controller run against an auditing API server
+
 REPO = Path(__file__).resolve().parents[2]
 POD = BY_PATH[("", "v1", "pods")]
 CONFIGMAP = BY_PATH[("", "v1", "configmaps")]
@@ -143,12 +145,16 @@ def test_scheduler_rbac_covers_its_api_calls(sim, render, tmp_path):
     container = objects.one("Deployment", "yunikorn-scheduler")["spec"]["template"]["spec"]["containers"][0]
     election = [arg for arg in container["args"] if arg.startswith("--leader-elect")]
     assert election, "leader election is on in the chart by default"
-    process = start(module, ["--kubeconfig", str(tmp_path / "kubeconfig"), "--rest-port", str(port), *election],
+    health_port = free_port()
+    process = start(module, ["--kubeconfig", str(tmp_path / "kubeconfig"), "--rest-port", str(port),
+                             "--health-port", str(health_port), *election],
                     tmp_path, env={"POD_NAME": "yunikorn-scheduler-0"})
     try:
-        # The probes the chart gives the kubelet answer 200 on the real command.
+        # The probes the chart gives the kubelet answer 200 on the real command, on the port they name.
+        port_named = {"http": port, "health": health_port}
         for probe in ("livenessProbe", "readinessProbe"):
-            url = f"http://127.0.0.1:{port}{container[probe]['httpGet']['path']}"
+            get = container[probe]["httpGet"]
+            url = f"http://127.0.0.1:{port_named[get['port']]}{get['path']}"
             wait_for(lambda url=url: process.poll() is not None or http_ok(url), timeout=60, interval=0.1,
                      message=f"{url} to answer 200")
             assert process.poll() is None, (tmp_path / f"{module}.log").read_text()

@@ -65,11 +65,12 @@ def test_scheduler_deployment(render):
     deployment = objects.one("Deployment", "yunikorn-scheduler")
     container = _container(objects, "yunikorn-scheduler")
     assert container["command"] == ["yunikorn-scheduler"]
-    assert "--rest-port=9080" in container["args"]
+    assert "--rest-port=9080" in container["args"] and "--health-port=9081" in container["args"]
     assert "--rest-allowed-origins=*" in container["args"]  # CORS as upstream's (see README, "Security")
-    assert container["ports"] == [{"name": "http", "containerPort": 9080, "protocol": "TCP"}]
+    assert container["ports"] == [{"name": "http", "containerPort": 9080, "protocol": "TCP"},
+                                  {"name": "health", "containerPort": 9081, "protocol": "TCP"}]
     assert {"name": "NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}} in container["env"]
-    assert container["livenessProbe"]["httpGet"] == {"path": "/ws/v1/health/live", "port": "http"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/ws/v1/health/live", "port": "health"}
     assert container["resources"]["limits"] and container["resources"]["requests"]
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert _pod_spec(objects, "yunikorn-scheduler")["securityContext"]["runAsNonRoot"] is True
@@ -91,7 +92,7 @@ def test_scheduler_pair_with_leader_election_by_default(render):
     assert {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in container["env"]
     # the kubelet counts a warm standby as ready (rollouts and the budget go on); the Service routes
     # only to the pod the leader labelled
-    assert container["readinessProbe"]["httpGet"] == {"path": "/ws/v1/health/ready?standby=ready", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/ws/v1/health/ready?standby=ready", "port": "health"}
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert objects.one("Service", "yunikorn-service")["spec"]["selector"] == {
         **pod_labels, "yunikorn.apache.org/leader": "true"}
@@ -118,7 +119,7 @@ def test_one_scheduler_without_leader_election(render, values):
     container = _container(objects, "yunikorn-scheduler")
     assert not [arg for arg in container["args"] if arg.startswith("--leader-elect")]
     assert "POD_NAME" not in {env["name"] for env in container["env"]}
-    assert container["readinessProbe"]["httpGet"] == {"path": "/ws/v1/health/ready", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/ws/v1/health/ready", "port": "health"}
     assert objects.one("Service", "yunikorn-service")["spec"]["selector"] == \
         deployment["spec"]["template"]["metadata"]["labels"]
     assert "affinity" not in _pod_spec(objects, "yunikorn-scheduler")

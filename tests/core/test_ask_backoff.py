@@ -2,19 +2,11 @@
 is not tried again for ``backoff.delay``, and REST shows until when."""
 
 from rest.daos import GO_ZERO_TIME, application
+from tests.queues import config, queue
 
-QUEUES = """
-partitions:
-  - name: default
-    placementrules: [{name: provided, create: false}]
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: patient
-            properties: {application.unschedasks.backoff: "2", application.unschedasks.backoff.delay: 1s}
-          - name: eager
-"""
+QUEUES = config(queue("patient", properties={"application.unschedasks.backoff": "2",
+                                              "application.unschedasks.backoff.delay": "1s"}),
+                queue("eager"), create=False)
 
 
 def app_of(core, app_id):

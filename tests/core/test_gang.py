@@ -2,20 +2,11 @@
 
 from si import si_pb2
 from si.resources import Resource
+from tests.queues import config, queue
 from tests.waiting import wait_for
 
 GIB = 2**30
-QUEUE = """
-partitions:
-  - name: default
-    placementrules: [{name: provided, create: true}]
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: batch
-            resources: {max: {vcore: 8}}
-"""
+QUEUE = config(queue("batch", max={"vcore": 8}))
 
 
 def gang_app(core, app_id, members, vcore=1000, timeout_ms=60_000, style="Soft"):

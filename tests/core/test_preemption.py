@@ -7,6 +7,7 @@ from si import si_pb2
 from si.clock import VirtualClock
 from si.resources import Resource
 from tests.core.test_scheduling import queues
+from tests.queues import config, queue
 from tests.waiting import wait_for
 
 GIB = 2**30
@@ -334,29 +335,20 @@ def test_two_queues_regain_their_guarantees(core_factory, policy):
     assert by_queue.find("root.b").allocated_resource["vcore"] == 4000
 
 
-QUOTA = """
-partitions:
-  - name: default
-    placementrules: [{{name: provided, create: true}}]
-    preemption: {{quotapreemptionenabled: {enabled}}}
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: b
-            resources: {{max: {{vcore: {max}}}}}
-            properties: {{quota.preemption.delay: {delay}}}
-"""
+def quota(enabled: bool, max: int, delay: str) -> str:  # noqa: A002
+    """Queue b under a max of ``max`` vcore, preempted ``delay`` after it is over it (when ``enabled``)."""
+    return config(queue("b", max={"vcore": max}, properties={"quota.preemption.delay": delay}),
+                  preemption={"quotapreemptionenabled": enabled})
 
 
 def test_quota_change_preemption_brings_a_queue_back_under_its_lowered_max(core_factory):
-    core = core_factory(QUOTA.format(enabled="true", max=8, delay="200ms"))
+    core = core_factory(quota(True, 8, "200ms"))
     core.nodes(1, vcore=8000, memory=64 * GIB)
     core.app("app-b", queue="root.b")
     for i, priority in enumerate((5, 0, 0, 5)):
         ask(core, "app-b", f"b-{i}", vcore=2000, priority=priority)
         core.settle()
-    core.configure(QUOTA.format(enabled="true", max=4, delay="200ms"))
+    core.configure(quota(True, 4, "200ms"))
     core.settle()
     core.advance(0.2)  # the first tick (at 50 ms) sees the queue over its max; the delay runs from there
     assert preempted(core) == [], "not before the delay"
@@ -371,13 +363,13 @@ def test_quota_change_preemption_brings_a_queue_back_under_its_lowered_max(core_
     assert len(preempted(core)) == 2, "nothing more once the queue fits"
 
 
-@pytest.mark.parametrize("enabled, delay, victims", [("false", "200ms", 0), ("true", "0", 0), ("true", "200ms", 2)])
+@pytest.mark.parametrize("enabled, delay, victims", [(False, "200ms", 0), (True, "0", 0), (True, "200ms", 2)])
 def test_quota_change_preemption_needs_the_partition_switch_and_a_delay(enabled, delay, victims):
     from actors.core import config as cfg
     from actors.core.partition import Partition
 
     clock = VirtualClock()
-    partition = Partition(cfg.parse(QUOTA.format(enabled=enabled, max=8, delay=delay)).partitions[0], "rm",
+    partition = Partition(cfg.parse(quota(enabled, 8, delay)).partitions[0], "rm",
                           clock=clock)
     partition.update_nodes([si_pb2.NodeInfo(nodeID="n", action=si_pb2.NodeInfo.CREATE,
                                             schedulableResource=Resource.of(vcore=8000).to_proto())])
@@ -386,7 +378,7 @@ def test_quota_change_preemption_needs_the_partition_switch_and_a_delay(enabled,
     partition.update_allocations([si_pb2.Allocation(allocationKey=f"b-{i}", applicationID="app-b", nodeID="n",
                                                     resourcePerAlloc=Resource.of(vcore=2000).to_proto())
                                   for i in range(4)], [])
-    partition.apply_config(cfg.parse(QUOTA.format(enabled=enabled, max=4, delay=delay)).partitions[0])
+    partition.apply_config(cfg.parse(quota(enabled, 4, delay)).partitions[0])
     partition.take_outbox()
     for later in (0, 1, 59, 3540):  # seconds: long past any delay
         clock.advance(later)

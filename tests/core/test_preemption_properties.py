@@ -2,6 +2,7 @@
 upstream's laws at the moment it is decided, and every preemptor runs on its node once its victims
 are gone."""
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings, target
 from hypothesis import strategies as st
 
@@ -115,6 +116,7 @@ workloads = st.lists(st.one_of(submit, submit, st.tuples(st.just("confirm")), st
 guarantee = st.one_of(st.none(), st.integers(0, 5))  # vcore
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # A preemptor placed, then the victim of a sibling queue's preemptor (found by the search).
 @example(guarantees=(None, 1, None, 0), policies=("default",) * 4, nodes=1, filler=2, reserve=False,

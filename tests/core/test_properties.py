@@ -1,5 +1,6 @@
 """Random operation sequences never over-commit a node or a queue maximum; health stays green."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,6 +60,7 @@ def check_decisions(partition: Partition, decided: list[si_pb2.Allocation]) -> N
             assert q.max is None or all(q.allocated[n] <= q.max[n] for n in q.max), f"decision broke {q.path} max"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(operations)
 def test_random_operations_keep_the_partition_consistent(ops):

@@ -300,3 +300,18 @@ def test_eviction_honours_pod_disruption_budgets(kubesim, kube_api, core):
     core.create_namespaced_pod_eviction("w2", "default", {"metadata": {"name": "w2", "namespace": "default"}},
                                         _preload_content=False)  # 30% of 3 pods: one must stay
     assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == ["w3"]
+
+
+@pytest.mark.parametrize("resources, qos", [
+    ({}, "BestEffort"),
+    ({"requests": {"cpu": "0"}}, "BestEffort"),
+    ({"requests": {"cpu": "100m"}}, "Burstable"),
+    ({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}}, "Burstable"),
+    ({"limits": {"cpu": "1", "memory": "1Gi"}}, "Guaranteed"),
+    ({"requests": {"cpu": "1000m", "memory": "1024Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}, "Guaranteed"),
+    ({"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}, "BestEffort"),
+])
+def test_a_pods_qos_class_comes_from_its_requests_and_limits(core, resources, qos):
+    created = core.create_namespaced_pod("default", {"metadata": {"name": "p"}, "spec": {
+        "containers": [{"name": "c", "image": "busybox", "resources": resources}]}})
+    assert created.status.qos_class == qos

@@ -6,6 +6,8 @@ import sys
 
 from kubernetes import client, config
 
+from tests.waiting import wait_for
+
 
 def test_command_serves_seeded_nodes_and_exits_cleanly_on_sigterm(tmp_path):
     kubeconfig = tmp_path / "kubeconfig"
@@ -19,6 +21,29 @@ def test_command_serves_seeded_nodes_and_exits_cleanly_on_sigterm(tmp_path):
         nodes = client.CoreV1Api(api_client).list_node().items
         assert [n.status.allocatable["memory"] for n in nodes] == ["16Gi"] * 3
         api_client.close()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+    finally:
+        process.kill()
+
+
+def test_command_switches_the_components_it_plays(tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    process = subprocess.Popen([sys.executable, "-m", "kubesim", "--kubeconfig-out", str(kubeconfig), "--nodes", "1",
+                                "--kubelet-delay", "0", "--time-factor", "0.01", "--no-priority-admission"],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().startswith("kubesim serving at")
+        with config.new_client_from_config(config_file=str(kubeconfig)) as api_client:
+            core = client.CoreV1Api(api_client)
+            core.create_namespaced_pod("default", {"metadata": {"name": "p"}, "spec": {
+                "priorityClassName": "absent", "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "20"]}]}})
+            core.create_namespaced_pod_binding("p", "default", {"metadata": {"name": "p"},
+                                                                "target": {"name": "node-00000"}},
+                                               _preload_content=False)
+            wait_for(lambda: core.read_namespaced_pod("p", "default").status.phase == "Succeeded", timeout=10,
+                     message="p ends after 20 s * 0.01")
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
     finally:

@@ -48,6 +48,16 @@ def kubectl_binary():
 @pytest.fixture
 def kubectl(kubectl_binary, kubesim, tmp_path):
     """``kubectl(*args)``: run kubectl against kubesim; returns the completed process (text)."""
+    return kubectl_runner(kubectl_binary, kubesim, tmp_path)
+
+
+@pytest.fixture
+def kubectl_on_sim(kubectl_binary, sim, tmp_path):
+    """The same, against the kubesim with kubelets."""
+    return kubectl_runner(kubectl_binary, sim, tmp_path)
+
+
+def kubectl_runner(kubectl_binary, kubesim, tmp_path):
     kubesim.write_kubeconfig(tmp_path / "kubeconfig")
     env = {"KUBECONFIG": str(tmp_path / "kubeconfig"), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
 
@@ -160,7 +170,7 @@ TYPED_CREATES = {
     "service nodeport": ("services", ["service", "nodeport", "NAME", "--tcp=80:8080", "--node-port=30080"]),
     "service loadbalancer": ("services", ["service", "loadbalancer", "NAME", "--tcp=443:https"]),
     "service externalname": ("services", ["service", "externalname", "NAME", "--external-name=db.example.com"]),
-    "priorityclass": ("priorityclasses", ["priorityclass", "NAME", "--value=-5", "--global-default",
+    "priorityclass": ("priorityclasses", ["priorityclass", "NAME", "--value=-5",
                                           "--description=batch work", "--preemption-policy=Never"]),
     "poddisruptionbudget min": ("poddisruptionbudgets", ["poddisruptionbudget", "NAME", "--selector=app=web",
                                                          "--min-available=50%"]),
@@ -241,6 +251,54 @@ def test_a_typed_create_of_a_kind_kubesim_does_not_read_gets_a_clear_415(kubectl
     assert refused.returncode != 0
     assert "kubesim reads protobuf bodies of" in refused.stderr and "not authentication.k8s.io/v1 TokenRequest" \
         in refused.stderr
+
+
+JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: pi
+spec:
+  completions: 2
+  parallelism: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        image: busybox
+        command: [sleep, "10"]
+"""
+
+
+def test_kubectl_shows_a_job_complete_its_pods_completed_and_deletes_them(kubectl_on_sim, sim, sim_api, tmp_path):
+    kubectl, core = kubectl_on_sim, client.CoreV1Api(sim_api)
+    (tmp_path / "job.yaml").write_text(JOB)
+    assert kubectl("apply", "-f", str(tmp_path / "job.yaml")).stdout.strip() == "job.batch/pi created"
+    wait_for(lambda: len(sim.objects("pods")) == 2, timeout=10, message="the job's two pods")
+    for pod in sim.objects("pods"):
+        name = pod["metadata"]["name"]
+        core.create_namespaced_pod_binding(name, "default", {"metadata": {"name": name},
+                                                             "target": {"name": "node-00000"}}, _preload_content=False)
+    wait_for(lambda: lines(kubectl("get", "jobs").stdout)[1][1:3] == ["Complete", "2/2"], timeout=10,
+             message="kubectl shows the job complete")
+    header, *rows = lines(kubectl("get", "jobs", "-o", "wide").stdout)
+    assert header == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
+    assert rows[0][5:7] == ["c", "busybox"] and rows[0][7].startswith("batch.kubernetes.io/controller-uid=")
+    pods = lines(kubectl("get", "pods", "-l", "job-name=pi").stdout)[1:]
+    assert [(row[1], row[2]) for row in pods] == [("0/1", "Completed")] * 2
+    assert re.search(r"Pods Statuses:\s+0 Active \(0 Ready\) / 2 Succeeded / 0 Failed", kubectl("describe", "job", "pi").stdout)
+    assert kubectl("delete", "job", "pi").stdout.strip() == 'job.batch "pi" deleted from default namespace'
+    wait_for(lambda: not sim.objects("pods"), timeout=10, message="kubectl's delete takes the job's pods too")
+
+
+def test_kubectl_reports_a_missing_priority_class_as_kube_apiserver_does(kubectl, tmp_path):
+    body = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "priorityClassName": "gold", "containers": [{"name": "c", "image": "busybox"}]}})
+    refused = kubectl("create", "-f", "-", stdin=body, check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == ('Error from server (Forbidden): error when creating "STDIN": pods "p" is '
+                                      "forbidden: no PriorityClass with name gold was found")
 
 
 @pytest.mark.timeout(120)

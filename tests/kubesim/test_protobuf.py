@@ -120,7 +120,8 @@ def test_secret_bytes_are_base64_and_negative_numbers_keep_their_sign(connection
                            envelope("scheduling.k8s.io/v1", "PriorityClass", priority))
     assert status == 201
     assert without_server_fields(created) == {"kind": "PriorityClass", "apiVersion": "scheduling.k8s.io/v1",
-                                              "metadata": {}, "value": -5}
+                                              "metadata": {}, "value": -5,
+                                              "preemptionPolicy": "PreemptLowerPriority"}
 
 
 def test_times_int_or_strings_and_nested_messages_decode_as_go_writes_them():

@@ -19,6 +19,8 @@ from tests.reliability.wiretap import WireTap
 from tests.reliability.workload import burst
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.slow  # scheduler processes killed, leases expiring
+
 # Short leases, so a takeover after expiry costs seconds.
 FAST = ("--leader-elect", "--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1500ms",
         "--leader-elect-retry-period", "0.25s", "--bind-workers", "4")

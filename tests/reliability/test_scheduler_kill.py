@@ -13,6 +13,7 @@ from tests.waiting import wait_for
 
 SEED = 7  # the kill points: how many pods are bound when each kill comes
 
+@pytest.mark.slow
 @pytest.mark.timeout(150)
 def test_sigkill_at_random_points_of_a_burst_binds_every_pod_once(cluster, tmp_path):
     rng = random.Random(SEED)

@@ -21,6 +21,8 @@ from tests.webhook.harness import (
     verify,
 )
 
+pytestmark = pytest.mark.slow  # admission controller processes killed during a certificate rotation
+
 MOVED = dt.timedelta(days=160)  # the second CA of a fresh pair (6 months) is then within 30 days of expiry
 
 

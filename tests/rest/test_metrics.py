@@ -11,20 +11,10 @@ from rest.metrics import metric_name
 from si import si_pb2
 from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
 from si.resources import Resource
+from tests.queues import config, queue
 
-CONFIG = """
-partitions:
-  - name: default
-    placementrules:
-      - {name: provided, create: true}
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: capped
-            maxapplications: 3
-            resources: {guaranteed: {vcore: 1}, max: {vcore: 2}}
-"""
+CONFIG = config(queue("capped", guaranteed={"vcore": 1}, max={"vcore": 2}, maxapplications=3))
+PREEMPTING_C = queue("c", guaranteed={"vcore": 1}, properties={"preemption.delay": "0s"})
 
 # name as the parser reports it -> (type, labels of its samples besides "le")
 EXPECTED = {
@@ -193,23 +183,8 @@ def test_preemption_shows_in_the_daos_and_the_metrics(core_factory):
     from rest.server import RestServer
     from tests.rest.conftest import Client
 
-    core = core_factory("""
-partitions:
-  - name: default
-    placementrules: [{name: provided, create: true}]
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            resources: {guaranteed: {vcore: 1}}
-            properties: {preemption.delay: 90s}
-          - name: b
-            properties: {preemption.policy: fence}
-          - name: c
-            resources: {guaranteed: {vcore: 1}}
-            properties: {preemption.delay: 0s}
-""")
+    core = core_factory(config(queue("a", guaranteed={"vcore": 1}, properties={"preemption.delay": "90s"}),
+                               queue("b", properties={"preemption.policy": "fence"}), PREEMPTING_C))
     core.nodes(1, vcore=2000)
     core.app("b-app", queue="root.b")
     core.asks("b-app", 2, vcore=1000, memory=1)
@@ -221,18 +196,18 @@ partitions:
     try:
         client = Client(server.url)
         _, queues = client.get("/ws/v1/partition/default/queues")
-        queue = {q["queuename"]: q for q in queues["children"]}
-        assert queue["root.a"]["preemptionDelay"] == "1m30s" and not queue["root.a"]["isPreemptionFence"]
-        assert queue["root.c"]["preemptionDelay"] == "0s" and queue["root.b"]["preemptionDelay"] == "30s"
-        assert queue["root.b"]["quotaPreemptionDelay"] == "0s"
-        assert queue["root.b"]["isPreemptionFence"]
-        assert queue["root.b"]["preemptingResource"] == {}, "a fenced queue is not preempted from outside"
+        queues_by_name = {q["queuename"]: q for q in queues["children"]}
+        assert queues_by_name["root.a"]["preemptionDelay"] == "1m30s" and not queues_by_name["root.a"]["isPreemptionFence"]
+        assert queues_by_name["root.c"]["preemptionDelay"] == "0s" and queues_by_name["root.b"]["preemptionDelay"] == "30s"
+        assert queues_by_name["root.b"]["quotaPreemptionDelay"] == "0s"
+        assert queues_by_name["root.b"]["isPreemptionFence"]
+        assert queues_by_name["root.b"]["preemptingResource"] == {}, "a fenced queue is not preempted from outside"
         core.configure(CONFIG_UNFENCED)
         core.asks("c-app", 1, vcore=1000, memory=1, prefix="again-")
         core.settle()
         _, queues = client.get("/ws/v1/partition/default/queues")
-        queue = {q["queuename"]: q for q in queues["children"]}
-        assert queue["root.b"]["preemptingResource"] == {"vcore": 1000, "memory": 1}
+        queues_by_name = {q["queuename"]: q for q in queues["children"]}
+        assert queues_by_name["root.b"]["preemptingResource"] == {"vcore": 1000, "memory": 1}
         _, app = client.get("/ws/v1/partition/default/queue/root.b/application/b-app")
         assert sorted(a["preempted"] for a in app["allocations"]) == [False, True]
         _, app = client.get("/ws/v1/partition/default/queue/root.c/application/c-app")
@@ -246,18 +221,4 @@ partitions:
         server.stop()
 
 
-CONFIG_UNFENCED = """
-partitions:
-  - name: default
-    placementrules: [{name: provided, create: true}]
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            resources: {guaranteed: {vcore: 1}}
-          - name: b
-          - name: c
-            resources: {guaranteed: {vcore: 1}}
-            properties: {preemption.delay: 0s}
-"""
+CONFIG_UNFENCED = config(queue("a", guaranteed={"vcore": 1}), queue("b"), PREEMPTING_C)

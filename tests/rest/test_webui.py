@@ -10,21 +10,10 @@ from rest.server import RestServer
 from si import si_pb2
 from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
 from si.resources import Resource
+from tests.queues import config, queue
 from tests.rest.conftest import Client
 
-CONFIG = """
-partitions:
-  - name: default
-    placementrules:
-      - {name: provided, create: true}
-    preemption: {quotapreemptionenabled: true}
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: capped
-            resources: {max: {vcore: 3, memory: 4Gi}}
-"""
+CONFIG = config(queue("capped", max={"vcore": 3, "memory": "4Gi"}), preemption={"quotapreemptionenabled": True})
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from actors.shim.fence import OPEN, LeaderFence
 from actors.shim.informer import WatchSettings
 from actors.shim.predicates import KubernetesPredicates
 from actors.shim.service import SchedulerService, ServiceSettings
+from si.clock import REAL_CLOCK, Clock
 from si.quantity import from_kubernetes
 from tests.shim.doubles import wait_for
 
@@ -37,13 +38,15 @@ class Cluster:
     # ---- the scheduler -------------------------------------------------------------------------
 
     def start_scheduler(self, running_timeout: float = 30.0, plugin_mode: bool = False,
-                        node_lost_after: float = 300.0, standby: LeaderFence | None = None) -> SchedulerService:
+                        node_lost_after: float = 300.0, standby: LeaderFence | None = None,
+                        core_clock: Clock = REAL_CLOCK) -> SchedulerService:
         """``standby``: start as a leader-election standby whose writes pass ``standby`` (a fence that
-        stays closed until the test opens it), and return once it has recovered ahead of leading."""
+        stays closed until the test opens it), and return once it has recovered ahead of leading.
+        ``core_clock``: the core's (the shim against kubesim keeps real time)."""
         self.client = KubeClient.connect(self.kubeconfig, pool_size=32, retry=FAST_RETRY, fence=standby or OPEN)
         supervision = Supervision()  # of the core's and the shim's actors, as the command does
         self.scheduler = Scheduler(predicates=KubernetesPredicates(), tuning=Tuning(timing=Timing(completing=0.5)),
-                                   tick_interval=0.2, supervisor=supervision)
+                                   tick_interval=0.2, supervisor=supervision, clock=core_clock)
         self.service = SchedulerService(self.client, self.scheduler, ServiceSettings(
             bind_workers=8, event_qps=500, event_burst=500, publish_period=0.2, watch=FAST_WATCH,
             plugin_mode=plugin_mode, node_lost_after=node_lost_after, await_lead=standby is not None),

@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from kubernetes import client, config
 
 from tests.shim.doubles import wait_for
 
@@ -34,6 +35,28 @@ def test_embedded_schedules_the_sample_and_prints_a_summary():
     assert bound == {"root.analytics": 20, "root.batch": 20, "root.interactive": 20}
     assert "60/60 pods bound" in err
     assert any(line.startswith("node-00000") for line in lines)
+
+
+@pytest.mark.timeout(150)
+def test_embedded_pods_finish_and_their_applications_complete():
+    """Without --exit-when-done the kubelets run the sample pods to Succeeded and the applications reach
+    Completed (after the core's completing timeout); the command then keeps serving."""
+    process = scheduler("--embedded", "--nodes", "3", "--pods", "30", "--log-level", "WARNING")
+    try:
+        kubeconfig = process.stdout.readline().split("export KUBECONFIG=")[1].strip()
+        progress = ""  # text mode reads each redraw of the progress bar (ended by a carriage return) as a line
+        while not progress.endswith(" 3/3 applications completed"):
+            line = process.stderr.readline()
+            assert line, "the command ended before its applications completed"
+            progress = line.rstrip()
+        assert progress.split()[:4] == ["[##############################]", "30/30", "pods", "finished"]
+        with config.new_client_from_config(config_file=kubeconfig) as api:
+            phases = {pod.status.phase for pod in client.CoreV1Api(api).list_namespaced_pod("default").items}
+        assert phases == {"Succeeded"} and process.poll() is None
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+    assert process.returncode == 0
 
 
 def test_without_any_cluster_config_it_stops_with_a_hint(tmp_path):

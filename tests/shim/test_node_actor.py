@@ -19,6 +19,7 @@ from actors.shim.pods import parse_pod
 from actors.shim.state import StateBoard
 from actors.shim.ticker import Alarms
 from si import si_pb2
+from si.clock import REAL_CLOCK, VirtualClock
 from tests.shim.doubles import Inbox, inbox_messages
 from tests.shim.factories import node_json, pod_json
 from tests.waiting import wait_for
@@ -27,10 +28,10 @@ Action = si_pb2.NodeInfo
 
 
 class Node:
-    def __init__(self, record, pods=()):
+    def __init__(self, record, pods=(), clock=REAL_CLOCK):
         self.outlet, self.context, self.recorder = Inbox.start(), Inbox.start(), Inbox.start()
         self.board = StateBoard()
-        self.alarms = Alarms()
+        self.alarms = Alarms(clock=clock)
         self.ref = NodeActor.start("n1", record, tuple(pods), context=self.context, outlet=self.outlet,
                                    recorder=self.recorder, board=self.board, alarms=self.alarms, lost_after=60.0)
 
@@ -117,3 +118,20 @@ def test_a_node_only_named_by_pods_is_lost_and_recovers_when_it_appears(node):
     assert sent[0].action == Action.CREATE_DRAIN
     assert [a.allocationKey for a in sent[1:]] == [pod2.pod.uid]
     assert n.state() == "Recovering"
+
+
+def test_a_node_not_ready_for_lost_after_is_lost_exactly_then(node):
+    clock = VirtualClock()
+    n = node(parse_node(node_json("n1")), [], clock)
+    for token in n.confirmations():
+        n.ref.tell(CoreConfirmed(token))
+    assert n.state() == "Schedulable"
+    not_ready = node_json("n1", resource_version="2")
+    not_ready["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    n.ref.tell(NodeChanged(parse_node(not_ready)))
+    assert n.state() == "NotReady"
+    clock.advance(59.99, between=n.state)
+    assert n.state() == "NotReady" and n.sent()[-1].action != Action.DECOMISSION
+    clock.advance(0.01, between=n.state)
+    assert n.state() == "Lost", "NotReady for the 60 s of lost_after"
+    assert n.sent()[-1].action == Action.DECOMISSION

@@ -80,6 +80,7 @@ def test_opted_out_pods_are_never_evicted(cluster):
     scheduling = k8s.SchedulingV1Api(cluster.api)
     scheduling.create_priority_class({"metadata": {"name": "keep", "annotations": {
         "yunikorn.apache.org/allow-preemption": "false"}}, "value": 0})
+    scheduling.create_priority_class({"metadata": {"name": "never"}, "value": 0, "preemptionPolicy": "Never"})
     cluster.start_scheduler()
     for i in range(2):
         cluster.pod(f"kept{i}", cpu="500m", labels={"queue": "root.b", "applicationId": "b-app"},
@@ -91,7 +92,7 @@ def test_opted_out_pods_are_never_evicted(cluster):
             "spec": {"schedulerName": "yunikorn", "containers": [{"name": "main", "image": "busybox", "resources": {
                 "requests": {"cpu": "500m", "memory": "64Mi"}}}]}})
     cluster.wait_bound("kept0", "kept1", "annotated0", "annotated1")
-    cluster.pod("never", cpu="500m", labels={"queue": "root.a", "applicationId": "a-app"}, preemptionPolicy="Never")
+    cluster.pod("never", cpu="500m", labels={"queue": "root.a", "applicationId": "a-app"}, priorityClassName="never")
     cluster.pod("a0", cpu="500m", labels={"queue": "root.a", "applicationId": "a-app"})
     wait_for(lambda: cluster.events("FailedScheduling", "a0"), message="a0 waits")
     assert evictions(cluster) == [] and evictions(cluster, 429) == []
@@ -102,6 +103,7 @@ def test_a_daemonset_pod_on_a_full_node_evicts_a_lower_priority_pod_and_runs_the
     cluster.node("n1", cpu="2")
     cluster.node("n2", cpu="2")
     cluster.configure(QUEUES)
+    k8s.SchedulingV1Api(cluster.api).create_priority_class({"metadata": {"name": "daemons"}, "value": 1000})
     cluster.start_scheduler()
     workers = [f"w{i}" for i in range(8)]
     for name in workers:
@@ -111,7 +113,7 @@ def test_a_daemonset_pod_on_a_full_node_evicts_a_lower_priority_pod_and_runs_the
     pinned = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}}}
     cluster.pod("daemon-n2", cpu="500m", labels={"queue": "root.b", "applicationId": "daemons"},
-                affinity=pinned, priority=1000)
+                affinity=pinned, priorityClassName="daemons")
     cluster.wait_bound("daemon-n2")
     assert cluster.node_of("daemon-n2") == "n2"
     [evicted] = evictions(cluster)

@@ -13,6 +13,7 @@ import yaml
 from actors import loglevels
 from rest.app import SchedulerView
 from rest.server import RestServer
+from si.clock import REAL_CLOCK, VirtualClock
 from tests.rest.test_with_cluster import Http
 from tests.waiting import wait_for
 
@@ -27,12 +28,17 @@ partitions:
 
 
 @pytest.fixture
-def running(cluster):
+def core_clock():
+    return REAL_CLOCK
+
+
+@pytest.fixture
+def running(cluster, core_clock):
     """The scheduler on kubesim with two nodes, and an HTTP client of its REST API."""
     cluster.configure(QUEUES)
     cluster.node("node-a", labels={"node.kubernetes.io/instance-type": "m5.large", "example.com/flavour": "big"})
     cluster.node("node-b")
-    cluster.start_scheduler()
+    cluster.start_scheduler(core_clock=core_clock)
     server = RestServer(SchedulerView(cluster.scheduler), host="127.0.0.1", port=0)
     yield cluster, Http(server.url)
     server.stop()
@@ -75,6 +81,7 @@ def test_an_unsupported_key_is_logged_once_and_listed_by_the_config_endpoint(run
     ("kubernetes.qps", "-5", "kubernetes.qps: '-5' is not a positive number"),
     ("log.core.level", "loud", "log.core.level: 'loud' is not a log level"),
     ("service.volumeBindTimeout", "soon", "service.volumeBindTimeout: 'soon' is not a positive duration"),
+    ("service.maxPlaceholdersPerGang", "²", "service.maxPlaceholdersPerGang: '²' is not a positive integer"),
 ])
 def test_a_bad_value_is_refused_and_the_configuration_in_force_stays(running, key, value, reason):
     cluster, http = running
@@ -161,7 +168,8 @@ def test_instance_type_node_label_key(running):
     assert "si/instance-type" not in http.ok("/ws/v1/partition/default/node/node-b")["attributes"]
 
 
-def test_scheduling_interval_paces_the_core_timers(running):
+@pytest.mark.parametrize("core_clock", [VirtualClock()], ids=["virtual"])
+def test_scheduling_interval_paces_the_core_timers(running, core_clock):
     cluster, http = running
     cluster.configure(QUEUES, **{"service.schedulingInterval": "1h"})
     wait_for(lambda: reloaded(http, "service.schedulingInterval", "1h"), message="the configuration to be reloaded")
@@ -174,13 +182,12 @@ def test_scheduling_interval_paces_the_core_timers(running):
         return app["applicationState"] if status == 200 else "Gone"
 
     wait_for(lambda: state() == "Completing", message="the application to be completing")
-    # Completing turns Completed 0.5 s after on a timer round; none comes within three times that.
-    deadline = time.monotonic() + 1.5
-    while time.monotonic() < deadline:
-        assert state() == "Completing"
-        time.sleep(0.1)
-    cluster.configure(QUEUES, **{"service.schedulingInterval": "50ms"})
-    wait_for(lambda: state() in ("Completed", "Gone"), timeout=5, message="the timers to run again")
+    # Completing turns Completed 0.5 s after, on a timer round: the first comes an hour after the reload.
+    core_clock.advance(3599.8)
+    cluster.scheduler.barrier()
+    assert state() == "Completing"
+    core_clock.advance(0.2, between=cluster.scheduler.barrier)
+    assert state() in ("Completed", "Gone"), "the timers ran an hour on"
 
 
 def test_volume_bind_timeout_parses_go_durations():

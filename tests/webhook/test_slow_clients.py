@@ -167,11 +167,81 @@ def test_a_chunked_body_is_refused_with_411(server):
     assert answer.startswith(b"HTTP/1.1 411 ")
 
 
+def test_a_request_with_both_content_length_and_transfer_encoding_is_refused_with_400(server):
+    answer = _exchange(*server, b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                b"Content-Length: 7\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in answer
+
+
 def test_a_head_that_never_ends_is_refused_with_431(server):
     endless = b"POST /mutate HTTP/1.1\r\n" + b"X-Filler: " + b"a" * 16000 + b"\r\n"
     answer = _exchange(*server, endless * 120)  # no empty line: over the limit of 100 fields of 16 KiB
     assert answer.startswith(b"HTTP/1.1 431 ")
 
+
+@pytest.mark.parametrize(("head", "status"), [
+    (b"POST /mutate?" + b"q" * 8200 + b" HTTP/1.1\r\nHost: x\r\n", b"414"),  # request line over 8190
+    (b"POST /mutate HTTP/1.1\r\nHost: x\r\n" + b"X-Many: 1\r\n" * 101, b"431"),  # over 100 header fields
+    (b"POST /mutate HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 16400 + b"\r\n", b"431"),  # a field over 16 KiB
+    (b"POST /mutate HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n", b"400"),  # not a token
+    (b"POST /mutate HTTP/1.1\r\nHost: x\r\nX-Folded: 1\r\n  2\r\n", b"400"),  # obsolete line folding
+    (b"POST /mutate HTTP/1.1\r\nHost: x\r\nX-Control: a\x01b\r\n", b"400"),  # a control character
+], ids=["long request line", "too many fields", "long field", "bad name", "folding", "control character"])
+def test_a_small_review_answered_by_the_main_loop_keeps_every_head_limit(server, head, status):
+    """Small reviews are answered on the worker's main loop, plain heads without gunicorn's parser: any
+    other head still gets gunicorn's refusal, and the connection ends."""
+    body = json.dumps(review(pod())).encode()
+    answer = _exchange(*server, head + b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+                       + body)
+    assert answer.startswith(b"HTTP/1.1 " + status + b" "), answer[:200]
+    assert answer.count(b"HTTP/1.1 ") == 1
+
+
+def test_a_review_gets_the_same_answer_from_the_main_loop_and_from_a_thread(server):
+    """``/%6Dutate`` is ``/mutate`` to the app, but the main loop leaves it to a thread; a head that is not
+    plain (a folded-free but spaced value, an HTTP/1.0 version) goes through gunicorn's parser."""
+    body = review(pod())
+    payload = json.dumps(body).encode()
+    answers = {}
+    for name, line in (("main loop", b"POST /mutate HTTP/1.1"), ("thread", b"POST /%6Dutate HTTP/1.1"),
+                       ("gunicorn's parser", b"POST /mutate HTTP/1.0")):
+        answer = _exchange(*server, line + b"\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                           b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
+        head, _, content = answer.partition(b"\r\n\r\n")
+        assert head.split(b"\r\n")[0].endswith(b" 200 OK"), (name, head)
+        assert b"content-type: application/json" in head.lower(), (name, head)
+        answers[name] = json.loads(content)
+    assert answers["main loop"]["response"]["uid"] == body["request"]["uid"]
+    assert answers["main loop"] == answers["thread"] == answers["gunicorn's parser"]
+
+
+def _established(sock: socket.socket) -> bool:
+    """Whether the TCP connection is still established (the first byte of Linux's tcp_info)."""
+    return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] == 1
+
+
+def test_a_client_that_does_not_read_its_answers_is_cut_at_the_request_timeout(server):
+    """Answers made on the main loop are sent without blocking: a client that sends requests and never
+    reads holds a socket and its unsent answer, never the loop, and is cut once it is late."""
+    port, bundle = server
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # small buffers: the test fills them quickly
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8192)
+    raw.connect(("127.0.0.1", port))
+    context = ssl.create_default_context(cadata=bundle.decode())
+    with context.wrap_socket(raw, server_hostname=SERVER_NAME) as greedy:
+        greedy.settimeout(0.5)
+        sent = 0
+        with contextlib.suppress(OSError):  # a timeout, or the connection cut already (on a slow machine)
+            for _ in range(1000):  # until the server stops taking requests: its answers are not read
+                greedy.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n" * 100)
+                sent += 100
+        assert sent < 1000 * 100, "the server went on reading without its answers being taken"
+        client = HttpsClient(port, bundle, timeout=3)
+        assert client.get(c.HEALTH_PATH) == (200, b"OK\r\n"), "others are answered meanwhile"
+        client.close()
+        wait_for(lambda: not _established(greedy), timeout=REQUEST_TIMEOUT + 5, interval=0.05,
+                 message="the server cuts the connection whose answers are not read")
 
 
 def test_bytes_arriving_beyond_the_workers_budget_are_refused_with_503(server):

@@ -110,6 +110,8 @@ def test_a_request_ends_after_its_head_and_declared_body():
     (b"POST / HTTP/1.1\r\nContent-Length: +1\r\n\r\n", 400),
     (b"POST / HTTP/1.1\r\nContent-Length: 0x1\r\n\r\n", 400),
     (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 411),
+    (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", 400),
+    (b"POST / HTTP/1.1\r\nContent-Length: 3\r\ntransfer-encoding: identity\r\n\r\n", 400),
 ])
 def test_a_head_is_refused_before_any_body_is_kept(received, status):
     with pytest.raises(Refusal) as refused:

@@ -1,0 +1,80 @@
+"""The injected clock: a virtual clock runs its timers at their exact times, in order, as it is advanced;
+the real one runs them on threads."""
+
+import threading
+
+import pytest
+
+from si.clock import NS, REAL_CLOCK, VIRTUAL_EPOCH_NS, VirtualClock
+from tests.waiting import wait_for
+
+
+def test_a_virtual_clock_stands_still_until_advanced():
+    clock = VirtualClock()
+    assert clock.now_ns() == VIRTUAL_EPOCH_NS and clock.monotonic_ns() == 0
+    clock.advance(1.5)
+    assert clock.now_ns() == VIRTUAL_EPOCH_NS + 3 * NS // 2 and clock.monotonic_ns() == 3 * NS // 2
+    with pytest.raises(ValueError, match="never goes back"):
+        clock.advance(-1)
+    assert clock.monotonic_ns() == 3 * NS // 2
+
+
+def test_timers_run_at_their_exact_times_in_due_order():
+    clock = VirtualClock()
+    runs = []
+    clock.every(lambda: 0.3, lambda: runs.append(("tick", clock.monotonic_ns())))
+    clock.after(0.5, lambda: runs.append(("alarm", clock.monotonic_ns())))
+    clock.after(0.3, lambda: runs.append(("first alarm", clock.monotonic_ns())))
+    clock.advance(0.29)
+    assert runs == []
+    clock.advance(0.71)
+    ms = 1_000_000
+    assert runs == [("tick", 300 * ms), ("first alarm", 300 * ms), ("alarm", 500 * ms), ("tick", 600 * ms),
+                    ("tick", 900 * ms)], "same due time: in the order they were set"
+    assert clock.monotonic_ns() == NS
+
+
+def test_a_periodic_timer_reads_its_interval_after_each_run_and_ends_when_stopped_or_false():
+    clock = VirtualClock()
+    interval = [1.0]
+    seen, ended = [], []
+    timer = clock.every(lambda: interval[0], lambda: seen.append(clock.monotonic_ns() // NS))
+    clock.every(lambda: 1.0, lambda: ended.append(1) or len(ended) < 2)
+    clock.advance(1)
+    interval[0] = 2.0
+    clock.advance(4)
+    assert seen == [1, 2, 4], "the run at 1 s set the next at 2 s; from there, every 2 s"
+    assert len(ended) == 2, "False ended it"
+    timer.stop()
+    clock.advance(10)
+    assert seen == [1, 2, 4]
+
+
+def test_between_runs_after_each_timer_before_time_moves_on():
+    clock = VirtualClock()
+    order = []
+    clock.every(lambda: 1.0, lambda: order.append(("run", clock.monotonic_ns() // NS)))
+    clock.advance(2, between=lambda: order.append(("between", clock.monotonic_ns() // NS)))
+    assert order == [("run", 1), ("between", 1), ("run", 2), ("between", 2)]
+
+
+def test_the_real_clock_runs_alarms_in_due_order_on_one_thread_and_skips_stopped_ones():
+    ran, threads = [], set()
+
+    def note(name):
+        ran.append(name)
+        threads.add(threading.current_thread().name)
+    REAL_CLOCK.after(0.06, lambda: note("late"))
+    REAL_CLOCK.after(0.02, lambda: note("early"))
+    REAL_CLOCK.after(0.04, lambda: note("stopped")).stop()
+    wait_for(lambda: len(ran) == 2, timeout=5, message="both alarms")
+    assert ran == ["early", "late"] and threads == {"clock-alarms"}
+    stopping = threading.Event()
+    ticks = []
+    timer = REAL_CLOCK.every(lambda: 0.01, lambda: ticks.append(1) or not stopping.is_set(), "test-ticker")
+    wait_for(lambda: len(ticks) >= 3, timeout=5, message="three ticks")
+    timer.stop()
+    count = len(ticks)
+    REAL_CLOCK.after(0.05, stopping.set)
+    wait_for(stopping.is_set, timeout=5, message="an alarm after the ticker stopped")
+    assert len(ticks) == count, "no tick after stop() returned"
