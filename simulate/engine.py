@@ -137,6 +137,7 @@ class Simulation:
         self._releases: list[si_pb2.AllocationRelease] = []
         self._new_apps: list[si_pb2.AddApplicationRequest] = []
         self._last_progress = 0.0
+        self._answered, self._done_at, self._all_settled = 0, -1, False
         self._drain = max([a.placeholder_timeout for a in trace if a.task_groups] + [0.0]) + 120.0
         self.horizon = max((a.submit + max(p.duration for p in a.pods) for a in trace), default=1.0) or 1.0
 
@@ -185,7 +186,11 @@ class Simulation:
         return outcome
 
     def _done(self) -> bool:
-        return all(p.start is not None or p.failed for p in self.pods.values() if p.end is None)
+        """Whether every pod has started or failed (checked again only after the core answered something)."""
+        if self._done_at != self._answered:
+            self._done_at = self._answered
+            self._all_settled = all(p.start is not None or p.failed for p in self.pods.values() if p.end is None)
+        return self._all_settled
 
     def _push(self, at: float, kind: int, payload) -> None:
         heapq.heappush(self._heap, (round(at * NS), next(self._sequence), kind, payload))
@@ -328,6 +333,8 @@ class Simulation:
     # The core's answers.
     def _answers(self) -> None:
         out = self.partition.take_outbox()
+        if any(vars(out).values()):
+            self._answered += 1
         now, pods = self.now, self.pods
         for allocation in out.new:
             pod = pods[allocation.allocationKey]
