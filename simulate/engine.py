@@ -71,7 +71,12 @@ class Preemption:
     victim_app: str
     victim_queue: str
     victim_user: str
-    message: str
+    message: str  # the core's, naming the preemptor: "preempted by <ask> of application <app> in queue <queue>"
+
+    @property
+    def preemptor_queue(self) -> str:
+        _, found, queue = self.message.rpartition(" in queue ")
+        return queue if found else ""
 
 
 @dataclass

@@ -54,6 +54,7 @@ def summarise(outcome: Outcome) -> dict:
         by_queue[pod.queue or "?"].append(pod)
         by_user[pod.user].append(pod)
     preempted_queue = Counter(p.victim_queue for p in outcome.preemptions)
+    preempting_queue = Counter(p.preemptor_queue for p in outcome.preemptions)
     preempted_user = Counter(p.victim_user for p in outcome.preemptions)
     deviation = _fair_share(outcome)
     queues = {}
@@ -66,7 +67,7 @@ def summarise(outcome: Outcome) -> dict:
         queues[path] = {
             "pods": sum(1 for p in pods if p.attempt == 0), "started": sum(1 for p in pods if p.start is not None),
             **_waits(pods),
-            "preempted": preempted_queue.get(path, 0),
+            "preempted": preempted_queue.get(path, 0), "preempting": preempting_queue.get(path, 0),
             "unschedulable": sum(1 for p in pods if p.start is None),
             "guaranteed": guaranteed, "max": maximum,
             "usage": [[t, *queues_at[path][:2]] for t, queues_at in outcome.samples if path in queues_at],
@@ -92,7 +93,7 @@ def summarise(outcome: Outcome) -> dict:
         "makespan": span, "utilisation": utilisation["vcore"], "utilisation_memory": utilisation["memory"],
         "nodes": outcome.nodes, "capacity": total, "pods": sum(1 for p in real if p.attempt == 0),
         "applications": len({p.app for p in real}), "rejected_applications": dict(outcome.rejected_apps),
-        "preemptions": [vars(p) for p in outcome.preemptions],
+        "preemptions": [{**vars(p), "preemptor_queue": p.preemptor_queue} for p in outcome.preemptions],
         "gang_timeouts": sum(1 for g in outcome.gangs.values() if g.timed_out),
         "reservations": sum(outcome.reservations.values()),
         "unschedulable": [{"pod": p.key, "app": p.app, "queue": p.queue, "user": p.user, "reason": p.reason}
@@ -164,7 +165,7 @@ def _csvs(reports: dict[str, dict], outcomes: dict[str, Outcome], directory: Pat
         files.append(path)
 
     scalars = ["pods", "started", "wait_p50", "wait_p95", "wait_p99", "wait_mean", "wait_max", "preempted",
-               "unschedulable", "fair_share_deviation", "fair_share_excess", "gangs", "gang_wait_p50",
+               "preempting", "unschedulable", "fair_share_deviation", "fair_share_excess", "gangs", "gang_wait_p50",
                "gang_wait_p95", "gang_timeouts", "reservations"]
     table("queues.csv", ["config", "queue", *scalars],
           ([config, path, *(q.get(k) for k in scalars)]
@@ -181,8 +182,10 @@ def _csvs(reports: dict[str, dict], outcomes: dict[str, Outcome], directory: Pat
           ([config, p.key, p.app, p.queue, p.user, p.placeholder, p.submit, p.start, p.end, p.wait, p.node,
             p.preempted, "" if p.start is not None else p.reason]
            for config, outcome in outcomes.items() for p in outcome.pods))
-    table("preemptions.csv", ["config", "time", "victim", "victim_app", "victim_queue", "victim_user", "message"],
-          ([config, *vars(p).values()] for config, outcome in outcomes.items() for p in outcome.preemptions))
+    table("preemptions.csv", ["config", "time", "victim", "victim_app", "victim_queue", "victim_user", "message",
+                              "preemptor_queue"],
+          ([config, *vars(p).values(), p.preemptor_queue] for config, outcome in outcomes.items()
+           for p in outcome.preemptions))
     return files
 
 
@@ -359,8 +362,8 @@ def render_html(reports: dict[str, dict]) -> str:
         preemptions = reports[n]["preemptions"]
         if preemptions:
             out.append(f"<h3>Preemptions ({len(preemptions)}; first 50)</h3>" + _table(
-                ["time", "victim", "queue", "user", "why"],
-                [[_seconds(p["time"]), p["victim"], p["victim_queue"], p["victim_user"], p["message"]]
+                ["time", "victim", "queue", "user", "for queue", "why"],
+                [[_seconds(p["time"]), p["victim"], p["victim_queue"], p["victim_user"], p["preemptor_queue"], p["message"]]
                  for p in preemptions[:50]]))
         reasons = reports[n]["unschedulable_reasons"]
         if reasons:

@@ -43,6 +43,8 @@ def test_preemptions_and_unschedulable_pods_are_listed_with_their_reasons():
     summary = report.summarise(outcome)
     assert summary["queues"]["root.a"]["preempted"] == len(summary["preemptions"]) >= 1
     assert summary["preemptions"][0]["victim_queue"] == "root.a"
+    assert summary["preemptions"][0]["preemptor_queue"] == "root.b"
+    assert summary["queues"]["root.b"]["preempting"] == summary["queues"]["root.a"]["preempted"]
     [stuck] = summary["unschedulable"]
     assert stuck["pod"] == "huge-0-0" and stuck["reason"].startswith("0/1 nodes are available")
     assert summary["queues"]["root.b"]["unschedulable"] == 1
