@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from actors.cli import main as scheduler_main
 from simulate.cli import main
 from simulate.export import trace_lines
@@ -135,3 +137,38 @@ def test_finished_applications_become_trace_lines_that_replay(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert [a.pod_count for a in read_trace(path)] == [4, 1]
+
+
+def test_the_history_store_exports_a_trace_that_replays(tmp_path, capsys):
+    """Where the history store is installed: its finished applications, exported and read back."""
+    store_module = pytest.importorskip("actors.history.store")
+    from si.history import AllocationBrief, FinishedApplication, PlaceholderBrief
+
+    s = 1_000_000_000
+    t0 = 1_767_225_600 * s
+
+    def finished(app_id, submitted, allocations, state="Completed", placeholders=()):
+        return FinishedApplication(
+            application_id=app_id, partition="default", queue="root.a", user="u1", groups=("g",), state=state,
+            submission_time=submitted, finished_time=submitted + 500 * s, rejected_message="", state_log=(),
+            tags={}, used={}, max_used={}, resource_seconds={}, first_allocation_time=submitted,
+            allocations=tuple(allocations), allocations_untold=0, placeholders=tuple(placeholders))
+
+    memory = 2**30
+    dsn = f"sqlite:///{tmp_path / 'history.db'}"
+    store = store_module.HistoryStore(dsn).migrate()
+    store.write([
+        finished("web", t0, [AllocationBrief("w1", "n1", {"vcore": 500, "memory": memory}, t0, t0 + 60 * s, False, "")]),
+        finished("gang", t0 + 30 * s, [
+            AllocationBrief("p1", "n1", {"vcore": 1000, "memory": memory}, t0 + 30 * s, t0 + 31 * s, True, "tg"),
+            AllocationBrief("r1", "n1", {"vcore": 1000, "memory": memory}, t0 + 31 * s, t0 + 131 * s, False, "tg")],
+            placeholders=[PlaceholderBrief("tg", 1, {"vcore": 1000, "memory": memory}, 1, 0)]),
+        finished("rejected", t0, [], state="Rejected")])
+    store.close()
+    out = tmp_path / "week.jsonl"
+    assert main(["export-history", "--history-dsn", dsn, "--out", str(out)]) == 0
+    apps = {a.app_id: a for a in read_trace(out)}
+    assert set(apps) == {"web", "gang"}
+    assert (apps["web"].submit, apps["gang"].submit) == (0.0, 30.0)
+    assert apps["gang"].task_groups[0].min_member == 1 and apps["gang"].pods[0].task_group == "tg"
+    assert apps["gang"].pods[0].duration == 100.0 and apps["web"].pods[0].resource["vcore"] == 500
