@@ -45,7 +45,7 @@ class Pod:
     """One pod (or placeholder) of the trace, as the simulated resource manager tracks it."""
 
     __slots__ = ("key", "app", "queue", "user", "resource", "duration", "priority", "grace", "placeholder",
-                 "task_group", "submit", "start", "end", "node", "preempted", "reason", "attempt", "failed")
+                 "task_group", "submit", "start", "end", "node", "preempted", "reason", "attempt", "failed", "tags")
 
     def __init__(self, key, app, queue, user, resource, duration, priority, grace, placeholder, task_group, submit,
                  attempt=0) -> None:
@@ -58,6 +58,7 @@ class Pod:
         self.preempted = False
         self.reason = ""
         self.failed = False
+        self.tags: dict[str, str] = {}  # its constraints, as the ask carries them
 
     @property
     def wait(self) -> float | None:
@@ -294,6 +295,7 @@ class Simulation:
             self._held[app.app_id] = held
 
     def _ask(self, pod: Pod, tags: dict[str, str]) -> None:
+        pod.tags = tags
         self.pods[pod.key] = pod
         self._asks.append(si_pb2.Allocation(
             allocationKey=pod.key, applicationID=pod.app, partitionName=DEFAULT_PARTITION, allocationTags=tags,
@@ -304,7 +306,7 @@ class Simulation:
         again = Pod(f"{pod.key.split('~')[0]}~{pod.attempt + 1}", pod.app, pod.queue, pod.user, pod.resource,
                     pod.duration, pod.priority, pod.grace, False, "", self.now, pod.attempt + 1)
         self.apps[pod.app].append(again)
-        self._ask(again, {})
+        self._ask(again, pod.tags)
 
     def _finish(self, pod: Pod, termination: int, message: str) -> None:
         pod.end = self.now

@@ -116,3 +116,14 @@ def test_a_soft_gang_that_times_out_runs_its_pods_as_ordinary_ones():
     assert outcome.gangs["g1"].timed_out == 60.0 and outcome.gangs["g1"].running is None
     starts = sorted(p.start for p in outcome.pods if not p.placeholder)
     assert starts == [60.0, 60.0, 110.0]  # once the placeholders are gone, two fit; the third when one ends
+
+
+def test_a_victim_comes_back_with_its_node_selector():
+    nodes = [{"count": 1, "cpu": "4", "memory": "4Gi", "labels": {"disk": "ssd"}, "name": "ssd"},
+             {"count": 1, "cpu": "4", "memory": "4Gi", "name": "plain"}]
+    ssd = {"nodeSelector": {"disk": "ssd"}}
+    outcome = run(GUARANTEED, nodes, [app("a1", 0, count=4, duration=1000, pod=ssd),
+                                      app("b1", 10, count=1, duration=100, queue="root.b", pod=ssd)])
+    [preemption] = outcome.preemptions
+    again = pods(outcome)[f"{preemption.victim}~1"]
+    assert again.node == "ssd-0"  # not the free node without the label
