@@ -14,6 +14,11 @@ status 3 (its write fence is already closed; Kubernetes restarts it as a standby
 Lease once the leader's last write has been answered, so the standby takes over without waiting for
 the Lease to expire.
 
+``--history-dsn`` names the history store, where finished applications, the history samples and the
+event stream go (``sqlite:///path/file.db`` or ``postgresql://...``); by default a SQLite file in the
+working directory; ``none`` keeps finished applications in memory for the retention, as upstream does.
+With leader election only the leader writes it; the standby reads the same store.
+
 ``yunikorn-scheduler simulate ...`` replays a workload trace against a queue configuration on a virtual
 clock instead (see ``simulate.cli``).
 """
@@ -39,6 +44,8 @@ from actors import embedded
 from actors.base import Supervision
 from actors.core.scheduler import Scheduler
 from actors.heap import tune_collector
+from actors.history.store import HistoryStore, Retention, describe
+from actors.history.writer import HistoryWriter
 from actors.shim.client import KubeClient
 from actors.shim.election import ElectionSettings, LeaderElector, Leadership
 from actors.shim.fence import OPEN, LeaderFence
@@ -52,6 +59,7 @@ from si.goduration import parse_duration
 
 log = logging.getLogger("yunikorn.scheduler")
 LOST_LEASE_EXIT = 3
+HISTORY_FILE = "yunikorn-history.db"
 
 
 def duration(text: str) -> float:
@@ -116,6 +124,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                           help="the Lease's name (default yunikorn-scheduler)")
     election.add_argument("--leader-elect-resource-namespace", metavar="NAMESPACE",
                           help="the Lease's namespace (default: --namespace)")
+    history = parser.add_argument_group("history store")
+    history.add_argument("--history-dsn", metavar="URL",
+                         default=os.environ.get("HISTORY_DSN") or f"sqlite:///{Path.cwd() / HISTORY_FILE}",
+                         help="where finished applications, history samples and events are kept: "
+                              "sqlite:///path/file.db or postgresql://user:password@host/db; none: in memory for "
+                              f"the retention (default: $HISTORY_DSN, else sqlite:///./{HISTORY_FILE})")
+    history.add_argument("--history-app-retention", type=duration, default=Retention.applications, metavar="DURATION",
+                         help="how long finished applications are kept (default 720h)")
+    history.add_argument("--history-sample-retention", type=duration, default=Retention.samples,
+                         metavar="DURATION", help="how long history samples are kept (default 720h)")
+    history.add_argument("--history-event-retention", type=duration, default=Retention.events, metavar="DURATION",
+                         help="how long events are kept (default 168h)")
     args = parser.parse_args(argv)
     if args.nodes < 1 or args.pods < 0 or args.bind_workers < 1:
         parser.error("--nodes and --bind-workers must be at least 1, --pods at least 0")
@@ -203,16 +223,36 @@ def _start_embedded(args: argparse.Namespace, kubeconfig: Path):
     return sim
 
 
-def start_core(supervision: Supervision | None = None) -> Scheduler:
-    """The scheduler core, filtering nodes with the shim's Kubernetes predicates."""
-    return Scheduler(predicates=KubernetesPredicates(), supervisor=supervision)
+def start_core(supervision: Supervision | None = None, history: HistoryWriter | None = None) -> Scheduler:
+    """The scheduler core, filtering nodes with the shim's Kubernetes predicates; finished applications and
+    the history samples go to ``history`` when there is one."""
+    return Scheduler(predicates=KubernetesPredicates(), supervisor=supervision,
+                     history_store=history.publish if history is not None else None)
+
+
+def open_history(args: argparse.Namespace, fence, supervision: Supervision) -> HistoryWriter | None:
+    """The history store's writer (not yet started), or None with ``--history-dsn none``."""
+    if args.history_dsn.strip().lower() == "none":
+        log.info("history store off: finished applications stay in memory for the retention")
+        return None
+    store = HistoryStore(args.history_dsn).migrate()
+    log.info("history store at %s", describe(args.history_dsn))
+    retention = Retention(args.history_app_retention, args.history_sample_retention, args.history_event_retention)
+    return HistoryWriter(store, fence, retention=retention, supervisor=supervision)
 
 
 def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) -> int:
     if args.embedded:
         embedded.install_config(client, args.namespace)
     supervision = Supervision()
-    core = start_core(supervision)
+    try:
+        history = open_history(args, client.fence, supervision)
+    except Exception as error:
+        log.error("cannot open the history store %s: %s", describe(args.history_dsn), error)
+        return 1
+    core = start_core(supervision, history)
+    if history is not None:
+        history.start(events=core.events)
     settings = ServiceSettings(namespace=args.namespace, bind_workers=args.bind_workers, watch=WatchSettings(),
                                plugin_mode=args.plugin_mode, await_lead=args.election is not None)
     service = SchedulerService(client, core, settings, supervision).start()
@@ -221,7 +261,7 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
         if args.election is not None:
             elector = _start_election(client, args.election, service)
         try:
-            rest = _start_rest(core, service, args, elector)
+            rest = _start_rest(core, service, args, elector, history)
         except OSError as error:
             log.error("cannot serve the REST API on ports %d and %d: %s", args.rest_port, args.health_port, error)
             return 1
@@ -255,6 +295,9 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
             extender.stop()
         service.stop()
         core.stop()
+        if history is not None:
+            history.stop()
+            history.store.close()
 
 
 def _start_election(client: KubeClient, settings: ElectionSettings, service: SchedulerService) -> LeaderElector:
@@ -272,18 +315,21 @@ def _step_down() -> None:
     os._exit(LOST_LEASE_EXIT)
 
 
-def _start_rest(core, service: SchedulerService, args: argparse.Namespace, elector: LeaderElector | None = None):
+def _start_rest(core, service: SchedulerService, args: argparse.Namespace, elector: LeaderElector | None = None,
+                history: HistoryWriter | None = None):
     """Serve the REST API (core snapshots, plus the shim's state in the dump and readiness, the actors'
-    failures in health and both probes, and with leader election who leads)."""
+    failures in health and both probes, with leader election who leads, and the history store)."""
     from rest import server
     from rest.app import SchedulerView
     from rest.cors import parse_origins
+    from rest.history import History
 
     view = SchedulerView(core, shim_state=service.latest_state, extender=service.extender,
                          extender_on_rest_port=args.extender_tls is None,
                          actor_failures=service.supervision.failures,
                          leadership=_leadership(elector, service) if elector is not None else None,
-                         allowed_origins=parse_origins(args.rest_allowed_origins))
+                         allowed_origins=parse_origins(args.rest_allowed_origins),
+                         history=History(history.store, history.status) if history is not None else None)
     rest = server.start(view, host=args.rest_host, port=args.rest_port, health_port=args.health_port)
     log.info("REST API at %s, health probes at %s", rest.url, rest.health.url)
     return rest

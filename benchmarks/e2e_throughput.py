@@ -15,9 +15,13 @@ then with a fraction F of the pods carrying a required pod anti-affinity on the 
 with a label of their own: one per zone) or, every other one, a DoNotSchedule topology spread over the
 zones (groups of 100); the constrained run's pods/s is printed beside the unconstrained one's.
 
+With ``--history off,sqlite`` each size runs once per history store setting (none; a SQLite file, the
+embedded default, written with the events of every allocation) and the rates are printed side by side.
+
     python benchmarks/e2e_throughput.py                      # 500, 2,000, 5,000 nodes; 50,000 pods
     python benchmarks/e2e_throughput.py --nodes 500 --pods 5000
     python benchmarks/e2e_throughput.py --nodes 5000 --constrained 0.2
+    python benchmarks/e2e_throughput.py --nodes 500 --pods 10000 --history off,sqlite,off,sqlite
 """
 
 from __future__ import annotations
@@ -149,8 +153,10 @@ def raw_rates(kubeconfig: str, count: int, nodes: int, args: argparse.Namespace)
         return count / (ended - began), count / (time.perf_counter() - bind_began)
 
 
-def run(nodes: int, args: argparse.Namespace, constrained: float = 0.0) -> dict:
+def run(nodes: int, args: argparse.Namespace, constrained: float = 0.0, history: str = "off") -> dict:
     from actors.core.scheduler import Scheduler
+    from actors.history.store import HistoryStore
+    from actors.history.writer import HistoryWriter
     from actors.shim.predicates import KubernetesPredicates
     from actors.shim.service import SchedulerService
 
@@ -165,7 +171,13 @@ def run(nodes: int, args: argparse.Namespace, constrained: float = 0.0) -> dict:
                 "metadata": {"name": "yunikorn-configs"}, "data": {
                     "queues.yaml": queues_yaml(args.queues),
                     "kubernetes.qps": str(args.kube_qps), "kubernetes.burst": str(round(args.kube_qps))}})
-            core = Scheduler(predicates=KubernetesPredicates())
+            writer = None
+            if history != "off":
+                writer = HistoryWriter(HistoryStore(f"sqlite:///{scratch}/history.db").migrate())
+            core = Scheduler(predicates=KubernetesPredicates(),
+                             history_store=writer.publish if writer is not None else None)
+            if writer is not None:
+                writer.start(events=core.events)
             service = SchedulerService(client, core, ServiceSettings(bind_workers=args.bind_workers)).start()
             if not service.wait_until("Running", 120):
                 raise SystemExit(f"scheduler did not reach Running: {service.latest_state()}")
@@ -189,6 +201,9 @@ def run(nodes: int, args: argparse.Namespace, constrained: float = 0.0) -> dict:
             service.stop()
             core.stop()
             client.close()
+            if writer is not None:
+                writer.stop()
+                writer.store.close()
         finally:
             sim.terminate()
             sim.wait()
@@ -214,6 +229,8 @@ def main() -> None:
                         help="the scheduler's kubernetes.qps and kubernetes.burst (its default: 1000)")
     parser.add_argument("--constrained", type=float, default=0.0,
                         help="fraction of pods with zone anti-affinity or zone spread (runs each size twice)")
+    parser.add_argument("--history", default="off",
+                        help="comma-separated history store settings to run each size with: off, sqlite")
     args = parser.parse_args()
     tune_collector()  # as the scheduler command does
     header = ("nodes", "pods", "seconds", "pods/s", "creates/s", "raw binds/s", "ratio", "raw c+b/s", "ratio",
@@ -222,13 +239,22 @@ def main() -> None:
     print(" ".join(f"{h:>{max(len(h), 7)}}" for h in header), flush=True)
     for nodes in (int(n) for n in args.nodes.split(",")):
         rates = []
-        for constrained in ((0.0, args.constrained) if args.constrained else (0.0,)):
-            r = run(nodes, args, constrained)
+        by_history: dict[str, list[float]] = {}
+        for constrained, history in ((c, h) for c in ((0.0, args.constrained) if args.constrained else (0.0,))
+                                     for h in args.history.split(",")):
+            r = run(nodes, args, constrained, history)
             rates.append(r["rate"])
+            by_history.setdefault(history, []).append(r["rate"])
             row = (r["nodes"], r["pods"], f"{r['seconds']:.1f}", f"{r['rate']:.0f}", f"{r['create_rate']:.0f}",
                    f"{r['raw']:.0f}", f"{r['ratio']:.2f}", f"{r['pipeline']:.0f}", f"{r['pipeline_ratio']:.2f}",
                    f"{r['scheduler_cpu']:.1f}", f"{r['kubesim_cpu']:.1f}", r["failed"], r["unbound"], r["threads"])
             print(" ".join(f"{v!s:>{max(len(h), 7)}}" for h, v in zip(header, row, strict=True)), flush=True)
+        if len(by_history) > 1:
+            means = {h: sum(r) / len(r) for h, r in by_history.items()}
+            print(f"{nodes} nodes, pods/s by history store (mean of runs): "
+                  + ", ".join(f"{h} {m:.0f}" for h, m in means.items())
+                  + (f"; sqlite/off {means['sqlite'] / means['off']:.2f}" if {"sqlite", "off"} <= set(means) else ""),
+                  flush=True)
         if args.constrained:
             print(f"{nodes} nodes, {args.constrained:.0%} constrained: {rates[1]:.0f} pods/s beside "
                   f"{rates[0]:.0f} unconstrained: ratio {rates[1] / rates[0]:.2f}", flush=True)

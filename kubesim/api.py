@@ -9,9 +9,9 @@ import uuid
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kubesim import disruption, errors, jobs, patch, priority
+from kubesim import deployments, disruption, errors, jobs, patch, priority, volumes
 from kubesim.paging import Pager, parse_limit
-from kubesim.resources import BY_PLURAL, JOB, NAMESPACE, NODE, POD, Kind
+from kubesim.resources import BY_PLURAL, DEPLOYMENT, JOB, NAMESPACE, NODE, POD, REPLICA_SET, Kind
 from kubesim.selectors import combine, field_selector, label_selector
 from kubesim.store import Store, clone, now_rfc3339
 from si.quantity import parse_quantity
@@ -21,7 +21,7 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Pod spec fields an update may change; everything else is immutable once created (binding sets nodeName).
 _MUTABLE_POD_SPEC = {"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"}
 _HAS_STATUS = {"pods", "nodes", "namespaces", "services", "poddisruptionbudgets", "persistentvolumeclaims",
-               "persistentvolumes", "jobs"}
+               "persistentvolumes", "jobs", "deployments", "replicasets"}
 POLICIES = ("Foreground", "Background", "Orphan")
 DEFAULT_GRACE_SECONDS = 30
 # What kube-apiserver answers to a batch/v1 Job deleted without a propagation policy: its pods stay.
@@ -75,6 +75,7 @@ class Api:
         self.default_classes = priority.Defaults(store)
         self.graceful_pods = graceful_pods  # a kubelet ends what a graceful deletion starts
         self.collector = None  # the garbage collector, when kubesim plays one
+        self.webhooks = None  # the admission webhooks' caller, when kubesim plays it
         self.budgets = disruption.Budgets(store)
         self.pager = Pager()
 
@@ -106,6 +107,9 @@ class Api:
         elif kind is priority.PRIORITY_CLASS:
             priority.check_int32(kind, obj.get("value"), "PriorityClass", "value")
         causes = jobs.validate_job(obj) if kind is JOB else []
+        if kind is DEPLOYMENT or kind is REPLICA_SET:
+            deployments.default_workload(kind, obj)  # before validation, as kube-apiserver defaults on decoding
+            causes = deployments.validate_workload(obj)
         if causes:
             raise errors.invalid(kind, name, causes)
         if kind is POD:
@@ -135,6 +139,10 @@ class Api:
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})
         elif kind is NODE:
             obj.setdefault("status", {})
+        elif kind is volumes.VOLUME or kind is volumes.CLAIM:
+            obj["status"] = {"phase": "Pending"}
+        elif kind is DEPLOYMENT or kind is REPLICA_SET:
+            obj["status"] = {"replicas": 0} if kind is REPLICA_SET else {}  # a ReplicaSet's count is no omitempty
         elif kind is priority.PRIORITY_CLASS:
             obj.setdefault("preemptionPolicy", priority.PREEMPT_LOWER)
 
@@ -157,6 +165,8 @@ class Api:
         for system_field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             obj["metadata"].pop(system_field, None)  # as kube-apiserver's BeforeCreate clears them
         self._defaults(kind, obj)
+        if self.webhooks is not None:
+            obj = self.webhooks.admit(kind, "CREATE", namespace, obj, None)
         uid = str(uuid.uuid4())
         with self.store.lock:
             if kind is JOB:
@@ -173,6 +183,8 @@ class Api:
 
     def _admit(self, kind: Kind, obj: dict, creating: bool) -> None:
         """The admission plugins kubesim plays (under the store lock)."""
+        if kind is volumes.CLAIM and creating:
+            volumes.default_claim_class(self.store, obj)
         if not self.priority_admission:
             if kind is POD and creating:
                 obj["spec"].setdefault("priority", 0)
@@ -210,6 +222,9 @@ class Api:
         body_name = (body.get("metadata") or {}).get("name")
         if body_name and body_name != name:
             raise errors.bad_request(f"the name of the object ({body_name}) does not match the name on the URL ({name})")
+        current = self.store.find(kind, namespace, name)
+        if self.webhooks is not None and not subresource and current is not None:
+            body = self.webhooks.admit(kind, "UPDATE", namespace, body, current)
         with self.store.lock:
             current = self.store.get(kind, namespace, name)
             expected = (body.get("metadata") or {}).get("resourceVersion")

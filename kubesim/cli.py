@@ -24,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds after binding until a pod runs (default: no kubelets)")
     parser.add_argument("--time-factor", type=float, default=1.0,
                         help="multiplies the kubelets' run times (sleep N) and grace periods")
-    for component in ("priority-admission", "job-controller", "garbage-collector"):
+    for component in ("priority-admission", "job-controller", "garbage-collector", "deployment-controller",
+                      "replicaset-controller", "volume-controller", "serviceaccount-controller",
+                      "admission-webhooks"):
         parser.add_argument(f"--{component}", action=argparse.BooleanOptionalAction, default=True,
                             help=f"play the {component.replace('-', ' ')} (default: on)")
     parser.add_argument("--log-level", default="WARNING")
@@ -39,7 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--time-factor must not be negative")
     sim = KubeSim(host=args.host, port=args.port, kubelet_delay=args.kubelet_delay, time_factor=args.time_factor,
                   priority_admission=args.priority_admission, job_controller=args.job_controller,
-                  garbage_collector=args.garbage_collector).start()
+                  garbage_collector=args.garbage_collector, deployment_controller=args.deployment_controller,
+                  replicaset_controller=args.replicaset_controller, volume_controller=args.volume_controller,
+                  serviceaccount_controller=args.serviceaccount_controller,
+                  admission_webhooks=args.admission_webhooks).start()
     if args.nodes:
         sim.seed_nodes(args.nodes, cpu=args.node_cpu, memory=args.node_memory, zones=args.zones)
     if args.kubeconfig_out:

@@ -7,14 +7,18 @@ from collections import deque
 from typing import NamedTuple
 
 from kubesim import priority
+from kubesim.admission import Webhooks
 from kubesim.api import Api
 from kubesim.collector import GarbageCollector
+from kubesim.deployments import DeploymentController, ReplicaSetController
 from kubesim.faults import Faults
 from kubesim.jobs import JobController
 from kubesim.kubelet import Kubelets, set_phase
 from kubesim.resources import NAMESPACE, NODE
 from kubesim.server import Server
+from kubesim.serviceaccounts import ServiceAccountController
 from kubesim.store import Store, Watcher, clone, now_rfc3339
+from kubesim.volumes import PersistentVolumeController
 from kubesim.worker import Worker
 
 
@@ -33,16 +37,19 @@ class KubeSim:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, history_size: int = 10000,
                  bookmark_interval: float = 1.0, kubelet_delay: float | None = None,
                  request_log_size: int = 500_000, priority_admission: bool = True, time_factor: float = 1.0,
-                 job_controller: bool = True, garbage_collector: bool = True) -> None:
+                 job_controller: bool = True, garbage_collector: bool = True, deployment_controller: bool = True,
+                 replicaset_controller: bool = True, volume_controller: bool = True,
+                 serviceaccount_controller: bool = True, admission_webhooks: bool = True) -> None:
         """``kubelet_delay``: seconds from binding until a pod runs (None: no kubelets, so pods never run
         and a deletion is immediate); ``time_factor`` multiplies the kubelets' run times and grace periods;
-        the other switches turn the Priority admission plugin, the Job controller and the garbage collector
-        on or off."""
+        the other switches turn the Priority admission plugin and each controller on or off."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
         self.store = Store(history_size=history_size)
         self.api = Api(self.store, priority_admission=priority_admission, graceful_pods=kubelet_delay is not None)
+        if admission_webhooks:
+            self.api.webhooks = Webhooks(self.store)
         self.faults = Faults(self)
         self.request_log: deque[RequestRecord] = deque(maxlen=request_log_size)
         self._controllers: list[Worker] = []
@@ -50,6 +57,14 @@ class KubeSim:
             self._controllers.append(Kubelets(self.store, kubelet_delay, time_factor))
         if job_controller:
             self._controllers.append(JobController(self.store, self.api))
+        if deployment_controller:
+            self._controllers.append(DeploymentController(self.store, self.api))
+        if replicaset_controller:
+            self._controllers.append(ReplicaSetController(self.store, self.api))
+        if volume_controller:
+            self._controllers.append(PersistentVolumeController(self.store))
+        if serviceaccount_controller:
+            self._controllers.append(ServiceAccountController(self.store))
         if garbage_collector:
             self.api.collector = GarbageCollector(self.store, self.api)
             self._controllers.append(self.api.collector)

@@ -16,8 +16,9 @@ class ApiError(Exception):
         self.headers = headers or {}
 
     def status(self) -> dict:
+        reason = {"reason": self.reason} if self.reason else {}  # a webhook's refusal may give none
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": self.message, "reason": self.reason, "details": self.details, "code": self.code}
+                "message": self.message, **reason, "details": self.details, "code": self.code}
 
 
 def _details(name: str, kind, group: str = "") -> dict:

@@ -6,15 +6,17 @@ an ``s``, ``m``, ``h`` or ``d`` suffix, as ``sleep`` takes it), or the pod's ``k
 annotation gives N; a pod ends with its longest container. A container that ends under restartPolicy
 ``Always`` is restarted (its restartCount grows) and the pod keeps running; otherwise the pod turns
 Succeeded. Run times and grace periods are multiplied by ``time_factor``, so a suite can shorten them.
+A running pod that is deleted gets the kubelet's ``Killing`` event for each of its containers.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from pathlib import PurePosixPath
 
 from kubesim import errors
-from kubesim.resources import POD
+from kubesim.resources import BY_PLURAL, NAMESPACE, POD
 from kubesim.store import Event, Store, clone, now_rfc3339
 from kubesim.worker import Worker
 
@@ -23,6 +25,7 @@ _SLEEP_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _SLEEP_ARG = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)([smhd]?)$")
 _SHELL_SLEEP = re.compile(r"^\s*(?:exec\s+)?sleep\s+(\S+)\s*;?\s*$")
 _SHELLS = {"sh", "bash", "ash", "dash"}
+EVENT = BY_PLURAL["events"]
 
 
 def sleep_seconds(argument: str) -> float | None:
@@ -77,11 +80,16 @@ class Kubelets(Worker):
         super().start()
 
     def _on_event(self, event: Event) -> None:
-        """Called under the store lock: note pods that just got a node, or a deletion deadline."""
-        if event.kind is not POD or event.type == "DELETED":
+        """Called under the store lock: note pods that just got a node, a deletion deadline, or containers to stop."""
+        if event.kind is not POD:
             return
         meta, old = event.new["metadata"], event.old or {}
         key = (meta["namespace"], meta["name"], meta["uid"])
+        if _stopping(event):
+            containers = tuple(c.get("name") for c in event.new["spec"].get("containers") or () if isinstance(c, dict))
+            self.schedule(("kill", *key, event.new["spec"].get("nodeName") or "", containers))
+        if event.type == "DELETED":
+            return
         if event.new["spec"].get("nodeName") and not old.get("spec", {}).get("nodeName"):
             self.schedule(("start", *key), self._delay + init_seconds(event.new) * self._time_factor)
         deadline = meta.get("deletionTimestamp")
@@ -89,6 +97,9 @@ class Kubelets(Worker):
             self.schedule(("remove", *key), meta.get("deletionGracePeriodSeconds", 0) * self._time_factor)
 
     def handle(self, item) -> None:
+        if item[0] == "kill":
+            self._record_killing(*item[1:])
+            return
         action, namespace, name, uid = item
         with self._store.lock:
             pod = self._store.find(POD, namespace, name)
@@ -108,6 +119,32 @@ class Kubelets(Worker):
                     self.schedule(("finish", namespace, name, uid), seconds * self._time_factor)
             else:
                 set_phase(self._store, namespace, name, "Succeeded", uid)
+
+
+    def _record_killing(self, namespace: str, name: str, uid: str, node: str, containers: tuple[str, ...]) -> None:
+        """The kubelet's ``Killing`` events, as its recorder writes them."""
+        with self._store.lock:
+            if self._store.find(NAMESPACE, "", namespace) is None:
+                return
+            now = now_rfc3339()
+            for container in containers:
+                self._store.create(EVENT, namespace, {
+                    "apiVersion": "v1", "kind": "Event",
+                    "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
+                    "involvedObject": {"kind": "Pod", "namespace": namespace, "name": name, "uid": uid,
+                                       "apiVersion": "v1", "fieldPath": f"spec.containers{{{container}}}"},
+                    "reason": "Killing", "message": f"Stopping container {container}",
+                    "source": {"component": "kubelet", "host": node}, "firstTimestamp": now, "lastTimestamp": now,
+                    "count": 1, "type": "Normal", "eventTime": None, "reportingComponent": "kubelet",
+                    "reportingInstance": node})
+
+
+def _stopping(event: Event) -> bool:
+    """Whether the kubelet now stops the running containers of the pod (deleted, or its deletion begun)."""
+    before = event.old or {}
+    if (before.get("status") or {}).get("phase") != "Running" or before["metadata"].get("deletionTimestamp"):
+        return False
+    return event.type == "DELETED" or bool(event.new["metadata"].get("deletionTimestamp"))
 
 
 def _container_statuses(pod: dict, phase: str, now: str, restarted: bool) -> list[dict]:

@@ -45,6 +45,8 @@ KINDS = (
     Kind("coordination.k8s.io", "v1", "leases", "Lease", True),
     Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("status",), ("pdb",)),
     Kind("batch", "v1", "jobs", "Job", True, ("status",)),
+    Kind("apps", "v1", "deployments", "Deployment", True, ("status",), ("deploy",)),
+    Kind("apps", "v1", "replicasets", "ReplicaSet", True, ("status",), ("rs",)),
 )
 
 BY_PATH = {(k.group, k.version, k.plural): k for k in KINDS}
@@ -54,3 +56,5 @@ POD = BY_PATH[("", "v1", "pods")]
 NODE = BY_PATH[("", "v1", "nodes")]
 NAMESPACE = BY_PATH[("", "v1", "namespaces")]
 JOB = BY_PATH[("batch", "v1", "jobs")]
+DEPLOYMENT = BY_PATH[("apps", "v1", "deployments")]
+REPLICA_SET = BY_PATH[("apps", "v1", "replicasets")]

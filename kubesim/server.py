@@ -320,6 +320,10 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             raise errors.bad_request("timeoutSeconds must be a number") from None
         bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        if "sendInitialEvents" in query:  # kube-apiserver without the WatchList feature: clients fall back to list
+            raise errors.ApiError(422, "Invalid", 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: '
+                                  "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature "
+                                  "gate is enabled", {"group": "meta.k8s.io", "kind": "ListOptions"})
         expired = None
         watcher = None
         if sim.faults.take_gone(kind.plural):

@@ -230,6 +230,14 @@ def _selector(obj: dict) -> str:
     return ",".join(parts) or NONE
 
 
+def _status_count(field: str) -> Callable[[dict], int]:
+    return lambda obj: (obj.get("status") or {}).get(field, 0)
+
+
+def _ready_of_wanted(obj: dict) -> str:
+    return f"{(obj.get('status') or {}).get('readyReplicas', 0)}/{(obj.get('spec') or {}).get('replicas', 0)}"
+
+
 def _spec(field: str, default: object = NONE) -> Callable[[dict], object]:
     return lambda obj: (obj.get("spec") or {}).get(field, default) or default
 
@@ -309,6 +317,30 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("Containers", "Names of each container in the template.", _template_containers("name"), 1),
         Column("Images", "Images referenced by each container in the template.", _template_containers("image"), 1),
         Column("Selector", "A label query over pods that should match the pod count.", _selector, 1),
+    ),
+    "deployments": (
+        NAME,
+        Column("Ready", "Number of the pod with ready state", _ready_of_wanted),
+        Column("Up-to-date", "Total number of non-terminated pods targeted by this deployment that have the desired "
+                             "template spec.", _status_count("updatedReplicas"), type="integer"),
+        Column("Available", "Total number of available pods (ready for at least minReadySeconds) targeted by this "
+                            "deployment.", _status_count("availableReplicas"), type="integer"),
+        AGE,
+        Column("Containers", "Names of each container in the template.", _template_containers("name"), 1),
+        Column("Images", "Images referenced by each container in the template.", _template_containers("image"), 1),
+        Column("Selector", "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be "
+                           "the ones affected by this deployment.", _selector, 1),
+    ),
+    "replicasets": (
+        NAME,
+        Column("Desired", "Number of desired pods.", lambda rs: (rs.get("spec") or {}).get("replicas", 0),
+               type="integer"),
+        Column("Current", "Number of actual pods.", _status_count("replicas"), type="integer"),
+        Column("Ready", "Number of ready pods.", _status_count("readyReplicas"), type="integer"),
+        AGE,
+        Column("Containers", "Names of each container in the template.", _template_containers("name"), 1),
+        Column("Images", "Images referenced by each container in the template.", _template_containers("image"), 1),
+        Column("Selector", "Label selector for pods.", _selector, 1),
     ),
     "priorityclasses": (
         NAME,

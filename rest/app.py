@@ -14,6 +14,7 @@ import pathlib
 import queue as queue_module
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,10 +24,10 @@ import pykka
 import yaml
 
 from actors.core import yamlsafe
-from actors.core.config import parse
 from actors.core.scheduler import Scheduler
 from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
-from rest import actor_metrics, cors, daos, leadership, liveness, metrics
+from rest import actor_metrics, configdao, cors, daos, leadership, liveness, metrics
+from rest import history as history_rest
 from rest.fragments import Fragments
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ class SchedulerView:
     extender_on_rest_port: bool = True  # False: the extender has an HTTPS port of its own (rest.extender_server)
     leadership: leadership.LeadershipSource | None = None  # leader election: who leads (a standby is not ready)
     allowed_origins: tuple[str, ...] = (cors.ANY,)  # who may read cross-origin (rest.cors), upstream's default
+    history: history_rest.History | None = None  # the history store: finished applications and samples
     started: int = field(default_factory=time.time_ns)
     fragments: Fragments = field(default_factory=Fragments, init=False, repr=False)
 
@@ -83,10 +85,13 @@ def _queue(partition, path: str):
     return found
 
 
-def _application(partition, app_id: str, queue_path: str | None = None):
+def _application(partition, app_id: str, queue_path: str | None = None, history=None):
     for app in partition.applications + partition.terminated_applications:
         if app.application_id == app_id and (queue_path is None or app.queue_name == queue_path):
             return app
+    found = history_rest.stored_one(history, partition.name, app_id) if history is not None else None
+    if found is not None and (queue_path is None or found.queue_name == queue_path):
+        return found
     _fail(falcon.HTTP_404, "Application not found", f"application {app_id} not found")
 
 
@@ -135,32 +140,37 @@ class Cluster:
         scheduler = self.view.scheduler
         report = scheduler.last_health if scheduler.health_interval > 0 else None
         report = report or self.view.snapshot(frozenset({HEALTH})).health
-        return daos.health(liveness.with_actors(report, self.view.actor_failures))
+        report = history_rest.with_store(liveness.with_actors(report, self.view.actor_failures), self.view.history)
+        return daos.health(report)
+
+    def _samples(self):
+        """The front page's samples: the store's (they survive a restart), else the core's ring."""
+        if self.view.history is not None:
+            return history_rest.cluster_samples(self.view.history)
+        return self.view.scheduler.history.records()
 
     def on_get_app_history(self, req, resp):
-        resp.media = [daos.app_history(s) for s in self.view.scheduler.history.records()]
+        resp.media = [daos.app_history(s) for s in self._samples()]
 
     def on_get_container_history(self, req, resp):
-        resp.media = [daos.container_history(s) for s in self.view.scheduler.history.records()]
+        resp.media = [daos.container_history(s) for s in self._samples()]
 
     def on_get_utilizations(self, req, resp):
         resp.media = [daos.utilizations(p) for p in _snapshot(req).partitions]
 
     def on_get_config(self, req, resp):
-        """The queues configuration, the extra configuration and the keys of it the scheduler does not
-        support: JSON as upstream's DAO (``Extra``, plus ``Unsupported``), or the queues YAML followed by
-        ``extra`` and ``unsupported`` (upstream's YAML rendering of the same DAO)."""
+        """upstream's ConfigDAOInfo (rest.configdao): JSON with ``Accept: application/json``, else YAML; plus
+        the keys of the extra configuration the scheduler does not support (``Unsupported``)."""
         snapshot = _snapshot(req)
-        extra, unsupported = dict(snapshot.extra_config), list(snapshot.unsupported)
-        if req.get_header("Accept") == "application/json":
-            config = parse(snapshot.config_yaml)
-            resp.media = {"Partitions": [_config_json(p) for p in config.partitions], "Checksum": snapshot.checksum,
-                          "Extra": extra, "Unsupported": unsupported}
+        document = yamlsafe.load(snapshot.config_yaml) if snapshot.config_yaml.strip() else {}
+        as_json = req.get_header("Accept") == "application/json"
+        dao = configdao.config_dao(document, snapshot.checksum, dict(snapshot.extra_config), yaml=not as_json)
+        unsupported = list(snapshot.unsupported)
+        if as_json:
+            resp.media = {**dao, "Unsupported": unsupported}
         else:
             resp.content_type = "application/x-yaml"
-            document = yamlsafe.load(snapshot.config_yaml) if snapshot.config_yaml.strip() else {}
-            resp.text = yaml.safe_dump({**(document or {}), "extra": extra, "unsupported": unsupported},
-                                       sort_keys=False)
+            resp.text = yaml.safe_dump({**dao, "unsupported": unsupported}, sort_keys=False)
 
     def on_post_validate(self, req, resp):
         if (req.content_length or 0) > MAX_BODY:
@@ -192,6 +202,8 @@ class Cluster:
         providers = [*metrics.PROVIDERS, actor_metrics.actor_families]
         if self.view.leadership is not None:
             providers.append(leadership.families(self.view.leadership))
+        if self.view.history is not None:
+            providers.append(history_rest.families(self.view.history))
         resp.data = metrics.render(metrics.MetricsInput(_snapshot(req), metrics.EventCounts(ring.created, ring.dropped, ring.not_channeled)),
                                    providers)
 
@@ -246,15 +258,6 @@ def _jsonable(value):
     return str(value)
 
 
-def _config_json(partition) -> dict:
-    return {"Name": partition.name, "PlacementRules": [r.name for r in partition.placement_rules],
-            "NodeSortPolicy": {"Type": partition.node_sort_policy.type,
-                               "ResourceWeights": dict(partition.node_sort_policy.resource_weights)},
-            "Preemption": {"Enabled": partition.preemption.enabled,
-                           "QuotaPreemptionEnabled": partition.preemption.quota_preemption_enabled},
-            "Queues": [partition.root.name]}
-
-
 class Partitions:
     def __init__(self, view: SchedulerView) -> None:
         self.view = view
@@ -270,10 +273,13 @@ class Partitions:
         status = _status_filter(req)
         if state == "active":
             apps = [a for a in snapshot.applications if status is None or a.state.lower() == status]
-        elif state == "rejected":
-            apps = [a for a in snapshot.terminated_applications if a.state == "Rejected"]
-        elif state == "completed":
-            apps = [a for a in snapshot.terminated_applications if a.state in ("Completed", "Failed", "Expired")]
+        elif state in ("rejected", "completed"):
+            states = history_rest.REJECTED_STATES if state == "rejected" else history_rest.COMPLETED_STATES
+            query = history_rest.application_query(req, partition, states)
+            if self.view.history is not None:
+                resp.media = [daos.application(a) for a in history_rest.stored(self.view.history, query)]
+                return
+            apps = history_rest.select_snapshots(snapshot.terminated_applications, query)
         else:
             _fail(falcon.HTTP_400, "Invalid application state",
                   f"state {state!r} is not one of active, rejected, completed")
@@ -289,12 +295,13 @@ class Partitions:
                       if a.queue_name == queue and (status is None or a.state.lower() == status)]
 
     def on_get_app(self, req, resp, partition, app):
-        resp.media = self.view.fragments.application(_application(_partition(req, partition), app))
+        resp.media = self.view.fragments.application(_application(_partition(req, partition), app,
+                                                                  history=self.view.history))
 
     def on_get_queue_app(self, req, resp, partition, queue, app):
         snapshot = _partition(req, partition)
         _queue(snapshot, queue)
-        resp.media = self.view.fragments.application(_application(snapshot, app, queue))
+        resp.media = self.view.fragments.application(_application(snapshot, app, queue, self.view.history))
 
     def on_get_nodes(self, req, resp, partition):
         resp.media = [self.view.fragments.node(n) for n in _partition(req, partition).nodes]
@@ -429,6 +436,35 @@ class _Same:
         return hash(tuple(map(id, self.objects)))
 
 
+class EscapedNames:
+    """Queue, user and group names in the path as upstream's router and handlers read them.
+
+    A queue, user or group name may hold a '/', sent escaped (``%2F``). The WSGI server decodes the
+    path before routing, which would split that name; the request URI as sent (waitress:
+    ``REQUEST_URI``, others ``RAW_URI``) keeps the escape, and is routed instead, its parameters decoded
+    after. Upstream's handlers then query-unescape those names once more (its own test client sends
+    them escaped twice), and so does this.
+    """
+
+    UNESCAPED = ("queue", "user", "group")
+
+    def process_request(self, req, resp) -> None:
+        raw = req.env.get("REQUEST_URI") or req.env.get("RAW_URI") or ""
+        path = raw.partition("?")[0] if raw.startswith("/") else urllib.parse.urlsplit(raw).path
+        if "%2f" not in path.lower():
+            return
+        req.path = path.rstrip("/") or "/"
+        req.context.escaped_path = True
+
+    def process_resource(self, req, resp, resource, params) -> None:
+        if "escaped_path" in req.context:
+            for name, value in params.items():
+                params[name] = urllib.parse.unquote(value)
+        for name in self.UNESCAPED:
+            if name in params:
+                params[name] = urllib.parse.unquote_plus(params[name])
+
+
 class SnapshotCache:
     """Takes the snapshot a route reads, and serves a GET again from the bytes it produced for the
     same snapshot.
@@ -518,6 +554,7 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
         ("/ws/v1/openapi.json", cluster, "openapi", None),
         ("/ws/v1/history/apps", cluster, "app_history", None),
         ("/ws/v1/history/containers", cluster, "container_history", None),
+        ("/ws/v1/history/usage", history_rest.Usage(view.history), "usage", None),
         ("/ws/v1/health/live", cluster, "live", None), ("/ws/v1/health/ready", cluster, "ready", None),
         ("/ws/v1/fullstatedump", cluster, "dump", dump), ("/debug/fullstatedump", cluster, "dump", dump),
         ("/ws/v1/partition/{partition}/queues", partitions, "queues", none),
@@ -537,7 +574,7 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
         ("/ws/v1/events/batch", events, "batch", None), ("/ws/v1/events/stream", events, "stream", None),
     ]
     snapshots = SnapshotCache(view, {path: areas for path, *_, areas in routes if areas is not None})
-    app = falcon.App(middleware=[cors.CrossOrigin(view.allowed_origins), snapshots])
+    app = falcon.App(middleware=[EscapedNames(), cors.CrossOrigin(view.allowed_origins), snapshots])
     json_handler = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler

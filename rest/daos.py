@@ -20,6 +20,7 @@ from actors.core.snapshot import (
     QueueSnapshot,
     abs_used_capacity,
 )
+from si.states import ApplicationState as AppState
 
 
 def go_duration(seconds: float) -> str:
@@ -73,7 +74,7 @@ def placeholder_data(app: ApplicationSnapshot) -> list[dict]:
 
 def start_time(app: ApplicationSnapshot) -> int:
     """When the application started running (its first allocation), 0 before."""
-    return next((t for t, state in app.state_log if state in ("Starting", "Running")), 0)
+    return next((t for t, state in app.state_log if state in (AppState.STARTING, AppState.RUNNING)), 0)
 
 
 def application(app: ApplicationSnapshot) -> dict:

@@ -30,6 +30,7 @@ from prometheus_client.utils import floatToGoString
 
 from actors.core.snapshot import CoreSnapshot, QueueSnapshot
 from actors.core.stats import HistogramSnapshot, StatsSnapshot, empty_stats
+from si.states import ApplicationState as AppState
 
 NAMESPACE = "yunikorn"
 SCHEDULER = f"{NAMESPACE}_scheduler"
@@ -125,7 +126,7 @@ def scheduler_families(data: MetricsInput) -> Iterable[Family]:
     live: dict[str, int] = {}
     for partition in snapshot.partitions:
         for state, count in partition.applications_by_state.items():
-            label = "running" if state == "Starting" else state.lower()
+            label = "running" if state == AppState.STARTING else state.lower()
             live[label] = live.get(label, 0) + count
     yield Family(f"{SCHEDULER}_application_total", "gauge",
                  "Total number of applications. State of the application includes `running`, `resuming`, "
@@ -167,8 +168,9 @@ def scheduler_families(data: MetricsInput) -> Iterable[Family]:
         .add_histogram(["app"], histograms["sort_apps"]).add_histogram(["queue"], histograms["sort_queues"])
 
 
-LIVE_APP_STATES = (("new", ("New",)), ("accepted", ("Accepted",)), ("running", ("Running", "Starting")),
-                   ("failing", ("Failing",)), ("resuming", ("Resuming",)), ("completing", ("Completing",)))
+LIVE_APP_STATES = (("new", (AppState.NEW,)), ("accepted", (AppState.ACCEPTED,)),
+                   ("running", (AppState.RUNNING, AppState.STARTING)), ("failing", (AppState.FAILING,)),
+                   ("resuming", (AppState.RESUMING,)), ("completing", (AppState.COMPLETING,)))
 TERMINAL_APP_STATES = ("rejected", "failed", "completed")
 
 

@@ -3,6 +3,7 @@ and a cluster (kubesim with the scheduler).
 
 The whole run must leave no actor alive: a session check fails the run otherwise."""
 
+import os
 import threading
 
 import pytest
@@ -18,6 +19,18 @@ from tests.waiting import wait_for
 # hypothesis's 200 ms deadline fails examples that are merely slow.
 settings.register_profile("project", deadline=None)
 settings.load_profile("project")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def history_file(tmp_path_factory):
+    """Scheduler commands the tests start keep their history in a file of the session, not the repository."""
+    previous = os.environ.get("HISTORY_DSN")
+    os.environ["HISTORY_DSN"] = f"sqlite:///{tmp_path_factory.mktemp('history') / 'history.db'}"
+    yield
+    if previous is None:
+        os.environ.pop("HISTORY_DSN", None)
+    else:
+        os.environ["HISTORY_DSN"] = previous
 
 
 @pytest.fixture

@@ -13,13 +13,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from si import settings as registry
 from si.bounded import shown
-from si.gobool import parse_bool
-from si.kubernetes import CONF_HOT_REFRESH, CONF_POLICY_GROUP, binary_entry
+from si.kubernetes import binary_entry
 
 log = logging.getLogger(__name__)
 
-PREFIX = "admissionController."
 def _patterns(text: str) -> tuple[re.Pattern, ...]:
     return tuple(re.compile(item.strip()) for item in text.split(",") if item.strip())
 
@@ -46,53 +45,18 @@ class AdmissionConf:
     enable_config_hot_refresh: bool = True
 
 
-# key -> (AdmissionConf field, kind)
-KEYS = {
-    PREFIX + "webHook.amServiceName": ("am_service_name", "str"),
-    PREFIX + "webHook.schedulerServiceAddress": ("scheduler_service_address", "str"),
-    PREFIX + "filtering.processNamespaces": ("process_namespaces", "regex"),
-    PREFIX + "filtering.bypassNamespaces": ("bypass_namespaces", "regex"),
-    PREFIX + "filtering.labelNamespaces": ("label_namespaces", "regex"),
-    PREFIX + "filtering.noLabelNamespaces": ("no_label_namespaces", "regex"),
-    PREFIX + "filtering.generateUniqueAppId": ("generate_unique_app_id", "bool"),
-    PREFIX + "filtering.defaultQueue": ("default_queue", "any-str"),
-    PREFIX + "accessControl.bypassAuth": ("bypass_auth", "bool"),
-    PREFIX + "accessControl.trustControllers": ("trust_controllers", "bool"),
-    PREFIX + "accessControl.systemUsers": ("system_users", "regex"),
-    PREFIX + "accessControl.externalUsers": ("external_users", "regex"),
-    PREFIX + "accessControl.externalGroups": ("external_groups", "regex"),
-    CONF_POLICY_GROUP: ("policy_group", "str"),
-    CONF_HOT_REFRESH: ("enable_config_hot_refresh", "bool"),
-}
-
-
 def parse(values: Mapping[str, str]) -> AdmissionConf:
     """The configuration described by the flattened map ``values``; unknown keys are ignored."""
     changes = {}
-    for key, (name, kind) in KEYS.items():
-        if key not in values:
+    for setting in registry.read_by(registry.ADMISSION):
+        if setting.key not in values:
             continue
-        text = values[key]
+        text = values[setting.key]
         try:
-            changes[name] = _convert(text, kind)
+            changes[setting.name] = _patterns(text) if setting.kind == "regex" else registry.read(setting, text)
         except (re.error, ValueError) as error:
-            log.warning("configuration key %s: %s; keeping its default", key, error)
+            log.warning("configuration key %s: %s; keeping its default", setting.key, error)
     return AdmissionConf(**changes)
-
-
-def _convert(text: str, kind: str):
-    if kind == "regex":
-        return _patterns(text)
-    if kind == "bool":
-        try:
-            return parse_bool(text.strip())
-        except ValueError:
-            raise ValueError(f"not a boolean: {text!r}") from None
-    if kind == "any-str":
-        return text.strip()
-    if not text.strip():
-        raise ValueError("empty value")
-    return text.strip()
 
 
 class ConfigMapError(ValueError):

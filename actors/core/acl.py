@@ -13,8 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 WILDCARD = "*"
-USER_NAME = re.compile(r"^[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?$")
-GROUP_NAME = re.compile(r"^[_a-zA-Z][a-zA-Z0-9_-]*$")
+# The names a configuration may give users and groups (limits, placement filters): yunikorn-core's
+# UserRegExp and GroupRegExp. ``\Z``, not ``$``: Python's ``$`` also matches before a final newline.
+USER_NAME = re.compile(r"^[_a-zA-Z][a-zA-Z0-9:#/_.@-]*[$]?\Z")
+GROUP_NAME = re.compile(r"^[_a-zA-Z][a-zA-Z0-9:_.-]*\Z")
+# An ACL keeps only the narrower names of yunikorn-core's security package.
+_ACL_USER = re.compile(r"^[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?\Z")
+_ACL_GROUP = re.compile(r"^[_a-zA-Z][a-zA-Z0-9_-]*\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +45,8 @@ class ACL:
         groups = parts[1].split(",") if len(parts) == 2 and parts[1] else []
         if users == [WILDCARD] or groups == [WILDCARD]:
             return EVERYONE
-        return cls(False, frozenset(u for u in users if USER_NAME.match(u)),
-                   frozenset(g for g in groups if GROUP_NAME.match(g)))
+        return cls(False, frozenset(u for u in users if _ACL_USER.match(u)),
+                   frozenset(g for g in groups if _ACL_GROUP.match(g)))
 
     def allows(self, user: str, groups: Sequence[str]) -> bool:
         if self.everyone or user in self.users:

@@ -4,6 +4,7 @@ gang's placeholders (counted per task group, with the timer that ends the reserv
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from enum import Enum
 
 from sortedcontainers import SortedKeyList
 
@@ -11,30 +12,51 @@ from actors.core.allocation import Allocation
 from si import si_pb2
 from si.constants import APP_TAG_DISABLE_STATE_AWARE
 from si.resources import Resource, component_max
+from si.statemachine import Transitions
+from si.states import ApplicationState, GangStyle, Reason
 
-NEW, ACCEPTED, STARTING, RUNNING = "New", "Accepted", "Starting", "Running"
-COMPLETING, COMPLETED, FAILING, FAILED = "Completing", "Completed", "Failing", "Failed"
-REJECTED, RESUMING, EXPIRED = "Rejected", "Resuming", "Expired"
-SOFT, HARD = "Soft", "Hard"  # gang scheduling styles: what a reservation that times out leads to
+_S = ApplicationState
+NEW, ACCEPTED, STARTING, RUNNING = _S.NEW, _S.ACCEPTED, _S.STARTING, _S.RUNNING
+COMPLETING, COMPLETED, FAILING, FAILED = _S.COMPLETING, _S.COMPLETED, _S.FAILING, _S.FAILED
+REJECTED, RESUMING, EXPIRED = _S.REJECTED, _S.RESUMING, _S.EXPIRED
+SOFT, HARD = GangStyle.SOFT, GangStyle.HARD
 DEFAULT_PLACEHOLDER_TIMEOUT = 15 * 60.0
-RESERVATION_TIMEOUT = "ResourceReservationTimeout"  # why a Hard gang that timed out fails
+RESERVATION_TIMEOUT = Reason.RESERVATION_TIMEOUT  # why a Hard gang that timed out fails
 ACTIVE = (NEW, ACCEPTED, STARTING, RUNNING, COMPLETING, FAILING, RESUMING)
 TERMINATED = (COMPLETED, FAILED, REJECTED)
 
+
+class ToState(Enum):
+    """The core's application events: each leads to the state it names (the partition decides which, from
+    what happened and the state the application is in)."""
+
+    ACCEPTED = ACCEPTED
+    STARTING = STARTING
+    RUNNING = RUNNING
+    COMPLETING = COMPLETING
+    COMPLETED = COMPLETED
+    FAILING = FAILING
+    FAILED = FAILED
+    REJECTED = REJECTED
+    RESUMING = RESUMING
+    EXPIRED = EXPIRED
+
+
 # The transitions YuniKorn allows (plus the stateaware Starting state); anything else is a bug.
-TRANSITIONS = {
-    NEW: {ACCEPTED, REJECTED, FAILING, RESUMING, COMPLETED},
-    ACCEPTED: {STARTING, RUNNING, COMPLETING, FAILING, RESUMING, COMPLETED},
-    STARTING: {RUNNING, COMPLETING, FAILING, COMPLETED},
-    RUNNING: {RUNNING, COMPLETING, FAILING, COMPLETED},
-    COMPLETING: {RUNNING, COMPLETED, FAILING},
-    FAILING: {FAILED},
-    RESUMING: {ACCEPTED},
-    COMPLETED: {EXPIRED},
-    FAILED: {EXPIRED},
-    REJECTED: {EXPIRED},
-    EXPIRED: set(),
-}
+_LIVE = (NEW, ACCEPTED, STARTING, RUNNING, COMPLETING)
+TRANSITIONS = Transitions({
+    ToState.ACCEPTED: ((NEW, RESUMING), ACCEPTED),
+    ToState.STARTING: ((ACCEPTED,), STARTING),
+    ToState.RUNNING: ((ACCEPTED, STARTING, RUNNING, COMPLETING), RUNNING),
+    ToState.COMPLETING: ((ACCEPTED, STARTING, RUNNING), COMPLETING),
+    ToState.COMPLETED: (_LIVE, COMPLETED),
+    ToState.FAILING: (_LIVE, FAILING),
+    ToState.FAILED: ((FAILING,), FAILED),
+    ToState.REJECTED: ((NEW,), REJECTED),
+    ToState.RESUMING: ((NEW, ACCEPTED), RESUMING),
+    ToState.EXPIRED: (TERMINATED, EXPIRED),
+})
+_EVENTS = {event.value: event for event in ToState}
 STATE_EVENTS = {
     NEW: si_pb2.EventRecord.APP_NEW, ACCEPTED: si_pb2.EventRecord.APP_ACCEPTED,
     STARTING: si_pb2.EventRecord.APP_STARTING, RUNNING: si_pb2.EventRecord.APP_RUNNING,
@@ -43,10 +65,6 @@ STATE_EVENTS = {
     REJECTED: si_pb2.EventRecord.APP_REJECT, RESUMING: si_pb2.EventRecord.APP_RESUMING,
     EXPIRED: si_pb2.EventRecord.APP_EXPIRED,
 }
-
-
-class InvalidTransition(RuntimeError):
-    pass
 
 
 class PlaceholderData:
@@ -112,9 +130,7 @@ class Application:
         self.version += 1
         if state == self.state:
             return False
-        if state not in TRANSITIONS[self.state]:
-            raise InvalidTransition(f"application {self.application_id}: {self.state} -> {state} is not allowed")
-        self.state = state
+        self.state = TRANSITIONS.target(self.state, _EVENTS.get(state, state), f"application {self.application_id}")
         self.state_since = now
         self.state_log.append((now, state))
         if state in TERMINATED:

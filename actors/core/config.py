@@ -101,10 +101,40 @@ class LimitConfig:
     max_applications: int | None
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class QueueProperties(Mapping[str, str]):
+    """A queue's properties, parsed once (:func:`parse_properties`): the typed values the scheduler uses,
+    upstream's defaults for those not given, and, as the mapping itself, the text as written (what REST
+    shows and :func:`dump` writes). Two compare equal when written the same."""
+
+    written: Mapping[str, str] = field(default_factory=_no_properties)
+    sort_policy: str = "fifo"  # application.sort.policy: fifo, fair or stateaware
+    priority_sorting: bool = True  # application.sort.priority: enabled unless disabled
+    priority_policy: str = "default"  # priority.policy: default or fence
+    priority_offset: int = 0  # priority.offset: an int32 added to the priority the queue shows its parent
+    preemption_policy: str = "default"  # preemption.policy: default, fence or disabled
+    preemption_delay: float = 30.0  # preemption.delay, seconds
+    quota_preemption_delay: float = 0.0  # quota.preemption.delay, seconds (0: a queue over its max is never preempted)
+    ask_backoff: int = 0  # application.unschedasks.backoff: attempts without a placement before waiting (0: never)
+    ask_backoff_delay: float = 30.0  # application.unschedasks.backoff.delay, seconds: how long it then waits
+
+    def __getitem__(self, key: str) -> str:
+        return self.written[key]
+
+    def __iter__(self):
+        return iter(self.written)
+
+    def __len__(self) -> int:
+        return len(self.written)
+
+
+NO_PROPERTIES = QueueProperties()
+
+
 @dataclass(frozen=True, slots=True)
 class ChildTemplate:
     max_applications: int | None
-    properties: Mapping[str, str]
+    properties: QueueProperties
     resources: ResourcesConfig
 
 
@@ -114,7 +144,7 @@ class QueueConfig:
     parent: bool = False
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     max_applications: int | None = None
-    properties: Mapping[str, str] = field(default_factory=_no_properties)
+    properties: QueueProperties = field(default_factory=lambda: NO_PROPERTIES)
     admin_acl: str | None = None
     submit_acl: str | None = None
     child_template: ChildTemplate | None = None
@@ -173,53 +203,6 @@ class SchedulerConfig:
 
     def partition(self, name: str) -> PartitionConfig | None:
         return next((p for p in self.partitions if p.name == name), None)
-
-
-# Queue properties: typed access with the scheduler's defaults (values are validated by parse).
-def sort_policy(properties: Mapping[str, str]) -> str:
-    """``application.sort.policy``: fifo (default), fair or stateaware."""
-    return properties.get("application.sort.policy", "fifo").lower()
-
-
-def priority_sorting(properties: Mapping[str, str]) -> bool:
-    """``application.sort.priority``: True unless ``disabled``."""
-    return properties.get("application.sort.priority", "enabled").lower() != "disabled"
-
-
-def priority_policy(properties: Mapping[str, str]) -> str:
-    """``priority.policy``: default or fence."""
-    return properties.get("priority.policy", "default").lower()
-
-
-def priority_offset(properties: Mapping[str, str]) -> int:
-    """``priority.offset``: an int32 added to the priority the queue shows its parent (default 0)."""
-    return int(properties.get("priority.offset", "0"))
-
-
-def preemption_policy(properties: Mapping[str, str]) -> str:
-    """``preemption.policy``: default, fence or disabled."""
-    return properties.get("preemption.policy", "default").lower()
-
-
-def preemption_delay(properties: Mapping[str, str]) -> float:
-    """``preemption.delay`` in seconds (default 30)."""
-    return duration_seconds(properties.get("preemption.delay", "30s"))
-
-
-def ask_backoff(properties: Mapping[str, str]) -> int:
-    """``application.unschedasks.backoff``: scheduling attempts without a placement before an application
-    waits (0, the default: never)."""
-    return int(properties.get("application.unschedasks.backoff", "0"))
-
-
-def ask_backoff_delay(properties: Mapping[str, str]) -> float:
-    """``application.unschedasks.backoff.delay`` in seconds (default 30): how long it then waits."""
-    return duration_seconds(properties.get("application.unschedasks.backoff.delay", "30s"))
-
-
-def quota_preemption_delay(properties: Mapping[str, str]) -> float:
-    """``quota.preemption.delay`` in seconds (default 0: a queue over its max is never preempted)."""
-    return duration_seconds(properties.get("quota.preemption.delay", "0"))
 
 
 def duration_seconds(text: str) -> float:
@@ -343,47 +326,59 @@ def _first_excess(value: Resource, limit: Resource | None) -> tuple[str, int, in
     return None
 
 
-_PROPERTY_CHOICES = {
+_PROPERTY_CHOICES = {  # the first is the default
     "application.sort.policy": SORT_POLICIES,
     "application.sort.priority": ("enabled", "disabled"),
     "priority.policy": ("default", "fence"),
     "preemption.policy": ("default", "fence", "disabled"),
 }
-_DURATION_PROPERTIES = ("preemption.delay", "quota.preemption.delay", "application.unschedasks.backoff.delay")
+_DURATION_PROPERTIES = {"preemption.delay": "30s", "quota.preemption.delay": "0",
+                        "application.unschedasks.backoff.delay": "30s"}
 
 
-def _properties(node: Any, path: str) -> Mapping[str, str]:
+def parse_properties(node: Any, path: str = "properties") -> QueueProperties:
+    """A queue's ``properties`` mapping, checked and parsed; ``ConfigError`` naming the first bad value."""
     if node is None:
-        return _no_properties()
+        return NO_PROPERTIES
     if not isinstance(node, dict):
         raise ConfigError(path, f"expected a mapping, got {_kind(node)}")
     properties = {}
     for key, value in node.items():
         text = str(value).lower() if isinstance(value, bool) else _string(value, f"{path}.{key}")
         properties[str(key)] = text
+    choices = {}
     for key, allowed in _PROPERTY_CHOICES.items():
-        if key in properties and properties[key].lower() not in allowed:
+        choices[key] = properties.get(key, allowed[0]).lower()
+        if choices[key] not in allowed:
             raise ConfigError(f"{path}.{key}", f"unknown value {shown(properties[key])} (allowed: {', '.join(allowed)})")
-    if "priority.offset" in properties:
-        _whole(properties["priority.offset"], f"{path}.priority.offset", -(2**31), 2**31 - 1)
-    if "application.unschedasks.backoff" in properties:
-        _whole(properties["application.unschedasks.backoff"], f"{path}.application.unschedasks.backoff", 0, 2**63 - 1)
-    for key in _DURATION_PROPERTIES:
-        if key in properties:
-            try:
-                duration_seconds(properties[key])
-            except ValueError as error:
-                raise ConfigError(f"{path}.{key}", str(error)) from None
-    return MappingProxyType(properties)
+    offset = _whole(properties.get("priority.offset", "0"), f"{path}.priority.offset", -(2**31), 2**31 - 1)
+    backoff = _whole(properties.get("application.unschedasks.backoff", "0"), f"{path}.application.unschedasks.backoff",
+                     0, 2**63 - 1)
+    durations = {}
+    for key, default in _DURATION_PROPERTIES.items():
+        try:
+            durations[key] = duration_seconds(properties.get(key, default))
+        except ValueError as error:
+            raise ConfigError(f"{path}.{key}", str(error)) from None
+    return QueueProperties(
+        MappingProxyType(properties), sort_policy=choices["application.sort.policy"],
+        priority_sorting=choices["application.sort.priority"] != "disabled",
+        priority_policy=choices["priority.policy"],
+        priority_offset=offset,
+        preemption_policy=choices["preemption.policy"], preemption_delay=durations["preemption.delay"],
+        quota_preemption_delay=durations["quota.preemption.delay"],
+        ask_backoff=backoff,
+        ask_backoff_delay=durations["application.unschedasks.backoff.delay"])
 
 
-def _whole(text: str, path: str, low: int, high: int) -> None:
+def _whole(text: str, path: str, low: int, high: int) -> int:
     try:
         number = parse_int(text)  # as upstream: strconv.ParseInt, ASCII digits
     except ValueError:
         raise ConfigError(path, f"not a whole number: {shown(text)}") from None
     if not low <= number <= high:
         raise ConfigError(path, f"{number} is out of range {low}..{high}")
+    return number
 
 
 def _acl(node: Any, path: str) -> str | None:
@@ -483,7 +478,7 @@ def _queue(node: Any, path: str, parent_max: Resource | None, is_root: bool = Fa
         parent=is_root or declared_parent or bool(children),
         resources=resources,
         max_applications=_count(node.get("maxapplications"), f"{path}.maxapplications"),
-        properties=_properties(node.get("properties"), f"{path}.properties"),
+        properties=parse_properties(node.get("properties"), f"{path}.properties"),
         admin_acl=_acl(node.get("adminacl"), f"{path}.adminacl"),
         submit_acl=_acl(node.get("submitacl"), f"{path}.submitacl"),
         child_template=_child_template(node.get("childtemplate"), f"{path}.childtemplate", effective_max),
@@ -544,7 +539,7 @@ def _child_template(node: Any, path: str, effective_max: Resource | None) -> Chi
         name, value, cap = excess
         raise ConfigError(f"{path}.resources", f"max {_show(name, value)} exceeds the queue max {_show(name, cap)}")
     return ChildTemplate(_count(node.get("maxapplications"), f"{path}.maxapplications"),
-                         _properties(node.get("properties"), f"{path}.properties"), resources)
+                         parse_properties(node.get("properties"), f"{path}.properties"), resources)
 
 
 def _node_sort_policy(node: Any, path: str) -> NodeSortPolicyConfig:

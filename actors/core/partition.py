@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from time import perf_counter
 
 from actors.core import application as states
+from actors.core.accounting import Accounts
 from actors.core.allocation import Allocation
 from actors.core.application import Application
 from actors.core.config import PartitionConfig
@@ -35,6 +37,7 @@ from si.constants import (
     RECOVERY_QUEUE,
     TAG_NAMESPACE,
 )
+from si.history import FinishedApplication
 from si.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -76,6 +79,7 @@ class Outbox:
     rejected_nodes: list[si_pb2.RejectedNode] = field(default_factory=list)
     events: list[PendingEvent] = field(default_factory=list)
     scheduling_states: list[si_pb2.UpdateContainerSchedulingStateRequest] = field(default_factory=list)
+    finished: list[FinishedApplication] = field(default_factory=list)  # for the history store
 
 
 class _Cycle:
@@ -138,7 +142,9 @@ class Partition(NodeHolds):
         self.timing = timing or Timing()
         self.nodes: dict[str, Node] = {}
         self.apps: dict[str, Application] = {}
-        self.terminated: dict[str, Application] = {}
+        self.terminated: dict[str, Application] = {}  # kept for the retention unless a history store takes them
+        self.history: Accounts | None = None  # set while a history store listens (see _retire)
+        self.retired: Counter[str] = Counter()  # terminal states of the applications told to the store
         self.total = Resource()
         self.outbox = Outbox()
         self.created = clock.now_ns()
@@ -205,6 +211,10 @@ class Partition(NodeHolds):
                 applicationID=app.application_id, state=state, stateTransitionTimestamp=app.state_since,
                 message=message))
             self._event(E.APP, app.application_id, states.STATE_EVENTS[state], E.SET, message)
+            if state == states.COMPLETING:
+                # as upstream: an application without allocations or asks no longer runs (its queue's
+                # running count and its user's and group's runningApplications), though it is not done
+                self._stop_running(app)
             if state in (states.COMPLETED, states.FAILED):
                 label = "completed" if state == states.COMPLETED else "failed"
                 self.stats.add(f"apps_{label}")
@@ -358,7 +368,7 @@ class Partition(NodeHolds):
         app = Application(request, self.name, "", now)
         app.rejected_message = reason
         app.transition(states.REJECTED, now)
-        self.terminated[app.application_id] = app
+        self._retire(app)
 
     def remove_applications(self, requests) -> None:
         for request in requests:
@@ -387,9 +397,18 @@ class Partition(NodeHolds):
             queue.apps.pop(app.application_id, None)
         self._stop_running(app)
         del self.apps[app.application_id]
-        self.terminated[app.application_id] = app
+        self._retire(app)
         for path in self.queues.prune():
             self._event(E.QUEUE, path, E.QUEUE_CONFIG, E.REMOVE, "queue removed")
+
+    def _retire(self, app: Application) -> None:
+        """A terminal application: kept for the retention, or, with a history store, told to it and
+        dropped from memory."""
+        if self.history is None:
+            self.terminated[app.application_id] = app
+        else:
+            self.outbox.finished.append(self.history.finished(app, self.clock.now_ns()))
+            self.retired[app.state] += 1
 
     def _start_running(self, app: Application, queue: Queue) -> None:
         queue.add_running(1)
@@ -565,6 +584,8 @@ class Partition(NodeHolds):
         app = self.apps.get(allocation.application_id)
         if app is None or app.remove_allocation(allocation.key) is None:
             return
+        if self.history is not None:
+            self.history.released(allocation, self.clock.now_ns())
         if allocation.placeholder:
             app.allocated_placeholder = app.allocated_placeholder - allocation.resource
             app.placeholder_ended(allocation, replaced=allocation.placeholder_released == si_pb2.PLACEHOLDER_REPLACED)

@@ -47,25 +47,26 @@ class Queue:
         # applications of this queue that completed, failed or were rejected.
         self.containers = {"allocated": 0, "released": 0}
         self.app_totals = {"completed": 0, "failed": 0, "rejected": 0}
-        self.configure(None, {}, None, None, None, None, None)
+        self.configure(cfg.QueueConfig(name))
 
-    def configure(self, maximum, properties, guaranteed, max_apps, submit_acl, admin_acl, template) -> None:
-        self.max: Resource | None = maximum
-        self.guaranteed: Resource | None = guaranteed
-        self.max_apps = max_apps or 0
-        self.properties = dict(properties)
-        self.submit_acl = ACL.parse(submit_acl)
-        self.admin_acl = ACL.parse(admin_acl)
-        self.template: cfg.ChildTemplate | None = template
-        self.sort_policy = cfg.sort_policy(self.properties)
-        self.priority_sorting = cfg.priority_sorting(self.properties)
-        self.priority_fence = cfg.priority_policy(self.properties) == "fence"
-        self.priority_offset = cfg.priority_offset(self.properties)
-        self.preemption_policy = cfg.preemption_policy(self.properties)
-        self.preemption_delay = cfg.preemption_delay(self.properties)
-        self.quota_preemption_delay = cfg.quota_preemption_delay(self.properties)
-        self.ask_backoff = cfg.ask_backoff(self.properties)
-        self.ask_backoff_delay = cfg.ask_backoff_delay(self.properties)
+    def configure(self, config: cfg.QueueConfig) -> None:
+        """Take the queue's configuration (its properties already parsed, see ``config.parse_properties``)."""
+        self.max: Resource | None = config.resources.max
+        self.guaranteed: Resource | None = config.resources.guaranteed
+        self.max_apps = config.max_applications or 0
+        self.properties = properties = config.properties
+        self.submit_acl = ACL.parse(config.submit_acl)
+        self.admin_acl = ACL.parse(config.admin_acl)
+        self.template: cfg.ChildTemplate | None = config.child_template
+        self.sort_policy = properties.sort_policy
+        self.priority_sorting = properties.priority_sorting
+        self.priority_fence = properties.priority_policy == "fence"
+        self.priority_offset = properties.priority_offset
+        self.preemption_policy = properties.preemption_policy
+        self.preemption_delay = properties.preemption_delay
+        self.quota_preemption_delay = properties.quota_preemption_delay
+        self.ask_backoff = properties.ask_backoff
+        self.ask_backoff_delay = properties.ask_backoff_delay
 
     def apply_limits(self, guaranteed: Resource | None, maximum: Resource | None, max_apps: int) -> None:
         """Limits an application brings for its dynamic queue (a namespace's annotations), as upstream:
@@ -75,10 +76,6 @@ class Queue:
             self.max_apps = max_apps
         if guaranteed is not None or maximum is not None:
             self.guaranteed, self.max = guaranteed, maximum
-
-    def configure_from(self, config: cfg.QueueConfig) -> None:
-        self.configure(config.resources.max, config.properties, config.resources.guaranteed,
-                       config.max_applications, config.submit_acl, config.admin_acl, config.child_template)
 
     def chain(self):
         queue = self
@@ -180,7 +177,7 @@ class QueueTree:
 
         def walk(config: cfg.QueueConfig, queue: Queue) -> None:
             seen.add(queue.path)
-            queue.configure_from(config)
+            queue.configure(config)
             queue.managed = True
             queue.leaf = config.is_leaf
             if queue.status == DRAINING:
@@ -231,8 +228,9 @@ class QueueTree:
                 child = self._add(name, queue, managed=False, leaf=leaf)
                 template = next((q.template for q in queue.chain() if q.template is not None), None)
                 if template is not None and leaf:
-                    child.configure(template.resources.max, template.properties, template.resources.guaranteed,
-                                    template.max_applications, None, None, None)
+                    child.configure(cfg.QueueConfig(name, resources=template.resources,
+                                                    max_applications=template.max_applications,
+                                                    properties=template.properties))
             queue = child
         return queue
 

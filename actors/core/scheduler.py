@@ -22,6 +22,7 @@ from actors.base import Actor, Supervisor, message
 from actors.core import config as cfg
 from actors.core import health
 from actors.core import settings as core_settings
+from actors.core.accounting import Accounts
 from actors.core.buildinfo import core_build_info
 from actors.core.config import ConfigError, PartitionConfig
 from actors.core.events import EventRing
@@ -48,6 +49,7 @@ from si import si_pb2
 from si.clock import REAL_CLOCK, Clock, ns
 from si.constants import DEFAULT_PARTITION, NODE_ATTR_PARTITION
 from si.goduration import parse_duration
+from si.history import ClusterSample, HistorySink, QueueSample
 
 log = logging.getLogger(__name__)
 HEALTH_INTERVAL_KEY = "health.checkInterval"
@@ -85,10 +87,14 @@ class PartitionActor(Actor):
 
     def __init__(self, config: PartitionConfig, rm_id: str, callback: ResourceManagerCallback, ring: EventRing,
                  predicates: NodePredicates | None, tuning: Tuning, changes: Changes,
-                 supervisor: Supervisor | None = None, clock: Clock = REAL_CLOCK) -> None:
+                 supervisor: Supervisor | None = None, clock: Clock = REAL_CLOCK,
+                 history: HistorySink | None = None) -> None:
         super().__init__(supervisor)
         self.partition = Partition(config, rm_id, predicates, tuning.timing, clock)
         self.changes = changes
+        self.history = history
+        if history is not None:
+            self.partition.history = Accounts()
         self.callback = callback
         self.ring = ring
         self.tuning = tuning
@@ -177,6 +183,8 @@ class PartitionActor(Actor):
             callback.update_node(si_pb2.NodeResponse(accepted=out.accepted_nodes, rejected=out.rejected_nodes))
         for state in out.scheduling_states:
             callback.update_container_scheduling_state(state)
+        if out.finished:
+            self.history(tuple(out.finished))
         if out.events:
             kept = self.ring.add(out.events)
             # The resource manager hears of every ask's troubles, channeled or not (the shim's pod events).
@@ -191,11 +199,13 @@ class CoreScheduler(Actor):
 
     def __init__(self, ring: EventRing, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
                  partitions: dict[str, pykka.ActorRef] | None = None, supervisor: Supervisor | None = None,
-                 changes: Changes | None = None, clock: Clock = REAL_CLOCK) -> None:
+                 changes: Changes | None = None, clock: Clock = REAL_CLOCK,
+                 history: HistorySink | None = None) -> None:
         super().__init__(supervisor)
         self.clock = clock
         self.changes = changes or Changes()
         self.ring = ring
+        self.history = history
         self.predicates = predicates
         self.tuning = tuning or Tuning()
         self.rm_id = ""
@@ -240,7 +250,7 @@ class CoreScheduler(Actor):
     def _start_partition(self, partition: PartitionConfig) -> None:
         self.partitions[partition.name] = ref = PartitionActor.start(
             partition, self.rm_id, self.callback, self.ring, self.predicates, self.tuning, self.changes, self._supervisor,
-            self.clock)
+            self.clock, self.history)
         if self.held:
             ref.tell(Hold(True))
 
@@ -405,13 +415,14 @@ class Scheduler:
     def __init__(self, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
                  tick_interval: float = 1.0, event_capacity: int = 100_000, history_period: float = SAMPLE_PERIOD,
                  history_size: int = RING_SIZE, supervisor: Supervisor | None = None,
-                 clock: Clock = REAL_CLOCK) -> None:
+                 clock: Clock = REAL_CLOCK, history_store: HistorySink | None = None) -> None:
         self.clock = clock
         self.events = EventRing(capacity=event_capacity)
         self._partitions: dict[str, pykka.ActorRef] = {}  # the core's, read here to measure the backlog
         self._changes = Changes()
         self._core = CoreScheduler.start(self.events, predicates, tuning or Tuning(), self._partitions,
-                                         supervisor, self._changes, clock).proxy()
+                                         supervisor, self._changes, clock, history_store).proxy()
+        self.history_store = history_store  # finished applications and the samples go there, if set
         self.settings = CoreSettings()
         self.dropped_requests = 0
         self.history = MetricsHistory(history_size)
@@ -440,6 +451,8 @@ class Scheduler:
                 counts = self._core.counts().get()
                 if counts is not None:
                     self.history.store(*counts, timestamp=self.clock.now_ns())
+                    if self.history_store is not None:
+                        self.history_store(self._samples(*counts))
             if self.health_interval > 0 and now >= self._health_due:
                 self.check_health()
         except pykka.ActorDeadError:
@@ -447,6 +460,19 @@ class Scheduler:
         except Exception:  # the timers must keep running whatever one round met
             log.exception("core housekeeping failed")
         return True
+
+    def _samples(self, applications: int, containers: int) -> tuple:
+        """The history store's sample: the cluster's counts and every queue's usage."""
+        now = self.clock.now_ns()
+        samples: list = [ClusterSample(now, applications, containers)]
+        for partition in self.snapshot(frozenset()).partitions:
+            pending = [partition.root_queue]
+            while pending:
+                queue = pending.pop()
+                samples.append(QueueSample(now, partition.name, queue.queue_name,
+                                           queue.allocated_resource.as_dict(), queue.running_apps))
+                pending.extend(queue.children)
+        return tuple(samples)
 
     def check_health(self) -> HealthReport | None:
         """Run the health checks now; the report becomes ``last_health`` (None before registration)."""

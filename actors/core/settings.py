@@ -13,26 +13,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 
 from actors import loglevels
-from actors.core.config import duration_seconds
+from si import settings as registry
 from si.bounded import shown
-from si.gobool import parse_bool
-from si.gonumber import parse_int
 
 log = logging.getLogger(__name__)
 
-SHIM_KEYS = frozenset({
-    "service.clusterId", "service.policyGroup", "service.enableConfigHotRefresh", "service.instanceTypeNodeLabelKey",
-    "service.nodeInstanceTypeNodeLabelKey", "kubernetes.qps", "kubernetes.burst", "service.volumeBindTimeout",
-    "service.disableGangScheduling", "service.placeholderImage", "service.placeholderRunAsUser",
-    "service.placeholderRunAsGroup", "service.placeholderFsGroup", "service.maxPlaceholdersPerGang"})
-ADMISSION_KEYS = frozenset(f"admissionController.{key}" for key in (  # webhook.conf reads them
-    "webHook.amServiceName", "webHook.schedulerServiceAddress", "filtering.processNamespaces",
-    "filtering.bypassNamespaces", "filtering.labelNamespaces", "filtering.noLabelNamespaces",
-    "filtering.generateUniqueAppId", "filtering.defaultQueue", "accessControl.bypassAuth",
-    "accessControl.trustControllers", "accessControl.systemUsers", "accessControl.externalUsers",
-    "accessControl.externalGroups"))
+SHIM_KEYS = registry.all_keys(registry.SHIM)
+ADMISSION_KEYS = registry.all_keys(registry.ADMISSION)  # webhook.conf reads them
 NOT_YET: frozenset[str] = frozenset()
 NOT_YET_PREFIXES: tuple[str, ...] = ()
 
@@ -56,36 +46,11 @@ class CoreSettings:
     event_rest_response_size: int = 10_000
 
 
-def _duration(text: str) -> float:
-    seconds = duration_seconds(text)
-    if seconds <= 0:
-        raise ValueError("must be more than 0")
-    return seconds
-
-
-def _count(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = parse_int(text)
-        if value < minimum:
-            raise ValueError(f"must be at least {minimum}")
-        return value
-    return parse
-
-
 # key -> (CoreSettings field, parser); health.checkInterval is read as upstream reads it (scheduler.py)
-SCHEDULING_INTERVAL = "service.schedulingInterval"
 CORE_KEYS: Mapping[str, tuple[str, Callable[[str], object]]] = {
-    SCHEDULING_INTERVAL: ("scheduling_interval", _duration),
-    "service.eventChannelCapacity": ("event_channel_capacity", _count(1)),
-    "service.dispatchTimeout": ("dispatch_timeout", _duration),
-    "event.trackingEnabled": ("event_tracking", parse_bool),
-    "event.requestCapacity": ("event_request_capacity", _count(1)),
-    "event.ringBufferCapacity": ("event_ring_capacity", _count(1)),
-    "event.maxStreams": ("event_max_streams", _count(0)),
-    "event.maxStreamsPerHost": ("event_max_streams_per_host", _count(0)),
-    "event.RESTResponseSize": ("event_rest_response_size", _count(1)),
-}
-OTHER_CORE_KEYS = frozenset({"health.checkInterval"})
+    s.key: (s.name, partial(registry.read, s)) for s in registry.read_by(registry.CORE) if s.name}
+OTHER_CORE_KEYS = frozenset(s.key for s in registry.read_by(registry.CORE) if not s.name)
+SCHEDULING_INTERVAL = "service.schedulingInterval"
 
 
 def parse(extra: Mapping[str, str]) -> CoreSettings:

@@ -163,7 +163,8 @@ def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> Partitio
                                           for key in (*n.allocations, *n.foreign) if key in shared}
     live_apps = partition.apps.values()
     used = total(n.allocated + n.occupied for n in partition.nodes.values()) if partition.nodes else Resource()
-    by_state = Counter(a.state for a in live_apps) + Counter(a.state for a in partition.terminated.values())
+    by_state = (Counter(a.state for a in live_apps) + Counter(a.state for a in partition.terminated.values())
+                + partition.retired)
     config = partition.config
     findings = report = None
     if HEALTH in areas:
@@ -178,7 +179,7 @@ def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> Partitio
         percent(used, partition.total), config.node_sort_policy.type, dict(config.node_sort_policy.resource_weights),
         config.preemption.enabled, config.preemption.quota_preemption_enabled, len(partition.nodes),
         sum(1 for n in partition.nodes.values() if n.schedulable), dict(by_state),
-        len(partition.apps) + len(partition.terminated), sum(len(a.allocations) for a in live_apps),
+        sum(by_state.values()), sum(len(a.allocations) for a in live_apps),
         queue_snapshot(partition.queues.root, partition.name, config.preemption.enabled, partition.total, metrics),
         apps, terminated, nodes, tuple(partition.placement.describe()), tuple(partition.usage.users()),
         tuple(partition.usage.groups()), report, findings, partition.stats.snapshot(),

@@ -47,8 +47,10 @@ from actors.shim.lifecycle import (
     APP_TRANSITIONS,
     TASK_TERMINAL,
     TASK_TRANSITIONS,
+    AppEvent,
     AppState,
     StateMachine,
+    TaskEvent,
     TaskState,
 )
 from actors.shim.messages import (
@@ -81,16 +83,19 @@ from actors.shim.placeholders import Allowance, PlaceholderSettings, allowance
 from actors.shim.pods import FAILED, PodRecord
 from actors.shim.state import AppView, PodView, StateBoard
 from si import constants, si_pb2
+from si.states import ApplicationState as CoreState
+from si.states import Reason
 
 log = logging.getLogger(__name__)
 
 PARTITION = constants.DEFAULT_PARTITION
-_CORE_APP_EVENTS = {"Accepted": ("accept",), "Starting": ("run",), "Running": ("run",),
-                    "Completed": ("complete",), "Failing": ("fail",), "Failed": ("fail", "failed")}
+_CORE_APP_EVENTS = {CoreState.ACCEPTED: (AppEvent.ACCEPT,), CoreState.STARTING: (AppEvent.RUN,),
+                    CoreState.RUNNING: (AppEvent.RUN,),
+                    CoreState.COMPLETED: (AppEvent.COMPLETE,), CoreState.FAILING: (AppEvent.FAIL,),
+                    CoreState.FAILED: (AppEvent.FAIL, AppEvent.FAILED)}
 _UNPLACED = frozenset({TaskState.NEW, TaskState.PENDING, TaskState.SCHEDULING, TaskState.REJECTED})
 _ASKING = frozenset({AppState.ACCEPTED, AppState.RUNNING})  # and, while Reserving, the placeholders
 _GAVE_UP = frozenset({AppState.RESUMING, AppState.FAILING, AppState.FAILED})  # placeholders left to delete
-RESERVATION_TIMEOUT = "ResourceReservationTimeout"
 _GANG_ENDS = {si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT}
 
 
@@ -112,15 +117,15 @@ class Task:
     def state(self) -> str:
         return self.machine.state
 
-    def can(self, event: str) -> bool:
+    def can(self, event: TaskEvent) -> bool:
         return self.machine.can(event)
 
-    def fire(self, event: str, node: str | None = None) -> str:
+    def fire(self, event: TaskEvent, node: str | None = None) -> str:
         """Fire ``event`` (see ``lifecycle``); ``node`` sets the node the pod is placed on."""
         state = self.machine.fire(event)
         if node is not None:
             self.node = node
-            self.placed_by_core = event == "allocate"
+            self.placed_by_core = event is TaskEvent.ALLOCATE
         self._show()
         return state
 
@@ -220,10 +225,10 @@ class ApplicationActor(PooledActor):
         # Upstream's shim keeps an application whose pods are gone until the core, which had its asks or
         # allocations, completes it (Completing, then Completed after its timer); one it never asked for
         # would never complete there, so it is removed at once.
-        if not self._tasks and self._machine.can("kill") and not self._core_completes():
-            self._machine.fire("kill")
+        if not self._tasks and self._machine.can(AppEvent.KILL) and not self._core_completes():
+            self._machine.fire(AppEvent.KILL)
             self._to_core.append(si_pb2.RemoveApplicationRequest(applicationID=self.app_id, partitionName=PARTITION))
-            self._machine.fire("killed")
+            self._machine.fire(AppEvent.KILLED)
         self._publish()
 
     def _core_completes(self) -> bool:
@@ -241,7 +246,7 @@ class ApplicationActor(PooledActor):
         state = task.state
         if pod.terminated:
             self._settle_handoff(task)
-            self._finish_task(task, "fail" if pod.phase == FAILED else "complete")
+            self._finish_task(task, TaskEvent.FAIL if pod.phase == FAILED else TaskEvent.COMPLETE)
         elif state in TASK_TERMINAL:
             return
         elif pod.assigned and state == TaskState.ALLOCATED and pod.node_name == task.node:
@@ -252,11 +257,11 @@ class ApplicationActor(PooledActor):
         elif pod.assigned and state in (TaskState.PENDING, TaskState.SCHEDULING, TaskState.ALLOCATED):
             self._task_placed_elsewhere(task)
         elif state == TaskState.BOUND and task.placed_by_core and pod.resource != previous.resource:
-            self._to_core.append(translate.allocation(pod, task.priority, PARTITION, task.node))
+            self._to_core.append(self._allocation(task, task.node))
         elif state == TaskState.PENDING and previous.held and not pod.held and self._asking()(task):
             self._submit(task)
         elif state == TaskState.SCHEDULING and pod.constraints != previous.constraints:
-            self._to_core.append(translate.allocation(pod, task.priority, PARTITION))  # its volumes changed
+            self._to_core.append(self._allocation(task))  # its volumes changed
         if pod.volume_wait and pod.volume_wait != previous.volume_wait and state in (TaskState.PENDING, TaskState.SCHEDULING):
             self._task_unschedulable(task, "FailedScheduling", pod.volume_wait)
 
@@ -264,16 +269,16 @@ class ApplicationActor(PooledActor):
         task = Task(pod, priority, self._board)
         self._tasks[pod.uid] = task
         if pod.invalid:
-            task.fire("reject")
+            task.fire(TaskEvent.REJECT)
             self._task_unschedulable(task, "TaskRejected", f"task {pod.full_name} rejected: {pod.invalid}")
             return
         if self.state in APP_TERMINAL:
             self._resubmit(pod)
         if pod.assigned:
-            task.fire("recover", node=pod.node_name)
+            task.fire(TaskEvent.RECOVER, node=pod.node_name)
             self._asked = True  # its node reports it to the core
             return
-        task.fire("init")
+        task.fire(TaskEvent.INIT)
         if pod.ignored:
             unenforced.count(pod.ignored)
             self._pod_event(pod, WARNING, "UnenforcedConstraints",
@@ -308,8 +313,8 @@ class ApplicationActor(PooledActor):
         if task is None and not pod.terminated:
             task = self._tasks[pod.uid] = Task(pod, 0, self._board)
         message = f"the scheduler could not handle pod {pod.full_name}: {error!r}"[:1024]
-        if task is not None and task.can("reject"):
-            task.fire("reject")
+        if task is not None and task.can(TaskEvent.REJECT):
+            task.fire(TaskEvent.REJECT)
             self._task_unschedulable(task, "TaskRejected", message)
         else:
             self._pod_event(pod, WARNING, "TaskError", message)
@@ -324,18 +329,23 @@ class ApplicationActor(PooledActor):
         self._settle_handoff(task)
         if task.holds_core_request():
             self._to_core.append(translate.release(task.pod, "pod deleted", PARTITION))
-        if task.can("kill"):
-            task.fire("kill")
+        if task.can(TaskEvent.KILL):
+            task.fire(TaskEvent.KILL)
         self._board.pods.hide(pod.uid)
         if pod.placeholder and self.state == AppState.RESUMING and not self._placeholders():
-            self._machine.fire("run")  # the gang is over: its pods are scheduled as ordinary ones
+            self._machine.fire(AppEvent.RUN)  # the gang is over: its pods are scheduled as ordinary ones
             self._submit_pending()
+
+    def _allocation(self, task: Task, node: str = "") -> si_pb2.Allocation:
+        """The task's ask, or its allocation on ``node``; the pod that declared the application is its originator."""
+        pod = task.pod
+        return translate.allocation(pod, task.priority, PARTITION, node, originator=pod.uid == self._originator.uid)
 
     def _submit(self, task: Task) -> None:
         pod = task.pod
-        task.fire("submit")
+        task.fire(TaskEvent.SUBMIT)
         self._asked = True
-        self._to_core.append(translate.allocation(pod, task.priority, PARTITION))
+        self._to_core.append(self._allocation(task))
         self._pod_event(pod, NORMAL, "Scheduling", f"{pod.full_name} is queued and waiting for allocation")
         if pod.task_group and not pod.placeholder and self._gang is not None:
             if self._gang.group(pod.task_group) is not None:
@@ -379,11 +389,12 @@ class ApplicationActor(PooledActor):
             log.warning("pod %s is bound to %s, not where the core placed it (%s): counting it where it is",
                         task.pod.full_name, task.pod.node_name, task.node or "nowhere yet")
             self._to_core.append(translate.release(task.pod, "pod bound outside the scheduler", PARTITION))
-        task.fire("recover", node=task.pod.node_name)
-        self._placed_elsewhere.append(PlacedPod(task.pod, task.priority, report=True))
+        task.fire(TaskEvent.RECOVER, node=task.pod.node_name)
+        self._placed_elsewhere.append(PlacedPod(task.pod, task.priority, report=True,
+                                                originator=task.pod.uid == self._originator.uid))
 
     def _task_bound(self, task: Task) -> None:
-        task.fire("bind")
+        task.fire(TaskEvent.BIND)
         pod = task.pod
         if self._plugin_mode:
             self._pod_event(pod, NORMAL, "QuotaApproved",
@@ -393,7 +404,7 @@ class ApplicationActor(PooledActor):
         self._pod_event(pod, NORMAL, "PodBindSuccessful",
                         f"Pod {pod.full_name} is successfully bound to node {task.node}")
 
-    def _finish_task(self, task: Task, event: str) -> None:
+    def _finish_task(self, task: Task, event: TaskEvent) -> None:
         if task.holds_core_request():
             self._to_core.append(translate.release(task.pod, f"pod {task.pod.phase.lower()}", PARTITION))
         if task.can(event):
@@ -404,7 +415,7 @@ class ApplicationActor(PooledActor):
     def _submit_application(self, pod: PodRecord, force: bool) -> None:
         tags = translate.application_tags(pod, self._tags, force)
         self._to_core.append(translate.add_application(pod, tags, PARTITION, self._gang))
-        self._machine.fire("submit")
+        self._machine.fire(AppEvent.SUBMIT)
 
     def _resubmit(self, pod: PodRecord) -> None:
         """A new pod of a finished application: submit the application again."""
@@ -414,20 +425,20 @@ class ApplicationActor(PooledActor):
 
     def on_ApplicationResponse(self, response: si_pb2.ApplicationResponse) -> None:
         for _ in response.accepted:
-            self._app_event("accept")
+            self._app_event(AppEvent.ACCEPT)
         for rejected in response.rejected:
             self._rejected(rejected.reason)
         for updated in response.updated:
-            if updated.state == "Rejected":
+            if updated.state == CoreState.REJECTED:
                 self._rejected(updated.message)
                 continue
-            if updated.message == RESERVATION_TIMEOUT:
+            if updated.message == Reason.RESERVATION_TIMEOUT:
                 self._reservation_timed_out(updated.state)
                 continue
             for event in _CORE_APP_EVENTS.get(updated.state, ()):
                 self._app_event(event)
-            if updated.state == "Failed":
-                self._fail_unplaced("ApplicationFailed", f"application {self.app_id} failed: {updated.message}")
+            if updated.state == CoreState.FAILED:
+                self._fail_unplaced(Reason.APPLICATION_FAILED, f"application {self.app_id} failed: {updated.message}")
         self._publish()
 
     # ---- the gang ------------------------------------------------------------------------------
@@ -445,7 +456,7 @@ class ApplicationActor(PooledActor):
                             f"are created: {allowed.capped}"[:1024])
         if not allowed.total:
             return
-        self._machine.fire("reserve")
+        self._machine.fire(AppEvent.RESERVE)
         self._make_missing_placeholders()
 
     def on_Leading(self, message: Leading) -> None:
@@ -475,10 +486,10 @@ class ApplicationActor(PooledActor):
             self._binder.tell(DeletePod(uid, namespace, name, "the gang's placeholders could not all be made"))
         for task in self._placeholders():
             self._delete(task, "the gang's placeholders could not all be made")
-        if self._machine.can("fail"):
-            self._machine.fire("fail")
-            self._machine.fire("failed")
-        self._fail_unplaced("PlaceholderCreationFailed",
+        if self._machine.can(AppEvent.FAIL):
+            self._machine.fire(AppEvent.FAIL)
+            self._machine.fire(AppEvent.FAILED)
+        self._fail_unplaced(Reason.PLACEHOLDER_CREATION_FAILED,
                             f"application {self.app_id}: creating its placeholder pods failed: {message.error}")
         self._publish()
 
@@ -486,20 +497,20 @@ class ApplicationActor(PooledActor):
         """The core gave up the gang's reservation: Soft resumes as ordinary pods once the placeholders
         are gone, Hard fails the pods."""
         self._placeholder_timeout_event()
-        if core_state == "Resuming" and self._machine.can("resume"):
-            self._machine.fire("resume")
+        if core_state == CoreState.RESUMING and self._machine.can(AppEvent.RESUME):
+            self._machine.fire(AppEvent.RESUME)
             for task in self._placeholders():
                 if not task.pod.assigned:
                     self._delete(task, "the gang's reservation timed out")
             if not self._placeholders():
-                self._machine.fire("run")
+                self._machine.fire(AppEvent.RUN)
                 self._submit_pending()
-        elif core_state == "Failing" and self._machine.can("fail"):
-            self._machine.fire("fail")
-            self._fail_unplaced(RESERVATION_TIMEOUT,
+        elif core_state == CoreState.FAILING and self._machine.can(AppEvent.FAIL):
+            self._machine.fire(AppEvent.FAIL)
+            self._fail_unplaced(Reason.RESERVATION_TIMEOUT,
                                 f"application {self.app_id}: the gang's resources were not all reserved in time")
-        elif core_state == "Failed" and self._machine.can("failed"):
-            self._machine.fire("failed")
+        elif core_state == CoreState.FAILED and self._machine.can(AppEvent.FAILED):
+            self._machine.fire(AppEvent.FAILED)
 
     def _placeholder_timeout_event(self) -> None:
         if not self._timeout_told:
@@ -507,7 +518,7 @@ class ApplicationActor(PooledActor):
             self._pod_event(self._originator, WARNING, "PlaceholderTimeOut",
                             f"Application {self.app_id}: placeholders timed out")
 
-    def _app_event(self, event: str) -> None:
+    def _app_event(self, event: AppEvent) -> None:
         if not self._machine.can(event):
             return
         state = self._machine.fire(event)
@@ -520,9 +531,9 @@ class ApplicationActor(PooledActor):
             self._to_core.append(si_pb2.RemoveApplicationRequest(applicationID=self.app_id, partitionName=PARTITION))
 
     def _rejected(self, reason: str) -> None:
-        if not self._machine.can("reject"):
+        if not self._machine.can(AppEvent.REJECT):
             return
-        self._machine.fire("reject")
+        self._machine.fire(AppEvent.REJECT)
         log.info("application %s rejected: %s", self.app_id, reason)
         self._fail_unplaced("ApplicationRejected", f"application {self.app_id} rejected: {reason}")
 
@@ -539,8 +550,8 @@ class ApplicationActor(PooledActor):
 
     def _fail_task(self, task: Task, reason: str, message: str) -> None:
         """The task will never run: reject it, say why on the pod, and fail the pod (as upstream)."""
-        if task.can("reject"):
-            task.fire("reject")
+        if task.can(TaskEvent.REJECT):
+            task.fire(TaskEvent.REJECT)
         pod = task.pod
         self._task_unschedulable(task, reason, message)
         self._binder.tell(FailPod(pod.namespace, pod.name, reason, message))
@@ -560,8 +571,8 @@ class ApplicationActor(PooledActor):
             self._released_by_core(release)
         for rejected in response.rejectedAllocations:
             task = self._tasks.get(rejected.allocationKey)
-            if task is not None and task.can("reject"):
-                task.fire("reject")
+            if task is not None and task.can(TaskEvent.REJECT):
+                task.fire(TaskEvent.REJECT)
                 self._task_unschedulable(task, "TaskRejected", rejected.reason)
         self._publish()
 
@@ -576,9 +587,9 @@ class ApplicationActor(PooledActor):
             if task is None or task.state in TASK_TERMINAL:
                 self._to_core.append(translate.stray_release(allocation))
             return
-        task.fire("allocate", node=node)
-        if not task.pod.placeholder and self._machine.can("run"):  # a gang runs when the core says so
-            self._machine.fire("run")
+        task.fire(TaskEvent.ALLOCATE, node=node)
+        if not task.pod.placeholder and self._machine.can(AppEvent.RUN):  # a gang runs when the core says so
+            self._machine.fire(AppEvent.RUN)
         pod = task.pod
         self._binds.append(BindRequest(pod.uid, pod.namespace, pod.name, node, self.actor_ref, pod.late_claims))
 
@@ -604,7 +615,7 @@ class ApplicationActor(PooledActor):
             return  # gone meanwhile: its deletion released it
         pod = task.pod
         self._pod_event(pod, WARNING, "PreemptionRefused", f"{pod.full_name} not evicted: {message.reason}")
-        self._to_core.append(translate.allocation(pod, task.priority, PARTITION, task.node))
+        self._to_core.append(self._allocation(task, task.node))
 
     def on_BindOutcome(self, outcome: BindOutcome) -> None:
         task = self._tasks.get(outcome.uid)
@@ -618,7 +629,7 @@ class ApplicationActor(PooledActor):
         pod = task.pod
         log.warning("binding %s to %s failed, scheduling it again: %s", pod.full_name, outcome.node, outcome.reason)
         self._to_core.append(translate.release(pod, f"bind failed: {outcome.reason}", PARTITION))
-        task.fire("unbind", node="")
+        task.fire(TaskEvent.UNBIND, node="")
         self._pod_event(pod, WARNING, "PodVolumesBindFailure" if outcome.volumes else "PodBindFailure", outcome.reason)
         self._submit(task)
 
@@ -629,7 +640,7 @@ class ApplicationActor(PooledActor):
             return  # bound meanwhile, placed again already, or gone
         pod = task.pod
         self._to_core.append(translate.release(pod, message.reason, PARTITION))
-        task.fire("retract", node="")
+        task.fire(TaskEvent.RETRACT, node="")
         self._pod_event(pod, WARNING, "PodBindFailure", message.reason)
         self._submit(task)
 

@@ -45,7 +45,7 @@ from actors.shim import kinds, translate
 from actors.shim.appactor import ApplicationActor
 from actors.shim.corelink import CoreLink, ShimCallback
 from actors.shim.eventbuffer import NORMAL, WARNING
-from actors.shim.lifecycle import SCHEDULER_TRANSITIONS, SchedulerState, StateMachine
+from actors.shim.lifecycle import SCHEDULER_TRANSITIONS, SchedulerEvent, SchedulerState, StateMachine
 from actors.shim.messages import (
     BindOutcome,
     Changes,
@@ -58,6 +58,7 @@ from actors.shim.messages import (
     Lead,
     Leading,
     Listed,
+    NamespaceOverdue,
     NodeChanged,
     NodeDeleted,
     NodeGone,
@@ -101,6 +102,7 @@ log = logging.getLogger(__name__)
 MAX_COLLECTOR_PAUSE = 60.0  # seconds a recovery may hold the garbage collector off
 FLUSH_AT = 2000  # routed messages collected before they are sent even though messages still wait
 _STARTING = frozenset({SchedulerState.NEW, SchedulerState.REGISTERED, SchedulerState.RECOVERING})
+NAMESPACE_WAIT_SECONDS = 1.0  # how long a new application's pods wait for their namespace's late event
 ALL_KINDS = frozenset({kinds.PODS, kinds.NODES, kinds.CONFIGMAPS, kinds.NAMESPACES, kinds.PRIORITY_CLASSES,
                        *kinds.VOLUME_KINDS})
 
@@ -139,6 +141,8 @@ class ShimContext(Actor):
         self._nodes: dict[str, NodeRecord] = {}
         self._pod_slots = 0  # the pods the valid nodes together hold: a gang makes no more placeholders
         self._namespaces: dict[str, Any] = {}
+        # The pending pods of new applications whose namespace has no event yet, by namespace and uid.
+        self._awaiting_namespace: dict[str, dict[str, PodRecord]] = {}
         self._volumes = VolumeCatalog()
         self._priority_classes: dict[str, int] = {}
         self._no_preemption_classes: set[str] = set()  # PriorityClasses annotated allow-preemption: "false"
@@ -203,16 +207,16 @@ class ShimContext(Actor):
 
     def on_Shutdown(self, msg: Shutdown) -> None:
         self._flush()
-        self._fire("drain")
+        self._fire(SchedulerEvent.DRAIN)
 
     def on_Stopped(self, msg: Stopped) -> None:
-        self._fire("stop")
+        self._fire(SchedulerEvent.STOP)
 
     @property
     def _running(self) -> bool:
         return self._machine.state == SchedulerState.RUNNING
 
-    def _fire(self, event: str) -> None:
+    def _fire(self, event: SchedulerEvent) -> None:
         state = self._machine.fire(event)
         log.info("scheduler state: %s", state)
         self._publish()
@@ -314,6 +318,35 @@ class ShimContext(Actor):
             self._claims_changed()
         elif live and kind == kinds.NAMESPACES and related_changed:
             self._namespaces_changed()
+            for namespace in [name for name in self._awaiting_namespace if name in self._namespaces]:
+                self._namespace_known(namespace)
+
+    def on_NamespaceOverdue(self, message: NamespaceOverdue) -> None:
+        self._namespace_known(message.namespace)
+
+    def _namespace_known(self, namespace: str) -> None:
+        """The pods that waited for their namespace (or for long enough) start their applications."""
+        for uid in self._awaiting_namespace.pop(namespace, {}):
+            pod = self._pods.get(uid)
+            if pod is not None and self._running:
+                self._to_app(pod, namespace_checked=True)
+
+    def _awaits_namespace(self, pod: PodRecord, deleted: bool) -> bool:
+        """Whether ``pod``, the first of a new application, waits for its namespace: upstream's shim reads
+        the namespace (the application's quota and queue annotations) when it creates the application,
+        and a pod's event can come before its new namespace's. Namespaces known at all are watched."""
+        waiting = self._awaiting_namespace.get(pod.namespace)
+        if deleted or pod.terminated or pod.assigned:
+            if waiting is not None:
+                waiting.pop(pod.uid, None)
+            return False
+        if pod.namespace in self._namespaces or not self._namespaces:
+            return False
+        if waiting is None:
+            waiting = self._awaiting_namespace[pod.namespace] = {}
+            self._peers.alarms.after(NAMESPACE_WAIT_SECONDS, self.actor_ref, NamespaceOverdue(pod.namespace))
+        waiting[pod.uid] = pod
+        return True
 
     # ---- start-up and recovery -----------------------------------------------------------------
 
@@ -324,11 +357,11 @@ class ShimContext(Actor):
             self._register()
         except Exception as error:  # any refusal or failure of the core ends start-up in Failed
             log.exception("registration with the core failed")
-            self._fire("fail")
+            self._fire(SchedulerEvent.FAIL)
             self._event("ConfigMap", self._settings.namespace, CONFIGMAP_CONFIGS, "", WARNING,
                         "SchedulerFailed", f"registration with the scheduler core failed: {error}")
             return
-        self._fire("recover")
+        self._fire(SchedulerEvent.RECOVER)
         self._recover()
 
     def _register(self) -> None:
@@ -358,17 +391,23 @@ class ShimContext(Actor):
         self._take(config)
         self._peers.outlet.tell(Registered(config.cluster_id))
         self._registered_at = time.time_ns()
-        self._fire("register")
+        self._fire(SchedulerEvent.REGISTER)
 
     def _recover(self) -> None:
         """The applications of the pods on nodes first, then one actor per node, each recovering
         itself; ``Running`` (and the pending pods handed over) once every node has recovered."""
         on_node: dict[str, list[PlacedPod]] = defaultdict(list)
         pods = sorted(self._pods.values(), key=_age)
-        originators: dict[str, PodRecord] = {}  # an application's oldest pod declares it (and its gang)
+        # An application is declared by the pod its placeholders name as their owner, else by its oldest pod
+        # (creation times are whole seconds: the oldest is a guess among pods created together).
+        owners = {pod.app_id: pod.owner_pod for pod in pods if pod.placeholder and pod.owner_pod}
+        originators: dict[str, PodRecord] = {}
         for pod in pods:
             if not pod.placeholder and not pod.terminated and self._managed(pod):
-                originators.setdefault(pod.app_id, pod)
+                if owners.get(pod.app_id) == pod.uid:
+                    originators[pod.app_id] = pod
+                else:
+                    originators.setdefault(pod.app_id, pod)
         for pod in pods:
             if not pod.terminated:
                 self._contained(kinds.PODS, pod, self._recover_pod, pod, originators, on_node)
@@ -398,7 +437,8 @@ class ShimContext(Actor):
             self._contained(kinds.PODS, pod, self._to_app, pod, False, originators.get(pod.app_id))
         if pod.assigned:
             foreign = not managed or self._left_aside(pod)
-            on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, foreign))
+            on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, foreign,
+                                                    originator=originators.get(pod.app_id) is pod))
 
     def on_NodeRecovered(self, message: NodeRecovered) -> None:
         if message.name in self._recovering:
@@ -414,7 +454,7 @@ class ShimContext(Actor):
                 self._publish()
 
     def _recovery_done(self) -> None:
-        self._fire("recovered")
+        self._fire(SchedulerEvent.RECOVERED)
         for pod in sorted(self._pods.values(), key=_age):
             if not pod.assigned and not pod.terminated and self._managed(pod) and pod.uid not in self._pod_app:
                 self._contained(kinds.PODS, pod, self._to_app, pod)
@@ -476,7 +516,8 @@ class ShimContext(Actor):
             if pod.claims and not pod.assigned and pod.uid in self._pod_app:
                 self._contained(kinds.PODS, pod, self._to_app, pod)
 
-    def _to_app(self, pod: PodRecord, deleted: bool = False, first: PodRecord | None = None) -> None:
+    def _to_app(self, pod: PodRecord, deleted: bool = False, first: PodRecord | None = None,
+                namespace_checked: bool = False) -> None:
         """Route a pod to its application's actor, starting it for a new application (declared by
         ``first``, else by ``pod``); the actor is stopped once its last pod is gone. A pending pod's
         claims are resolved on the way (``volumes``)."""
@@ -485,6 +526,8 @@ class ShimContext(Actor):
         pod = self._resolved(pod)
         routed = self._app_pods.get(pod.app_id)
         if routed is None:
+            if not namespace_checked and self._awaits_namespace(pod, deleted):
+                return
             if deleted or pod.terminated:
                 return  # finished before we knew it: nothing to schedule or count
             self._mail.wait_stopped(pod.app_id, self._node_actors)  # an id seen again: its old actor first

@@ -21,8 +21,9 @@ from si.constants import PODS
 from si.gonumber import INT32_MAX, INT64_MAX, in_range, parse_int
 from si.quantity import QuantityError, from_kubernetes
 from si.resources import Resource
+from si.states import GangStyle
 
-SOFT, HARD = "Soft", "Hard"
+SOFT, HARD = GangStyle.SOFT, GangStyle.HARD
 DEFAULT_TIMEOUT = 15 * 60
 _OPTIONAL_MAPS = ("nodeSelector", "labels", "annotations")
 # Upstream's TaskGroup struct: its fields have no json tags, so Go matches these names case-insensitively.

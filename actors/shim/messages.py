@@ -33,6 +33,14 @@ class InformerStatusRequest:
 # ---- Binder (and AllocationHandoff, which answers the same) --------------------------------------
 
 @message
+class NamespaceOverdue:
+    """The context's own reminder: the pods of a new application in ``namespace`` have waited long enough
+    for the namespace's event (its quota and queue annotations); they go ahead without it."""
+
+    namespace: str
+
+
+@message
 class BindRequest:
     uid: str
     namespace: str
@@ -261,6 +269,7 @@ class PlacedPod:
     priority: int
     report: bool
     foreign: bool = False
+    originator: bool = False  # the pod that declared its application (see translate.allocation)
 
 
 @message

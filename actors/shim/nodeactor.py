@@ -26,7 +26,7 @@ import pykka
 from actors.base import PooledActor, tell_if_alive
 from actors.shim import keys, translate
 from actors.shim.eventbuffer import NORMAL, WARNING
-from actors.shim.lifecycle import NODE_IN_CORE, NODE_TRANSITIONS, NodeState, StateMachine
+from actors.shim.lifecycle import NODE_IN_CORE, NODE_TRANSITIONS, NodeEvent, NodeState, StateMachine
 from actors.shim.messages import (
     CoreConfirmed,
     Feedback,
@@ -94,7 +94,7 @@ class NodeActor(PooledActor):
 
     def on_start(self) -> None:
         if self._record is None:
-            self._fire("lose")
+            self._fire(NodeEvent.LOSE)
         else:
             self._recover()
 
@@ -118,7 +118,7 @@ class NodeActor(PooledActor):
             self._send(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DECOMISSION))
             self._reported.clear()  # the core dropped them with the node
             if self._pods:
-                self._fire("lose")
+                self._fire(NodeEvent.LOSE)
         if not self._pods:
             self._remove()
         else:
@@ -128,7 +128,7 @@ class NodeActor(PooledActor):
         if self.state == NodeState.NOT_READY and self._not_ready_since == msg.since:
             self._send(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DECOMISSION))
             self._reported.clear()
-            self._fire("lose")
+            self._fire(NodeEvent.LOSE)
 
     # ---- the pods on it ------------------------------------------------------------------------
 
@@ -180,7 +180,7 @@ class NodeActor(PooledActor):
 
     def _recover(self) -> None:
         """Register draining, report every pod on the node, and wait for the core to confirm."""
-        self._fire("recover")
+        self._fire(NodeEvent.RECOVER)
         self._reported.clear()
         reports = list(map(self._allocation, self._pods.values()))
         self._send_confirmed([self._node_info(_ACTION.CREATE_DRAIN), *reports])
@@ -208,7 +208,7 @@ class NodeActor(PooledActor):
     def _report(self, placed: PlacedPod) -> si_pb2.Allocation:
         pod = placed.pod
         if not placed.foreign:
-            return translate.allocation(pod, placed.priority, PARTITION, self.node_name)
+            return translate.allocation(pod, placed.priority, PARTITION, self.node_name, originator=placed.originator)
         self._board.pods.show(_foreign_view(pod))
         return translate.foreign_allocation(pod, placed.priority, PARTITION)
 
@@ -234,8 +234,8 @@ class NodeActor(PooledActor):
             self._send(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DRAIN_TO_SCHEDULABLE))
         elif state == NodeState.SCHEDULABLE:
             self._send(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DRAIN_NODE))
-        self._fire({NodeState.SCHEDULABLE: "schedulable", NodeState.DRAINING: "drain",
-                    NodeState.NOT_READY: "not_ready"}[desired])
+        self._fire({NodeState.SCHEDULABLE: NodeEvent.SCHEDULABLE, NodeState.DRAINING: NodeEvent.DRAIN,
+                    NodeState.NOT_READY: NodeEvent.NOT_READY}[desired])
         self._send(self._node_info(_ACTION.UPDATE))
         return True
 
@@ -248,11 +248,11 @@ class NodeActor(PooledActor):
             self._alarms.after(self._lost_after, self.actor_ref, NotReadyTooLong(self._not_ready_since))
 
     def _remove(self) -> None:
-        self._fire("remove")
+        self._fire(NodeEvent.REMOVE)
         self._board.nodes.hide(self.node_name)
         tell_if_alive(self._context, NodeGone(self.node_name))
 
-    def _fire(self, event: str) -> None:
+    def _fire(self, event: NodeEvent) -> None:
         state = self._machine.fire(event)
         log.info("node %s: %s", self.node_name, state)
         type_, reason, what = _EVENTS[state]

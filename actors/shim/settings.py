@@ -30,21 +30,19 @@ from actors.shim.client import DEFAULT_BURST, DEFAULT_QPS, KubeClient
 from actors.shim.messages import InstanceTypeLabel, VolumeBindTimeout
 from actors.shim.placeholders import DEFAULT_IMAGE, DEFAULT_MAX_PER_GANG, PlaceholderSettings
 from actors.shim.volumes import DEFAULT_BIND_TIMEOUT
+from si import settings as registry
 from si.bounded import shown
-from si.gobool import parse_bool
-from si.goduration import parse_duration
-from si.gonumber import parse_count, parse_decimal, parse_int
 
 log = logging.getLogger(__name__)
 
-QPS, BURST = "kubernetes.qps", "kubernetes.burst"
-INSTANCE_TYPE_KEYS = ("service.instanceTypeNodeLabelKey", "service.nodeInstanceTypeNodeLabelKey")
-DEFAULT_INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-DISABLE_GANG, PLACEHOLDER_IMAGE = "service.disableGangScheduling", "service.placeholderImage"
-PLACEHOLDER_IDS = {"service.placeholderRunAsUser": "run_as_user", "service.placeholderRunAsGroup": "run_as_group",
-                   "service.placeholderFsGroup": "fs_group"}
-VOLUME_BIND_TIMEOUT = "service.volumeBindTimeout"
-MAX_PLACEHOLDERS = "service.maxPlaceholdersPerGang"
+_SETTINGS = {s.name: s for s in registry.read_by(registry.SHIM) if s.name}
+QPS, BURST = _SETTINGS["qps"].key, _SETTINGS["burst"].key
+INSTANCE_TYPE_KEYS = _SETTINGS["instance_type_label"].keys
+DEFAULT_INSTANCE_TYPE_LABEL = _SETTINGS["instance_type_label"].default
+DISABLE_GANG, PLACEHOLDER_IMAGE = _SETTINGS["disabled"].key, _SETTINGS["image"].key
+PLACEHOLDER_IDS = {s.key: s.name for s in _SETTINGS.values() if s.kind == "id"}
+VOLUME_BIND_TIMEOUT = _SETTINGS["volume_bind_timeout"].key
+MAX_PLACEHOLDERS = _SETTINGS["max_per_gang"].key
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,46 +72,32 @@ def _placeholders(extra: Mapping[str, str]) -> PlaceholderSettings:
         raise ValueError(f"{PLACEHOLDER_IMAGE}: an image is needed")
     ids = {}
     for key, field in PLACEHOLDER_IDS.items():
-        text = extra.get(key, "").strip()
-        if text:
-            try:
-                ids[field] = parse_count(text)
-            except ValueError:
-                raise ValueError(f"{key}: {shown(text)} is not a user or group id (a whole number of at least 0)") from None
-    text = extra.get(DISABLE_GANG, "false").strip()
-    try:
-        disabled = parse_bool(text)
-    except ValueError:
-        raise ValueError(f"{DISABLE_GANG}: {shown(text)} is not true or false") from None
+        if extra.get(key, "").strip():
+            ids[field] = _read(extra, key, "is not a user or group id (a whole number of at least 0)")
+    disabled = _read(extra, DISABLE_GANG, "is not true or false") if DISABLE_GANG in extra else False
     return PlaceholderSettings(image=image, disabled=disabled,
                                max_per_gang=_number(extra, MAX_PLACEHOLDERS, DEFAULT_MAX_PER_GANG, int), **ids)
 
 
 def _duration(extra: Mapping[str, str], key: str, default: float) -> float:
     """A positive Go duration (``30s``, ``1m30s``, ``10m``)."""
-    text = extra.get(key, "").strip()
-    if not text:
+    if not extra.get(key, "").strip():
         return default
-    try:
-        seconds = parse_duration(text)
-    except ValueError:
-        seconds = 0.0  # refused below, with the setting's name
-    if seconds <= 0:
-        raise ValueError(f"{key}: {shown(text)} is not a positive duration such as 30s or 10m")
-    return seconds
+    return _read(extra, key, "is not a positive duration such as 30s or 10m")
 
 
 def _number(extra: Mapping[str, str], key: str, default, kind):
-    text = extra.get(key, "").strip()
-    if not text:
+    if not extra.get(key, "").strip():
         return default
+    return _read(extra, key, f"is not a positive {'integer' if kind is int else 'number'}")
+
+
+def _read(extra: Mapping[str, str], key: str, refusal: str):
+    """``extra[key]`` read as the registry declares it; ``ValueError`` naming the key and the value."""
     try:
-        value = parse_int(text) if kind is int else parse_decimal(text)
+        return registry.read(registry.BY_KEY[key], extra[key])
     except ValueError:
-        value = None
-    if value is None or value <= 0:
-        raise ValueError(f"{key}: {shown(text)} is not a positive {'integer' if kind is int else 'number'}")
-    return value
+        raise ValueError(f"{key}: {shown(extra[key].strip())} {refusal}") from None
 
 
 class SettingsApplier:

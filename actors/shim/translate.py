@@ -39,11 +39,13 @@ def allocation_tags(pod: PodRecord, foreign: bool = False) -> dict[str, str]:
 
 
 def allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT_PARTITION,
-               node_id: str = "") -> si_pb2.Allocation:
-    """A task's pod as an ask (no ``node_id``) or as an allocation already on ``node_id``."""
+               node_id: str = "", originator: bool = False) -> si_pb2.Allocation:
+    """A task's pod as an ask (no ``node_id``) or as an allocation already on ``node_id``; ``originator``:
+    the pod that declared its application (upstream's Task.IsOriginator), never a placeholder."""
     return si_pb2.Allocation(allocationKey=pod.uid, applicationID=pod.app_id, allocationTags=allocation_tags(pod),
                              resourcePerAlloc=pod.resource.to_proto(), priority=priority, nodeID=node_id,
                              partitionName=partition, taskGroupName=pod.task_group, placeholder=pod.placeholder,
+                             originator=originator and not pod.placeholder,
                              preemptionPolicy=si_pb2.PreemptionPolicy(allowPreemptSelf=pod.allow_preemption is not False,
                                                                       allowPreemptOther=pod.preempts))
 

@@ -71,11 +71,11 @@ def test_the_upstream_example():
     assert batch.max_applications == 200
     assert batch.resources.max == Resource.of(vcore=100_000, memory=400 * GIB, **{"nvidia.com/gpu": 8})
     assert batch.resources.guaranteed == Resource.of(vcore=40_000, memory=160 * GIB)
-    assert cfg.sort_policy(batch.properties) == "fair" and cfg.preemption_delay(batch.properties) == 20.0
+    assert batch.properties.sort_policy == "fair" and batch.properties.preemption_delay == 20.0
     assert batch.limits[0].groups == ("data",) and batch.limits[0].max_resources["vcore"] == 60_000
     assert interactive.submit_acl == "alice,bob analysts" and interactive.is_leaf
-    assert cfg.priority_offset(interactive.properties) == 100
-    assert cfg.preemption_policy(interactive.properties) == "fence"
+    assert interactive.properties.priority_offset == 100
+    assert interactive.properties.preemption_policy == "fence"
     assert tenants.parent and not tenants.is_leaf and tenants.queues == ()
     assert tenants.child_template == cfg.ChildTemplate(
         10, {}, cfg.ResourcesConfig(None, Resource.of(vcore=20_000, memory=80 * GIB)))
@@ -115,9 +115,9 @@ def test_every_field():
     assert home.child_template.resources.guaranteed == Resource.of(vcore=500)
     shared = queue(config, "root.shared")
     props = shared.properties
-    assert cfg.priority_sorting(props) is False and cfg.priority_policy(props) == "fence"
-    assert cfg.priority_offset(props) == -10 and cfg.preemption_policy(props) == "disabled"
-    assert cfg.preemption_delay(props) == 90.0 and props["custom.property"] == "kept as written"
+    assert props.priority_sorting is False and props.priority_policy == "fence"
+    assert props.priority_offset == -10 and props.preemption_policy == "disabled"
+    assert props.preemption_delay == 90.0 and props["custom.property"] == "kept as written"
     assert props["quota.preemption.delay"] == "0", "plain YAML numbers are kept as text"
     assert shared.limits[0] == cfg.LimitConfig("ml cap", (), ("ml",), Resource.of(vcore=50_000, **{"nvidia.com/gpu": 8}), 20)
     assert [q.name for q in shared.queues] == ["default", "team:a/b@c#d"]
@@ -179,10 +179,11 @@ def test_parsed_configs_are_immutable():
      ("fair", False, "fence", -5, "fence", 3723.5)),
     ({"application.sort.policy": "stateaware", "preemption.delay": "0"}, ("stateaware", True, "default", 0, "default", 0.0)),
 ])
-def test_property_helpers(properties, expected):
-    assert (cfg.sort_policy(properties), cfg.priority_sorting(properties), cfg.priority_policy(properties),
-            cfg.priority_offset(properties), cfg.preemption_policy(properties),
-            cfg.preemption_delay(properties)) == expected
+def test_properties_are_parsed_once_with_upstreams_defaults(properties, expected):
+    parsed = cfg.parse_properties(properties)
+    assert (parsed.sort_policy, parsed.priority_sorting, parsed.priority_policy, parsed.priority_offset,
+            parsed.preemption_policy, parsed.preemption_delay) == expected
+    assert dict(parsed) == properties, "the properties as written are kept"
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("30s", 30), ("1m30s", 90), ("1.5h", 5400), ("250ms", 0.25),

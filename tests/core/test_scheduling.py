@@ -2,10 +2,13 @@
 
 from collections import Counter
 
+from actors.core.partition import Timing
+from actors.core.scheduler import Tuning
 from actors.core.snapshot import ALL_AREAS, HEALTH, NODES
 from si import si_pb2
 from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
 from si.resources import Resource
+from tests.waiting import wait_for
 
 GIB = 2**30
 
@@ -202,6 +205,34 @@ def test_user_limits_hold_and_extra_apps_wait(core_factory):
     assert not core.callback.rejected_apps(), "over a limit an application waits; it is not rejected"
     usage = {u["userName"]: u for u in core.snapshot().partitions[0].user_usage}
     assert usage["bob"]["queues"]["resourceUsage"]["vcore"] == 2000
+
+
+def test_a_completing_application_no_longer_runs_for_its_user_and_queue(core_factory):
+    """As yunikorn-core's ugm: the application's last allocation gone, it leaves its user's and group's
+    runningApplications (and its queue's running count) while it waits in Completing."""
+    core = core_factory(queues("""          - name: q
+            limits:
+              - {limit: one app, users: [bob], groups: [dev], maxapplications: 1}"""),
+                        tuning=Tuning(timing=Timing(completing=60.0, retention=60.0)))
+    core.nodes(1)
+    core.app("bob-1", queue="root.q", user="bob", groups=["dev"])
+    core.app("bob-2", queue="root.q", user="bob", groups=["dev"])
+    core.asks("bob-1", 1)
+    core.settle()
+    core.asks("bob-2", 1)
+    core.settle()
+    assert core.callback.failures("bob-2-0")[-1] == "user bob: maxapplications limit reached in root.q"
+
+    def running(kind: str, name_key: str, name: str) -> list[str]:
+        views = getattr(core.snapshot().partitions[0], kind)
+        return next(v for v in views if v[name_key] == name)["queues"]["children"][0]["runningApplications"]
+    assert running("user_usage", "userName", "bob") == ["bob-1"]
+    core.release("bob-1", "bob-1-0")
+    wait_for(lambda: [a.applicationID for a in core.callback.new()][-1:] == ["bob-2"],
+             message="bob-2 placed once bob-1 stops running")
+    assert core.callback.app_states("bob-1")[-1] == "Completing"
+    assert running("user_usage", "userName", "bob") == ["bob-2"]
+    assert running("group_usage", "groupName", "dev") == ["bob-2"]
 
 
 def test_foreign_allocations_occupy_nodes_and_are_released(core_factory):

@@ -34,12 +34,6 @@ def test_every_key_has_a_reader_or_is_reported():
         "log.nowhere.level", "preemption.enabled"]
 
 
-def test_the_admission_controllers_keys_are_those_it_reads():
-    from webhook.conf import KEYS
-
-    assert settings.ADMISSION_KEYS == {key for key in KEYS if key.startswith("admissionController.")}
-
-
 def test_a_full_core_makes_requests_wait_up_to_the_dispatch_timeout_then_drops_them(core_factory):
     gate = Gate()
     core = core_factory(OPEN_CONFIG, predicates=gate,

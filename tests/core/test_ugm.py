@@ -203,3 +203,24 @@ def test_headroom_only_limits_the_types_named(path):
     usage = tracker(root_limits="[{users: ['*'], maxresources: {nvidia.com/gpu: 2}}]")
     assert usage.headroom("bob", [], path) == {"nvidia.com/gpu": 2}
     assert Resource.of(vcore=10**9, **{"nvidia.com/gpu": 2}).fits_in_max(usage.headroom("bob", [], path))
+
+
+@pytest.mark.parametrize(("kind", "name"), [
+    ("users", "user_Test-a_b_#_c_#_d_/_e@dom:ain.com"),
+    ("users", "svc$"),
+    ("groups", "group_Test-a_b_dom:ain.com"),
+])
+def test_limits_take_the_names_yunikorn_core_takes(kind, name):
+    """yunikorn-core's UserRegExp and GroupRegExp allow ':', '#' and '/' in users, ':' and '.' in groups."""
+    usage = tracker(a_limits=f"[{{{kind}: ['{name}'], maxresources: {{vcore: 4}}}}]")
+    user, groups = (name, []) if kind == "users" else ("bob", [name])
+    assert usage.headroom(user, groups, "root.a.b") == Resource.of(vcore=4 * CORE)
+
+
+@pytest.mark.parametrize(("kind", "name"), [
+    ("users", "1bob"), ("users", "bob\\n"), ("users", "a$b"),
+    ("groups", "dev/ops"), ("groups", "dev@corp"), ("groups", "dev#1"), ("groups", "dev\\n"),
+])
+def test_limits_refuse_names_yunikorn_core_refuses(kind, name):
+    with pytest.raises(cfg.ConfigError, match=f"invalid {kind[:-1]} name"):
+        tracker(a_limits=f'[{{{kind}: ["{name}"], maxresources: {{vcore: 4}}}}]')

@@ -16,9 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from kubernetes import client
 
 from tests.chart.get_helm import HelmUnavailable
+from tests.kubesim import test_deployments as deployments
 from tests.kubesim.get_kubectl import kubectl_path
 from tests.waiting import wait_for
 
@@ -323,3 +325,18 @@ def _kubectl_rows(binary, env, *args) -> list[list[str]]:
     done = subprocess.run([str(binary), "get", *args, "--no-headers"], capture_output=True, text=True, env=env,
                           timeout=60)
     return lines(done.stdout) if done.returncode == 0 and done.stdout.strip() else []
+
+
+def test_kubectl_waits_for_the_rollout_and_gets_the_counts(sim, sim_api, kubectl_on_sim, tmp_path):
+    (tmp_path / "web.yaml").write_text(yaml.safe_dump({"apiVersion": "apps/v1", "kind": "Deployment",
+                                                       **deployments.deployment("web", replicas=2)}))
+    kubectl_on_sim("apply", "-f", str(tmp_path / "web.yaml"))
+    deployments.running(sim, client.CoreV1Api(sim_api), "web", 2)
+    rollout = kubectl_on_sim("rollout", "status", "deployment/web", "--timeout=10s")
+    assert 'deployment "web" successfully rolled out' in rollout.stdout
+    lines = kubectl_on_sim("get", "deployment", "web").stdout.split("\n")
+    assert lines[0].split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert lines[1].split()[:4] == ["web", "2/2", "2", "2"]
+    lines = kubectl_on_sim("get", "replicasets").stdout.split("\n")
+    assert lines[0].split() == ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
+    assert lines[1].split()[1:4] == ["2", "2", "2"]

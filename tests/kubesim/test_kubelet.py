@@ -171,3 +171,39 @@ def test_a_created_pod_carries_no_deletion_its_client_wrote(core, sim):
     assert created.metadata.deletion_timestamp is None and created.metadata.deletion_grace_period_seconds is None
     bind(core, "p")
     wait_for(lambda: phase(core, "p") == "Running", timeout=5, message="p runs and is not removed")
+
+
+def killing_events(core, name: str) -> list:
+    return [e for e in core.list_namespaced_event("default").items
+            if e.involved_object.name == name and e.reason == "Killing"]
+
+
+@pytest.mark.parametrize("grace", [None, 0], ids=["graceful", "immediate"])
+def test_a_running_pod_deleted_gets_the_kubelets_killing_event_per_container(sim, core, grace):
+    body = pod("victim")
+    body["spec"]["containers"].append({"name": "side", "image": "busybox"})
+    core.create_namespaced_pod("default", body)
+    bind(core, "victim")
+    wait_for(lambda: phase(core, "victim") == "Running", timeout=5, message="victim Running")
+    uid = core.read_namespaced_pod("victim", "default").metadata.uid
+    core.delete_namespaced_pod("victim", "default", grace_period_seconds=grace)
+    wait_for(lambda: len(killing_events(core, "victim")) == 2, timeout=5, message="two Killing events")
+    events = sorted(killing_events(core, "victim"), key=lambda e: e.message)
+    assert [e.message for e in events] == ["Stopping container c", "Stopping container side"]
+    for event in events:
+        assert (event.type, event.source.component, event.source.host) == ("Normal", "kubelet", "node-00000")
+        assert (event.involved_object.kind, event.involved_object.uid) == ("Pod", uid)
+    assert events[0].involved_object.field_path == "spec.containers{c}"
+    wait_for(lambda: not sim.objects("pods", "default"), timeout=5, message="victim gone")
+    assert len(killing_events(core, "victim")) == 2  # its removal after the grace period stops nothing more
+
+
+def test_a_pod_deleted_before_it_runs_gets_no_killing_event(sim, core):
+    core.create_namespaced_pod("default", pod("never-ran"))
+    core.create_namespaced_pod("default", pod("marker"))
+    bind(core, "marker")
+    wait_for(lambda: phase(core, "marker") == "Running", timeout=5, message="marker Running")
+    core.delete_namespaced_pod("never-ran", "default")
+    core.delete_namespaced_pod("marker", "default", grace_period_seconds=0)
+    wait_for(lambda: killing_events(core, "marker"), timeout=5, message="the marker's Killing event")
+    assert killing_events(core, "never-ran") == []

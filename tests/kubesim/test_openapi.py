@@ -19,7 +19,8 @@ def fetch(kubesim, path, accept="application/json"):
 def test_the_v3_index_names_one_document_per_group_version(kubesim):
     index = fetch(kubesim, "/openapi/v3")["paths"]
     assert set(index) == {"api/v1", "apis/scheduling.k8s.io/v1", "apis/admissionregistration.k8s.io/v1",
-                          "apis/coordination.k8s.io/v1", "apis/policy/v1", "apis/storage.k8s.io/v1", "apis/batch/v1"}
+                          "apis/coordination.k8s.io/v1", "apis/policy/v1", "apis/storage.k8s.io/v1", "apis/batch/v1",
+                          "apis/apps/v1"}
     for group_version, entry in index.items():
         assert entry["serverRelativeURL"].startswith(f"/openapi/v3/{group_version}?hash=")
 
@@ -45,7 +46,7 @@ def test_each_kind_has_a_schema_and_a_patch_that_takes_field_validation(kubesim,
 
 def test_unknown_group_versions_are_not_found(kubesim):
     with pytest.raises(urllib.error.HTTPError) as missing:
-        fetch(kubesim, "/openapi/v3/apis/apps/v1")
+        fetch(kubesim, "/openapi/v3/apis/networking.k8s.io/v1")
     assert missing.value.code == 404
 
 

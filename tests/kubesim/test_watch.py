@@ -222,3 +222,14 @@ def test_raw_watch_stream_is_chunked_json_lines(kubesim, core):
     lines = [json.loads(line) for line in response.read().splitlines() if line]
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in lines] == [("ADDED", "a")]
     connection.close()
+
+
+def test_a_watch_asking_for_initial_events_is_refused_as_without_the_watch_list_feature(kubesim, core):
+    """client-go (kubectl 1.35) asks first, and lists then watches on this answer."""
+    with pytest.raises(ApiException) as refused:
+        core.list_namespaced_pod("default", watch=True, send_initial_events=True, resource_version_match="NotOlderThan",
+                                 allow_watch_bookmarks=True, timeout_seconds=1, _preload_content=False)
+    assert refused.value.status == 422
+    status = json.loads(refused.value.body)
+    assert (status["reason"], status["details"]["kind"]) == ("Invalid", "ListOptions")
+    assert "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled" in status["message"]

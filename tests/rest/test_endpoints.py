@@ -2,13 +2,18 @@
 
 import json
 import pathlib
+import urllib.parse
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from rest.app import SchedulerView
+from rest.server import RestServer
 from si import si_pb2
 from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
 from si.resources import Resource
+from tests.rest.conftest import Client
 
 BAD = sorted((pathlib.Path(__file__).parents[1] / "core" / "configs" / "bad").glob("*.yaml"))
 
@@ -127,6 +132,60 @@ def test_config_as_yaml_and_json(rest):
     assert status == 200 and config["Partitions"][0]["Name"] == "default" and len(config["Checksum"]) == 64
 
 
+CONFIG_DAO_YAML = """
+partitions:
+  - name: default
+    placementrules:
+      - {name: tag, value: namespace, create: true, parent: {name: fixed, value: root.teams}}
+    limits:
+      - {limit: each, users: ['*'], maxapplications: 5}
+    preemption: {enabled: false}
+    queues:
+      - name: teams
+        parent: true
+        submitacl: '*'
+        properties: {application.sort.policy: fifo}
+        resources: {max: {memory: 200M, vcore: 10}}
+        childtemplate: {maxapplications: 3}
+"""
+
+
+def test_config_is_upstreams_config_dao_field_for_field(core_factory):
+    """yunikorn-core's getClusterConfig: the validated SchedulerConfig (a root inserted, partition limits on
+    it) with Go's field names, its strings as written, and Go's omitempty (a nested struct always written)."""
+    core = core_factory(CONFIG_DAO_YAML, extra={"log.level": "info"})
+    server = RestServer(SchedulerView(core.scheduler), host="127.0.0.1", port=0)
+    try:
+        status, config = Client(server.url).get("/ws/v1/config", Accept="application/json")
+        status_yaml, _, body = Client(server.url).request("GET", "/ws/v1/config")
+    finally:
+        server.stop()
+    assert status == 200 and status_yaml == 200
+    limit = {"Limit": "each", "Users": ["*"], "MaxApplications": 5}
+    teams = {"Name": "teams", "Parent": True, "Resources": {"Max": {"memory": "200M", "vcore": "10"}},
+             "Properties": {"application.sort.policy": "fifo"}, "SubmitACL": "*",
+             "ChildTemplate": {"MaxApplications": 3, "Resources": {}}}
+    assert config["Partitions"] == [{
+        "Name": "default",
+        "Queues": [{"Name": "root", "Parent": True, "Resources": {}, "ChildTemplate": {"Resources": {}},
+                    "Queues": [teams], "Limits": [limit]}],
+        "PlacementRules": [{"Name": "tag", "Create": True, "Filter": {"Type": ""},
+                            "Parent": {"Name": "fixed", "Filter": {"Type": ""}, "Value": "root.teams"},
+                            "Value": "namespace"}],
+        "Limits": [limit], "Preemption": {"Enabled": False}, "NodeSortPolicy": {"Type": ""}, "UserGroupResolver": {}}]
+    assert len(config["Checksum"]) == 64 and config["Extra"] == {"log.level": "info"}
+    assert (config["DeadlockDetectionEnabled"], config["DeadlockTimeoutSeconds"]) == (False, 60)
+    document = yaml.safe_load(body)
+    assert list(document) == ["partitions", "checksum", "extra", "deadlockdetectionenabled",
+                              "deadlocktimeoutseconds", "unsupported"]
+    root = document["partitions"][0]["queues"][0]
+    assert root["queues"][0] == {"name": "teams", "parent": True, "resources": {"max": {"memory": "200M", "vcore": "10"}},
+                                 "properties": {"application.sort.policy": "fifo"}, "submitacl": "*",
+                                 "childtemplate": {"maxapplications": 3}}
+    assert document["partitions"][0]["preemption"] == {"enabled": False}
+    assert "nodesortpolicy" not in document["partitions"][0], "go-yaml leaves out an empty struct"
+
+
 def test_events_batch_paging(rest):
     core, client = rest
     scheduled(core)
@@ -228,6 +287,30 @@ def test_full_state_dump_and_usage(rest):
     assert leaf["resourceUsage"]["vcore"] == 3000
     status, rules = client.get("/ws/v1/partition/default/placementrules")
     assert status == 200 and rules[-1]["name"] == "recovery"
+
+
+@pytest.mark.parametrize("escape", [
+    pytest.param(lambda name: urllib.parse.quote(name, safe=""), id="escaped once, as a browser does"),
+    pytest.param(lambda name: urllib.parse.quote(urllib.parse.quote(name, safe=""), safe=""),
+                 id="escaped twice, as upstream's Go client does"),
+])
+def test_names_holding_a_slash_are_found_by_their_escaped_path(rest, escape):
+    core, client = rest
+    queue, user = "root.a_#_/_b@dom:ain", "svc/bob@dom:ain"
+    core.nodes(1)
+    core.app("app-1", queue=queue, user=user)
+    core.asks("app-1", 1)
+    core.settle()
+    status, found = client.get(f"/ws/v1/partition/default/queue/{escape(queue)}")
+    assert status == 200 and found["queuename"] == queue
+    status, apps = client.get(f"/ws/v1/partition/default/queue/{escape(queue)}/applications")
+    assert status == 200 and [a["applicationID"] for a in apps] == ["app-1"]
+    status, app = client.get(f"/ws/v1/partition/default/queue/{escape(queue)}/application/app-1")
+    assert status == 200 and app["queueName"] == queue
+    status, usage = client.get(f"/ws/v1/partition/default/usage/user/{escape(user)}")
+    assert status == 200 and usage["userName"] == user
+    status, body = client.get(f"/ws/v1/partition/default/queue/{escape('root.a_#_/_nothing')}")
+    assert status == 404 and body["message"] == "Queue not found"
 
 
 @pytest.mark.parametrize("path", ["/ws/v1/partition/default/queue/root.%20bad", "/ws/v1/nothing"])

@@ -39,13 +39,14 @@ class Cluster:
 
     def start_scheduler(self, running_timeout: float = 30.0, plugin_mode: bool = False,
                         node_lost_after: float = 300.0, standby: LeaderFence | None = None,
-                        core_clock: Clock = REAL_CLOCK) -> SchedulerService:
+                        core_clock: Clock = REAL_CLOCK, completing: float = 0.5) -> SchedulerService:
         """``standby``: start as a leader-election standby whose writes pass ``standby`` (a fence that
         stays closed until the test opens it), and return once it has recovered ahead of leading.
-        ``core_clock``: the core's (the shim against kubesim keeps real time)."""
+        ``core_clock``: the core's (the shim against kubesim keeps real time). ``completing``: seconds an
+        application without pods stays Completing (the core's 30 s, shortened)."""
         self.client = KubeClient.connect(self.kubeconfig, pool_size=32, retry=FAST_RETRY, fence=standby or OPEN)
         supervision = Supervision()  # of the core's and the shim's actors, as the command does
-        self.scheduler = Scheduler(predicates=KubernetesPredicates(), tuning=Tuning(timing=Timing(completing=0.5)),
+        self.scheduler = Scheduler(predicates=KubernetesPredicates(), tuning=Tuning(timing=Timing(completing=completing)),
                                    tick_interval=0.2, supervisor=supervision, clock=core_clock)
         self.service = SchedulerService(self.client, self.scheduler, ServiceSettings(
             bind_workers=8, event_qps=500, event_burst=500, publish_period=0.2, watch=FAST_WATCH,
@@ -71,8 +72,9 @@ class Cluster:
     # ---- cluster content -----------------------------------------------------------------------
 
     def node(self, name: str, cpu: str = "4", memory: str = "16Gi", labels: dict | None = None,
-             taints: list | None = None) -> None:
-        capacity = {"cpu": cpu, "memory": memory, "pods": "110"}
+             taints: list | None = None, **extended: str) -> None:
+        """``extended``: more resources the node has (``{"hugepages-2Mi": "1Gi"}``)."""
+        capacity = {"cpu": cpu, "memory": memory, "pods": "110", **extended}
         self.core_api.create_node({
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
             "spec": {"taints": taints or []},

@@ -501,6 +501,29 @@ def test_namespace_annotations_become_app_tags(shim):
     assert tags["namespace.parentqueue"] == "root.teams" and tags["namespace"] == "team"
 
 
+def test_a_pod_before_its_new_namespace_waits_for_the_namespace(shim):
+    """kube-apiserver has the namespace before the pod, but the namespace's event can come later: the
+    application is made with the namespace's annotations, as upstream's shim reads them from its lister."""
+    default = {"metadata": {"name": "default"}}
+    shim.list_all(nodes=[node_json("n1")], namespaces=[default])
+    shim.change(kinds.PODS, Added(parse_pod(pod_json("p", namespace="team"))))
+    assert shim.core.of("application") == [], "no application before its namespace is known"
+    ns = {"metadata": {"name": "team", "annotations": {"yunikorn.apache.org/parentqueue": "root.teams"}}}
+    shim.change(kinds.NAMESPACES, Added(parse_namespace(ns)))
+    wait_for(lambda: shim.core.of("application"), message="the application made once its namespace is known")
+    tags = shim.core.of("application")[0].new[0].tags
+    assert tags["namespace.parentqueue"] == "root.teams" and tags["namespace"] == "team"
+
+
+def test_a_pod_whose_namespace_never_shows_is_scheduled_after_a_while(shim, monkeypatch):
+    monkeypatch.setattr(context_module, "NAMESPACE_WAIT_SECONDS", 0.2)
+    shim.list_all(nodes=[node_json("n1")], namespaces=[{"metadata": {"name": "default"}}])
+    shim.change(kinds.PODS, Added(parse_pod(pod_json("p", namespace="ghost"))))
+    wait_for(lambda: shim.core.of("application"), timeout=5, message="the application made without its namespace")
+    assert shim.core.of("application")[0].new[0].tags["namespace"] == "ghost"
+    wait_for(lambda: shim.core.allocations(), message="its pod asked for")
+
+
 def test_priority_comes_from_the_pod_or_its_class(shim):
     shim.ref.tell(Listed(kinds.PRIORITY_CLASSES, ()))
     with_class = pod_json("c", spec={"priorityClassName": "high"})

@@ -311,3 +311,24 @@ def test_null_task_groups_are_no_gang_and_no_warning(cluster):
     cluster.wait_bound("plain", "broken")
     wait_for(lambda: cluster.events("TaskGroupsError", "broken"), message="the broken pod's warning")
     assert not placeholders(cluster) and not cluster.events("TaskGroupsError", "plain")
+
+
+def test_the_pod_that_declares_the_application_is_its_originator_also_after_a_restart(cluster):
+    """upstream's Task.IsOriginator: the application's first pod (never a placeholder) is the originator."""
+    start(cluster)
+    driver = gang_pod(cluster, "driver", "spark-o", "driver", SPARK)
+    cluster.wait_bound("driver")
+    executor = gang_pod(cluster, "exec-0", "spark-o", "executor")
+    cluster.wait_bound("exec-0")
+
+    def originators() -> dict[str, bool]:
+        app = core_app(cluster, "spark-o")
+        return {a.allocation_key: a.originator for a in app.allocations} if app is not None else {}
+    wait_for(lambda: len(originators()) == 11, message="the driver, one executor and 9 placeholders allocated")
+    flagged = originators()
+    assert [key for key, originator in flagged.items() if originator] == [driver]
+    assert flagged[executor] is False
+    cluster.stop_scheduler()
+    cluster.start_scheduler()
+    wait_for(lambda: len(originators()) == 11, message="the allocations recovered")
+    assert [key for key, originator in originators().items() if originator] == [driver]

@@ -21,6 +21,8 @@ KUBELET_DELAY = 0.05
 # health checks are taken when asked rather than every 30 s, so upstream's AfterEach sees the present.
 SETTINGS = {"health.checkInterval": "0"}
 WORKER_CPU, WORKER_MEMORY = "8", "16Gi"
+HUGEPAGES, WORKER_HUGEPAGES = "hugepages-2Mi", "1Gi"
+COMPLETING_SECONDS = 30.0
 
 
 class YuniKorn:
@@ -34,8 +36,8 @@ class YuniKorn:
         self.cluster.node("kind-control-plane", cpu=worker_cpu, memory=worker_memory,
                           labels={"node-role.kubernetes.io/control-plane": ""},
                           taints=[{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}])
-        for name in ("kind-worker", "kind-worker2"):
-            self.cluster.node(name, cpu=worker_cpu, memory=worker_memory)
+        for name in ("kind-worker", "kind-worker2"):  # with huge pages, for the gang suite's Verify_HugePage
+            self.cluster.node(name, cpu=worker_cpu, memory=worker_memory, **{HUGEPAGES: WORKER_HUGEPAGES})
         self._kube_system()
         self.cluster.configure(yaml.safe_dump(create_basic_config_map(), sort_keys=False),
                                namespace=YK_NAMESPACE, **SETTINGS)
@@ -64,7 +66,8 @@ class YuniKorn:
             set_phase(self.sim.store, "kube-system", name, "Running")
 
     def start(self) -> None:
-        service = self.cluster.start_scheduler()
+        # upstream's completing timeout: its suites read an application whose pods are gone while it is Completing
+        service = self.cluster.start_scheduler(completing=COMPLETING_SECONDS)
         self.server = RestServer(SchedulerView(self.cluster.scheduler, shim_state=service.latest_state,
                                                actor_failures=service.supervision.failures),
                                  host="127.0.0.1", port=0)

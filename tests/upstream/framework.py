@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 import yaml
 from kubernetes import client as k8s
-from kubernetes import watch as k8s_watch
 
 from si.quantity import from_kubernetes
 from tests.waiting import wait_for
@@ -259,19 +258,14 @@ class KubeCtl:
 
     # namespaces
     def create_namespace(self, namespace: str, annotations: dict | None = None):
-        """CreateNamespace: the namespace, then (as upstream) wait for its ``default`` service account. kubesim
-        has no service-account controller: the wait plays it, making the account once a watch of namespaces
-        has delivered the new one, as the controller does."""
-        since = self.core.list_namespace(limit=1).metadata.resource_version
+        """CreateNamespace: the namespace, then (as upstream) wait for its ``default`` service account, which
+        kubesim's service-account controller makes."""
         created = self.core.create_namespace({"metadata": {"name": namespace, "labels": {"Name": namespace},
                                                            "annotations": annotations}})
-        watch = k8s_watch.Watch()
-        for event in watch.stream(self.core.list_namespace, resource_version=since, timeout_seconds=int(TIMEOUT)):
-            if event["type"] == "ADDED" and event["object"].metadata.name == namespace:
-                watch.stop()
-        self.core.create_namespaced_service_account(namespace, {"metadata": {"name": "default"}})
-        wait_for(lambda: self.core.read_namespaced_service_account("default", namespace), timeout=TIMEOUT,
-                 message=f"the default service account of {namespace}")
+        def account_made() -> bool:
+            names = self.core.list_namespaced_service_account(namespace, field_selector="metadata.name=default")
+            return bool(names.items)
+        wait_for(account_made, timeout=TIMEOUT, message=f"the default service account of {namespace}")
         return created
 
     @contextlib.contextmanager
@@ -362,7 +356,10 @@ class KubeCtl:
                  message=f"pod {namespace}/{name} to be scheduled")
 
     def wait_for_pod_terminated(self, namespace: str, name: str, timeout: float = TIMEOUT) -> None:
-        wait_for(lambda: self._phase(namespace, name) is None, timeout=timeout, interval=0.05,
+        """As upstream's, which polls every 100 ms, the first time after 100 ms (PollUntilContextTimeout, not
+        immediate): its callers read the scheduler right after, which has had that long to hear of it."""
+        time.sleep(0.1)
+        wait_for(lambda: self._phase(namespace, name) is None, timeout=timeout, interval=0.1,
                  message=f"pod {namespace}/{name} to be gone")
 
     def is_pod_event_triggered(self, namespace: str, pod_name: str, reason: str) -> bool:

@@ -59,11 +59,7 @@ def test_verify_pod_alloc_props(dev):
 
 @pytest.mark.parametrize("name, best_effort", [
     pytest.param("besteffortpod", True, id="Verify_BestEffort_QOS_Pod_Scheduling"),
-    pytest.param("burstablepod", False, id="Verify_NonBestEffort_QOS_Pod_Scheduling",
-                 marks=pytest.mark.xfail(reason="kubesim sets status.qosClass BestEffort on every pod it creates "
-                                                "(kubesim/api.py); kube-apiserver computes it from the requests and "
-                                                "limits (Burstable here)",
-                                         strict=True)),
+    pytest.param("burstablepod", False, id="Verify_NonBestEffort_QOS_Pod_Scheduling"),
 ])
 def test_verify_qos_pod_scheduling(suite, dev, name, best_effort):
     """It("Verify_BestEffort_QOS_Pod_Scheduling") and It("Verify_NonBestEffort_QOS_Pod_Scheduling")"""

@@ -37,8 +37,6 @@ def sorted_by_available(kube, resource: str):
     return workers, available
 
 
-@pytest.mark.xfail(reason="issue 26 defect 6: kubesim serves no batch/v1 Jobs and has no Job controller "
-                          "(upstream submits jobA and jobB as Jobs of 3 pods)", strict=True)
 def test_verify_binpacking_node_order_memory(suite, ns):
     """It("Verify_BinPacking_Node_Order_Memory"): with binpacking, jobA's pods all land on the most used
     node, and jobB's (anti-affine to it) all on the second."""

@@ -2,13 +2,14 @@
 configmap, AfterEach restores it). testdata/ holds upstream's test/e2e/testdata files byte for byte.
 
 Upstream's invalid-name specs expect the configmap update itself to be refused: the admission controller's
-validating webhook does it. kubesim calls no admission webhooks, so the update is accepted; those specs are
-marked, and each also checks here that the scheduler refuses the configuration (it keeps its previous one)."""
+validating webhook does it, asking the scheduler. Those specs run the ``yunikorn-admission-controller``
+command beside the scheduler, and kubesim calls its webhook."""
 
 from __future__ import annotations
 
 import base64
 import gzip
+import json
 import pathlib
 
 import pytest
@@ -16,14 +17,14 @@ import yaml
 from kubernetes import client as k8s
 
 from tests.upstream.framework import CONFIG_MAP, POLICY_GROUP
+from tests.webhook.harness import Controller, HttpsClient, registered_bundle
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata"
 GO_FIELDS = {"name": "Name", "queues": "Queues", "submitacl": "SubmitACL", "adminacl": "AdminACL",
              "parent": "Parent", "properties": "Properties", "placementrules": "PlacementRules",
              "resources": "Resources", "maxapplications": "MaxApplications", "limits": "Limits",
              "childtemplate": "ChildTemplate", "nodesortpolicy": "NodeSortPolicy", "preemption": "Preemption"}
-NO_WEBHOOKS = "kubesim calls no validating admission webhooks: upstream's admission controller refuses this " \
-              "configmap update"
+ADMISSION_SERVICE = "yunikorn-admission-controller-service"
 
 
 @pytest.fixture
@@ -69,12 +70,6 @@ def check_scheduler_config(yk, scheduler_config: dict) -> None:
     assert contains(config["Partitions"], as_go_json(scheduler_config["partitions"])), config["Partitions"]
 
 
-REST_CONFIG = pytest.mark.xfail(reason="REST: /ws/v1/config's JSON 'Partitions' lists each partition's queues and "
-                                       "placement rules by name only (rest/app.py _config_json); upstream's "
-                                       "ConfigDAOInfo embeds the whole configs.SchedulerConfig", strict=True)
-
-
-@REST_CONFIG
 def test_verify_configmap_file(yk, old_config_map):
     """It("Verify_ConfigMap_File")"""
     config_map = get_config_map_obj(TESTDATA / "yunikorn-configs.yaml")
@@ -87,7 +82,6 @@ def test_verify_configmap_file(yk, old_config_map):
     check_scheduler_config(yk, scheduler_config)
 
 
-@REST_CONFIG
 def test_verify_compressed_configmap_file(yk, old_config_map):
     """It("Verify_Compressed_ConfigMap_File")"""
     config_map = get_config_map_obj(TESTDATA / "compressed_yunikorn-configs.yaml")
@@ -200,15 +194,45 @@ def test_configure_the_scheduler_with_a_valid_name(yk, old_config_map, config):
     assert cm is not None
 
 
-@pytest.mark.xfail(reason=NO_WEBHOOKS, strict=True)
+@pytest.fixture(scope="module")
+def admission_controller(yk, tmp_path_factory):
+    """The chart's admission controller beside the scheduler, as upstream's cluster runs it: the
+    ``yunikorn-admission-controller`` command, its Service (kubesim routes the cluster IP on loopback), and
+    the scheduler's REST address in ``yunikorn-defaults``. It registers its webhooks itself."""
+    core = yk.kube.core
+    namespace = yk.configmaps.namespace
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "yunikorn-defaults"}, "data": {
+        "admissionController.webHook.schedulerServiceAddress": yk.rest.base_url.split("://")[1].rstrip("/")}})
+    folder = tmp_path_factory.mktemp("admission")
+    controller = Controller(pathlib.Path(yk.cluster.kubeconfig), folder / "controller.log", workers=1)
+    try:
+        core.create_namespaced_service(namespace, {"metadata": {"name": ADMISSION_SERVICE}, "spec": {
+            "clusterIP": "127.0.0.1", "ports": [{"port": 443, "targetPort": controller.port}]}})
+        controller.wait_healthy(lambda port: HttpsClient(port, registered_bundle(
+            yk.sim, "validatingwebhookconfigurations")))
+        yield controller
+    finally:
+        controller.stop()
+        registration = k8s.AdmissionregistrationV1Api(core.api_client)
+        for made in registration.list_validating_webhook_configuration().items:
+            registration.delete_validating_webhook_configuration(made.metadata.name)
+        for made in registration.list_mutating_webhook_configuration().items:
+            registration.delete_mutating_webhook_configuration(made.metadata.name)
+        core.delete_namespaced_service(ADMISSION_SERVICE, namespace)
+        core.delete_namespaced_config_map("yunikorn-defaults", namespace)
+
+
 @pytest.mark.parametrize("config", [
     pytest.param(INVALID_QUEUE_NAME, id="Configure the scheduler with an invalid queue name"),
     pytest.param(INVALID_USER_FILTER, id="Configure the scheduler with an invalid user name in placement rule filter"),
     pytest.param(INVALID_GROUP_FILTER, id="Configure the scheduler with an invalid group name in placement rule filter"),
 ])
-def test_configure_the_scheduler_with_an_invalid_name(yk, old_config_map, config):
+def test_configure_the_scheduler_with_an_invalid_name(yk, admission_controller, old_config_map, config):
     """It("Configure the scheduler with an invalid queue name"), It("Configure the scheduler with an invalid
     user name in placement rule filter"), It("Configure the scheduler with an invalid group name in placement
     rule filter"): the update is refused."""
-    with pytest.raises(k8s.ApiException):
+    with pytest.raises(k8s.ApiException) as refused:
         update_config_map(yk, {"metadata": {"name": CONFIG_MAP}, "data": {"queues.yaml": config}})
+    # refused by the admission controller's validating webhook, from the scheduler's verdict
+    assert json.loads(refused.value.body)["message"].startswith(
+        'admission webhook "admission-webhook.yunikorn.validate-conf" denied the request: ')

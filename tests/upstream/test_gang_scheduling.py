@@ -6,7 +6,8 @@ Upstream writes ``yunikorn.apache.org/task-groups`` with encoding/json from cach
 carry no json tags: the keys are ``Name``, ``MinMember``, ``MinResource``, ``NodeSelector``... (and the
 unset ones ``null``), which the shim must read case-insensitively as the Go decoder does.
 
-Verify_HugePage skips, as upstream does, when no node has 2Mi huge pages (kind's nodes have none)."""
+Verify_HugePage skips, as upstream does, when no node has 2Mi huge pages; the suite's workers have 1Gi of
+them (kind's nodes have none), so it runs."""
 
 from __future__ import annotations
 
@@ -34,14 +35,6 @@ from tests.waiting import wait_for
 GROUP_A, GROUP_B, GROUP_C = "groupa", "groupb", "groupc"
 UNSATISFIABLE_NODE_SELECTOR = {"kubernetes.io/hostname": "unsatisfiable_node"}
 TIMEOUT_PARAM, STYLE_PARAM = "placeholderTimeoutInSeconds", "gangSchedulingStyle"
-
-TASK_GROUP_KEYS = "issue 26 defect 1: the shim reads task-groups keys case-sensitively ('name', 'minMember'), " \
-                  "so upstream's Go-written 'Name', 'MinMember', 'MinResource' make no gang"
-NO_JOBS = "issue 26 defect 6: kubesim serves no batch/v1 Jobs and has no Job controller"
-NO_GC = "issue 26 defect 6: kubesim has no garbage collector, so the placeholders the originator pod owns " \
-        "(ownerReferences) outlive it"
-
-
 SCHED_POLICY = "fifo"
 
 
@@ -117,7 +110,6 @@ def tg(gang: Gang, name: str, min_member: int, **fields) -> dict:
     return task_group(name, min_member, gang.min_resource, **fields)
 
 
-@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; {NO_JOBS}", strict=True)
 def test_verify_annotation_taskgroup_def(gang):
     """It("Verify_Annotation_TaskGroup_Def")"""
     annotations = PodAnnotation(task_groups=[tg(gang, GROUP_A, 5)])
@@ -132,7 +124,6 @@ def test_verify_annotation_taskgroup_def(gang):
     gang.wait_for_placeholder_data(gang.app_id, GROUP_A, 5, 5, 0)
 
 
-@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; {NO_JOBS}", strict=True)
 def test_verify_multiple_taskgroups_nodes(gang):
     """It("Verify_Multiple_TaskGroups_Nodes"): the real pods land where their group's placeholders ran."""
     kube = gang.kube
@@ -167,7 +158,6 @@ def test_verify_multiple_taskgroups_nodes(gang):
     gang.check_app_status(gang.app_id, States.Application.Running)
 
 
-@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; {NO_JOBS}", strict=True)
 def test_verify_tg_with_more_than_min_members(gang):
     """It("Verify_TG_with_More_Than_minMembers")"""
     annotations = PodAnnotation(task_group_name=GROUP_A, task_groups=[tg(gang, GROUP_A, 3)])
@@ -179,7 +169,6 @@ def test_verify_tg_with_more_than_min_members(gang):
     assert len(app["allocations"]) == 6, "Allocations count is not correct"
 
 
-@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; {NO_JOBS}", strict=True)
 def test_verify_default_gs_style(gang):
     """It("Verify_Default_GS_Style"): soft gang scheduling: after the placeholder timeout the real pods run."""
     pd_timeout = 20
@@ -199,7 +188,6 @@ def test_verify_default_gs_style(gang):
         assert alloc["placeholderUsed"] is False, "Allocation should not be replacement of ph"
 
 
-@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; {NO_JOBS}", strict=True)
 def test_verify_hard_gs_failed_state(gang):
     """It("Verify_Hard_GS_Failed_State"): hard gang scheduling: the app fails once its placeholders time out."""
     pd_timeout = 20
@@ -215,7 +203,6 @@ def test_verify_hard_gs_failed_state(gang):
     check_placeholder_data(app, GROUP_B, 3, 0, 3)
 
 
-@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; {NO_JOBS}", strict=True)
 def test_verify_deleted_placeholders(gang):
     """It("Verify_Deleted_Placeholders"): deleted placeholders leave the app, the node and the queue."""
     kube, rest = gang.kube, gang.rest
@@ -244,7 +231,6 @@ def test_verify_deleted_placeholders(gang):
         assert resource_value(queue.get("absUsedCapacity"), name) == 0, "Placeholder allocation not removed from queue"
 
 
-@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; {NO_JOBS}", strict=True)
 def test_verify_completed_job_placeholders_cleanup(gang):
     """It("Verify_Completed_Job_Placeholders_Cleanup")"""
     annotations = PodAnnotation(task_groups=[tg(gang, GROUP_A, 3, node_selector=UNSATISFIABLE_NODE_SELECTOR),
@@ -289,19 +275,16 @@ def verify_originator_deletion_case(gang: Gang, with_owner_ref: bool) -> None:
             kube.core.delete_namespaced_config_map("test-cm", gang.ns)
 
 
-@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; {NO_GC}", strict=True)
 def test_verify_originator_deletion_trigger_placeholders_cleanup(gang):
     """It("Verify_OriginatorDeletion_Trigger_Placeholders_Cleanup")"""
     verify_originator_deletion_case(gang, False)
 
 
-@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; {NO_GC}", strict=True)
 def test_verify_originator_deletion_with_ownerreference_trigger_placeholders_cleanup(gang):
     """It("Verify_OriginatorDeletionWithOwnerreference_Trigger_Placeholders_Cleanup")"""
     verify_originator_deletion_case(gang, True)
 
 
-@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; {NO_JOBS}", strict=True)
 def test_verify_gangapp_fifo_order(gang):
     """It("Verify_GangApp_FIFO_Order"): with a 300m/300M namespace quota, appA runs, appB's gang reserves
     the rest and appC waits; once appA is deleted: appA Completing, appB Running, appC Accepted."""
@@ -360,9 +343,6 @@ def check_originator(app: dict, originator: str) -> None:
             assert alloc["placeholder"] is True, "Placeholder pod should be a placeholder pod"
 
 
-@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; and the shim never marks the originator pod's ask as the "
-                          "originator (SI Allocation.originator, upstream's Task.IsOriginator; actors/shim/translate.py "
-                          "builds every ask without it), so REST reports 'originator': false for it", strict=True)
 def test_verify_gang_app_originator_pod_does_not_change_after_restart(gang):
     """It("Verify_Gang_App_Originator_Pod_Does_Not_Change_After_Restart")"""
     placeholder_count = 5

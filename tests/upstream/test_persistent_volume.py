@@ -7,11 +7,23 @@ containers serve the volumes, and kubesim runs no containers."""
 from __future__ import annotations
 
 import pytest
+from kubernetes import client as k8s
 
 from tests.upstream.framework import TestPodConfig, init_test_pod, rand_seq
 from tests.waiting import wait_for
 
 STANDARD_SC_NAME = "standard"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kind_default_class(yk):
+    """kind's default StorageClass, which upstream's claims take when they name none."""
+    storage = k8s.StorageV1Api(yk.kube.core.api_client)
+    storage.create_storage_class({"metadata": {"name": STANDARD_SC_NAME, "annotations": {
+        "storageclass.kubernetes.io/is-default-class": "true"}}, "provisioner": "rancher.io/local-path",
+        "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer"})
+    yield
+    storage.delete_storage_class(STANDARD_SC_NAME)
 
 
 @pytest.fixture
@@ -30,8 +42,6 @@ def init_persistent_volume(name: str, capacity: str, path: str, storage_class: s
                          {"key": "fakeKey", "operator": "NotIn", "values": ["fakeValue"]}]}]}}}}
 
 
-@pytest.mark.xfail(reason="kubesim has no PersistentVolume controller: a new volume never turns Available (nor "
-                          "would the claim bound to it by name turn Bound)", strict=True)
 def test_verify_static_binding_of_local_pv(yk, dev):
     """It("Verify_static_binding_of_local_pv")"""
     core = yk.kube.core

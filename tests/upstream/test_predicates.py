@@ -174,8 +174,6 @@ def test_verify_not_matching_taint_tolerations_respected(suite, nss):
         kube.remove_node_label(node, label_key, LABEL_VALUE)
 
 
-@pytest.mark.xfail(reason="issue 26 defect 6: kubesim's kubelet starts only pods bound after their creation; a pod "
-                          "created with spec.nodeName never turns Running", strict=True)
 def test_verify_podfitshost_respected(suite, nss):
     """It("Verify_PodFitsHost_Respected")"""
     ns, kube = nss[0], suite.kube

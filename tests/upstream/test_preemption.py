@@ -125,9 +125,6 @@ def test_verify_no_preemption_outside_fence(suite, dev):
     verify_no_preemption(suite, dev, f"{suite.limit}M", {"preemption.delay": "1s", "preemption.policy": "fence"})
 
 
-@pytest.mark.xfail(reason="issue 26 defect 2: the ask's allocation log reads 'queue root.parent: max memory ... reached' "
-                          "instead of upstream's constant 'Not enough queue quota', and the core does not preempt "
-                          "for an ask its parent queue's headroom blocks", strict=True)
 def test_verify_preemption_on_priority_queue(suite, dev):
     """It("Verify_preemption_on_priority_queue"): a task preempts only tasks of lower or equal priority."""
     ns, kube, rest, limit = dev["ns"], suite.kube, suite.rest, suite.limit

@@ -112,12 +112,6 @@ def validate_pod_scheduling_order(yk, ns, sleep_conf, low_conf, normal_conf, hig
     kube.delete_pod(low_pod.metadata.name, ns)
 
 
-NO_PRIORITY_ADMISSION = pytest.mark.xfail(
-    reason="issue 26 defect 6: kubesim does not admit a pod's priority from its priorityClassName "
-           "(spec.priority stays unset, so all three test pods have priority 0)", strict=True)
-
-
-@NO_PRIORITY_ADMISSION
 def test_verify_static_queue_app_scheduling_order(suite, ns):
     """It("Verify_Static_Queue_App_Scheduling_Order")"""
     ns["old"] = suite.configmaps.update("fifo", fence_config("fence"))
@@ -128,7 +122,6 @@ def test_verify_static_queue_app_scheduling_order(suite, ns):
                                   pod_conf("high", name, "root.fence.child1", HIGH))
 
 
-@NO_PRIORITY_ADMISSION
 def test_verify_dynamic_queue_app_scheduling_order(suite, ns):
     """It("Verify_Dynamic_Queue_App_Scheduling_Order")"""
     ns["old"] = suite.configmaps.update("fifo")
@@ -160,8 +153,6 @@ def create_pod_conf_with_task_group(ns: str, name: str, priority_class: str) -> 
         resources=RR, priority_class_name=priority_class, restart_policy="Never")
 
 
-@pytest.mark.xfail(reason="issue 26 defect 6: kubesim serves no batch/v1 Jobs and has no Job controller "
-                          "(upstream submits each gang as a Job)", strict=True)
 def test_verify_gang_scheduling_with_priority(suite, ns):
     """It("Verify_Gang_Scheduling_With_Priority")"""
     def mutate(config: dict) -> None:

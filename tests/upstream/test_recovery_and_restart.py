@@ -26,9 +26,6 @@ TASK_GROUP_A, TASK_GROUP_B, TASK_GROUP_E2E = "groupa", "groupb", "e2e-task-group
 TASK_GROUP_E2E_PREFIX = f"tg-{GANG_SLEEP_JOB_PREFIX}-{TASK_GROUP_E2E}"
 PARALLELISM = 3
 TAINT_KEY = "e2e_test"
-NO_JOBS = "issue 26 defect 6: kubesim serves no batch/v1 Jobs and has no Job controller"
-TASK_GROUP_KEYS = "issue 26 defect 1: the shim reads task-groups keys case-sensitively, so upstream's Go-written " \
-                  "'Name', 'MinMember', 'MinResource' make no gang"
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +71,6 @@ def test_verify_pod_alloc_props(suite, dev):
     assert res_map["vcore"] == requests["vcore"]
 
 
-@pytest.mark.xfail(reason=NO_JOBS, strict=True)
 def test_verify_sleepjobs_restart_yk(suite, dev):
     """It("Verify_SleepJobs_Restart_YK"): jobs submitted just before the scheduler restarts all run."""
     ns, _ = dev
@@ -96,7 +92,6 @@ def init_task_groups(conf: SleepPodConfig, main: str, second: str, parallelism: 
             task_group(second, parallelism + 1, resources, node_selector={"kubernetes.io/hostname": "nonexistingnode"})]
 
 
-@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; {NO_JOBS}", strict=True)
 def test_verify_gangscheduling_twogangs_restart_yk(suite, dev):
     """It("Verify_GangScheduling_TwoGangs_Restart_YK"): placeholders keep their states across a restart."""
     ns, _ = dev
@@ -134,7 +129,6 @@ def test_verify_gangscheduling_twogangs_restart_yk(suite, dev):
     kube.wait_for_job_pods_succeeded(ns, job, PARALLELISM, timeout=30 + 12)
 
 
-@pytest.mark.xfail(reason=f"{TASK_GROUP_KEYS}; {NO_JOBS}", strict=True)
 def test_verify_gangscheduling_pendingplaceholders_restart_yk(suite, dev):
     """It("Verify_GangScheduling_PendingPlaceholders_Restart_YK"): running and pending placeholders survive
     a restart, and the job completes once the other nodes are untainted."""

@@ -18,11 +18,6 @@ from tests.upstream.framework import (
 from tests.upstream.framework import rand_seq as rand
 
 TAINT_KEY = "e2e_test_simple_preemptor"
-# The pod that cannot run waits for a victim on the node it requires, of the same priority; and "Killing" is
-# the kubelet's event for a container it stops, which kubesim's kubelet does not record.
-REQUIRED_NODE_PREEMPTION = pytest.mark.xfail(
-    reason="issue 26 defect 3: no preemption for a required-node (DaemonSet) ask when the victims have its "
-           "priority; and defect 6: kubesim's kubelet records no 'Killing' event for a deleted pod", strict=True)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +55,6 @@ def deploy(kube, dev, config):
     return pod
 
 
-@REQUIRED_NODE_PREEMPTION
 def test_verify_basic_simple_preemption(suite, dev):
     """It("Verify_basic_simple_preemption"): the only running pod is the victim."""
     kube = suite.kube
@@ -73,7 +67,6 @@ def test_verify_basic_simple_preemption(suite, dev):
     kube.wait_for_pod_event(dev, "sleepjob2", "Killing")
 
 
-@REQUIRED_NODE_PREEMPTION
 def test_verify_simple_preemption(suite, dev):
     """It("Verify_simple_preemption"): of three pods (two opted out), the regular one is the victim."""
     kube = suite.kube

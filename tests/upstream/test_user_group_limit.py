@@ -201,17 +201,9 @@ def test_verify_wildcard_limit(ugl, kind, name, max_apps, wildcard_apps, wildcar
 
 @pytest.mark.parametrize("kind, valid_name", [
     pytest.param(USER, "user_Test-a_b_#_c_#_d_/_e@dom:ain.com",
-                 id="Verify_maxresources_with_a_valid_user_name_and_specific_user_limit",
-                 marks=pytest.mark.xfail(reason="the core refuses the configuration: actors/core/acl.py's USER_NAME "
-                                                "'^[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?$' lacks the ':', '#' and '/' that "
-                                                "yunikorn-core's UserRegExp '^[_a-zA-Z][a-zA-Z0-9:#/_.@-]*[$]?$' "
-                                                "allows", strict=True)),
+                 id="Verify_maxresources_with_a_valid_user_name_and_specific_user_limit"),
     pytest.param(GROUP, "group_Test-a_b_dom:ain.com",
-                 id="Verify_maxresources_with_a_valid_group_name_and_specific_group_limit",
-                 marks=pytest.mark.xfail(reason="the core refuses the configuration: actors/core/acl.py's GROUP_NAME "
-                                                "'^[_a-zA-Z][a-zA-Z0-9_-]*$' lacks the ':' and '.' that "
-                                                "yunikorn-core's GroupRegExp '^[_a-zA-Z][a-zA-Z0-9:_.-]*$' allows",
-                                         strict=True)),
+                 id="Verify_maxresources_with_a_valid_group_name_and_specific_group_limit"),
 ])
 def test_verify_maxresources_with_a_valid_name_and_specific_limit(ugl, kind, valid_name):
     """It("Verify_maxresources_with_a_valid_user_name_and_specific_user_limit") and
@@ -223,9 +215,6 @@ def test_verify_maxresources_with_a_valid_name_and_specific_limit(ugl, kind, val
     ugl.check_usage(kind, urllib.parse.quote_plus(valid_name), SANDBOX1, [pod1])
 
 
-@pytest.mark.xfail(reason="REST: the WSGI path is percent-decoded before routing, so the escaped '/' (%2F) of "
-                          "the queue name splits /ws/v1/partition/default/queue/{queue} and the queue answers 404 "
-                          "(upstream's router matches the escaped path)", strict=True)
 def test_verify_queue_name_with_special_characters(ugl):
     """It("Verify_Queue_Name_With_Special_Characters")"""
     queue_name = "root_test22-a_b_#_c_#_d_/_e@dom:ain"
