@@ -18,6 +18,9 @@ the Lease to expire.
 event stream go (``sqlite:///path/file.db`` or ``postgresql://...``); by default a SQLite file in the
 working directory; ``none`` keeps finished applications in memory for the retention, as upstream does.
 With leader election only the leader writes it; the standby reads the same store.
+
+``yunikorn-scheduler simulate ...`` replays a workload trace against a queue configuration on a virtual
+clock instead (see ``simulate.cli``).
 """
 
 from __future__ import annotations
@@ -183,6 +186,10 @@ def configure_logging(level: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["simulate"]:  # the what-if simulator: the core alone, no cluster
+        from simulate.cli import main as simulate
+        return simulate(argv[1:])
     args = parse_args(argv)
     configure_logging(args.log_level)
     tune_collector()
