@@ -39,7 +39,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0,
                         help="orders applications submitted at the same time (default 0: file order)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="another yunikorn-configs key, e.g. service.schedulingInterval=1s (repeatable)")
+                        help="a yunikorn-configs key a simulation reads: service.schedulingInterval=1s")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser.parse_args(argv)
 
@@ -79,13 +79,21 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
+# The yunikorn-configs keys a simulated run reads; any other would be accepted and ignored, so is refused.
+SIMULATED_KEYS = (core_settings.SCHEDULING_INTERVAL,)
+
+
 def _extra(pairs: list[str]) -> dict[str, str]:
     extra = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise InputError("--set", pair, "must be KEY=VALUE")
-        extra[key.strip()] = value.strip()
+        key = key.strip()
+        if key not in SIMULATED_KEYS:
+            raise InputError("--set", pair, f"{key} has no effect on a simulation; it takes "
+                                            f"{', '.join(SIMULATED_KEYS)}")
+        extra[key] = value.strip()
     return extra
 
 

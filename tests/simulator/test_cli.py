@@ -76,6 +76,9 @@ def test_a_malformed_queue_configuration_or_setting_is_refused(tmp_path, capsys)
     assert main(["--queues", str(QUEUES), "--cluster", str(CLUSTER), "--trace", str(small_trace(tmp_path)),
                  "--report", str(tmp_path / "out"), "--set", "service.schedulingInterval=soon"]) == 2
     assert "service.schedulingInterval" in capsys.readouterr().err
+    assert main(["--queues", str(QUEUES), "--cluster", str(CLUSTER), "--trace", str(small_trace(tmp_path)),
+                 "--report", str(tmp_path / "out"), "--set", "event.maxStreams=10"]) == 2
+    assert "event.maxStreams has no effect on a simulation" in capsys.readouterr().err
 
 
 def test_the_alibaba_importer_reads_the_shipped_sample(tmp_path, capsys):
