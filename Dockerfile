@@ -12,6 +12,7 @@ COPY actors ./actors
 COPY rest ./rest
 COPY webhook ./webhook
 COPY kubesim ./kubesim
+COPY simulate ./simulate
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 # Runtime stage.
