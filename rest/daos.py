@@ -43,9 +43,12 @@ def resource(value) -> dict | None:
 
 
 def allocation(a: AllocationSnapshot) -> dict:
-    return {"allocationKey": a.allocation_key, "allocationTags": dict(a.allocation_tags),
+    # Rendered twice per allocation by the dump (under its node and its application): kept to plain
+    # lookups, its tags and resource copied as the dicts they are.
+    delay = a.allocation_time - a.request_time
+    return {"allocationKey": a.allocation_key, "allocationTags": a.allocation_tags.copy(),
             "requestTime": a.request_time, "allocationTime": a.allocation_time,
-            "allocationDelay": max(a.allocation_time - a.request_time, 0), "resource": resource(a.resource),
+            "allocationDelay": delay if delay > 0 else 0, "resource": a.resource.as_dict(),
             "priority": str(a.priority), "nodeId": a.node_id, "applicationId": a.application_id,
             "placeholder": a.placeholder, "placeholderUsed": a.placeholder_used, "taskGroupName": a.task_group_name,
             "preempted": a.preempted, "originator": a.originator}

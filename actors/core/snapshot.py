@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from si.resources import Resource
 
@@ -25,8 +25,10 @@ METRICS = "metrics"  # what only /ws/v1/metrics reads: application states per qu
 ALL_AREAS = frozenset({NODES, APPLICATIONS, HEALTH, METRICS})
 
 
-@dataclass(frozen=True, slots=True)
-class AllocationSnapshot:
+class AllocationSnapshot(NamedTuple):
+    """A tuple, not a frozen dataclass: a snapshot after a burst builds one per allocation (100,000 at
+    scale), and a tuple is built in half the time."""
+
     allocation_key: str
     allocation_tags: Mapping[str, str]
     request_time: int

@@ -34,11 +34,12 @@ from si.resources import Resource, min_limit, remaining, total
 RUNNING_STATES = (states.RUNNING, states.STARTING)  # Starting (stateaware) is running to upstream
 
 
-def allocation_snapshot(a: Allocation) -> AllocationSnapshot:
-    # The tags dict is never changed after the allocation is created: a read-only view suffices.
-    return AllocationSnapshot(a.key, MappingProxyType(a.tags), a.request_time, a.allocation_time, a.resource,
-                              a.priority, a.node_id, a.application_id, a.placeholder, a.task_group, a.foreign,
-                              a.preemptable, a.originator, a.placeholder_used, a.preempted)
+def allocation_snapshot(a: Allocation, _new=tuple.__new__) -> AllocationSnapshot:
+    # The tags dict is never changed after the allocation is created: a read-only view suffices. Built as
+    # the tuple it is, without the generated constructor's call (a burst builds one per allocation).
+    return _new(AllocationSnapshot, (a.key, MappingProxyType(a.tags), a.request_time, a.allocation_time, a.resource,
+                                     a.priority, a.node_id, a.application_id, a.placeholder, a.task_group, a.foreign,
+                                     a.preemptable, a.originator, a.placeholder_used, a.preempted))
 
 
 def ask_snapshot(a: Allocation) -> AskSnapshot:
