@@ -371,6 +371,28 @@ def parse_properties(node: Any, path: str = "properties") -> QueueProperties:
         ask_backoff_delay=durations["application.unschedasks.backoff.delay"])
 
 
+def inherit_properties(parent: QueueProperties, own: QueueProperties) -> QueueProperties:
+    """A configured child queue's properties, as upstream's ``Queue.mergeProperties``: its parent's (already
+    merged with theirs) under its own. Some are not passed down as written: ``priority.policy`` becomes
+    ``default`` and ``priority.offset`` ``0`` (a fence and an offset are the setting queue's alone), and
+    ``preemption.policy`` passes down only as ``disabled``, else ``default``."""
+    if not parent:
+        return own
+    merged = {key: _as_inherited(key, value) for key, value in parent.items()}
+    merged.update(own)
+    return parse_properties(merged)
+
+
+def _as_inherited(key: str, value: str) -> str:
+    if key == "priority.policy":
+        return "default"
+    if key == "priority.offset":
+        return "0"
+    if key == "preemption.policy" and value.lower() != "disabled":
+        return "default"
+    return value
+
+
 def _whole(text: str, path: str, low: int, high: int) -> int:
     try:
         number = parse_int(text)  # as upstream: strconv.ParseInt, ASCII digits

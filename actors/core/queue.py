@@ -49,12 +49,13 @@ class Queue:
         self.app_totals = {"completed": 0, "failed": 0, "rejected": 0}
         self.configure(cfg.QueueConfig(name))
 
-    def configure(self, config: cfg.QueueConfig) -> None:
-        """Take the queue's configuration (its properties already parsed, see ``config.parse_properties``)."""
+    def configure(self, config: cfg.QueueConfig, inherited: cfg.QueueProperties = cfg.NO_PROPERTIES) -> None:
+        """Take the queue's configuration (its properties already parsed, see ``config.parse_properties``)
+        under the ``inherited`` properties (a configured queue's parent's; see ``config.inherit_properties``)."""
         self.max: Resource | None = config.resources.max
         self.guaranteed: Resource | None = config.resources.guaranteed
         self.max_apps = config.max_applications or 0
-        self.properties = properties = config.properties
+        self.properties = properties = cfg.inherit_properties(inherited, config.properties)
         self.submit_acl = ACL.parse(config.submit_acl)
         self.admin_acl = ACL.parse(config.admin_acl)
         self.template: cfg.ChildTemplate | None = config.child_template
@@ -177,7 +178,8 @@ class QueueTree:
 
         def walk(config: cfg.QueueConfig, queue: Queue) -> None:
             seen.add(queue.path)
-            queue.configure(config)
+            # Parents first, so a parent's change reaches the children that do not set the key.
+            queue.configure(config, queue.parent.properties if queue.parent else cfg.NO_PROPERTIES)
             queue.managed = True
             queue.leaf = config.is_leaf
             if queue.status == DRAINING:

@@ -99,10 +99,6 @@ def test_quota_preemption_disabled(yk, dev, initial):
     running_stays(yk, dev, 3, 5)
 
 
-@pytest.mark.xfail(reason="the core's queues do not inherit their parent's properties (upstream's Queue."
-                          "mergeProperties; actors/core/queue.py reads only the queue's own): queue-a never takes "
-                          "root.parent's quota.preemption.delay of 20s, so it stays over its reduced maximum and is "
-                          "never quota-preempted", strict=True)
 def test_quota_preemption_delay_inherited_from_parent(yk, dev):
     """It("Quota_Preemption_Delay_Inherited_From_Parent")"""
     update_config_map(yk, "yunikorn-configs-parent-delay-no-child-delay.yaml")
