@@ -476,9 +476,9 @@ class SnapshotCache:
     clients asking for the full state dump at once hold one copy of it, not a thousand.
     """
 
-    # The dumps also read what no snapshot holds (the shim's state, the history, the actors' failures),
-    # and a snapshot lives until the core changes: they are built afresh (from cached fragments).
     UNCACHED = ("/ws/v1/events/", "/ws/v1/health/", "/ws/v1/openapi.json", "/ws/v1/metrics")
+    # The dumps also show what no snapshot holds (the shim's state, the history, the actors' failures):
+    # their key holds those too, so a dump is served again only while all it shows is current.
     DUMPS = ("/ws/v1/fullstatedump", "/debug/fullstatedump")
 
     def __init__(self, view: SchedulerView, areas: dict[str, frozenset[str]], size: int = 64) -> None:
@@ -492,7 +492,6 @@ class SnapshotCache:
         if req.method != "GET" or req.path.startswith(self.UNCACHED) or "snapshot" not in req.context:
             return None
         key = (req.path, req.query_string, req.get_header("Accept") or "")
-        # The dumps also show what no snapshot holds: their answer is current while those parts are too.
         return key + (_Same(self.view.dump_inputs()),) if req.path in self.DUMPS else key
 
     def process_resource(self, req, resp, resource, params) -> None:
@@ -500,7 +499,7 @@ class SnapshotCache:
         if areas is None:
             return
         req.context.snapshot = self.view.snapshot(areas)
-        key = self._key(req)
+        key = req.context.cache_key = self._key(req)  # taken once: what the answer is built from
         if key is None:
             return
         if self._serve_cached(key, req, resp):
@@ -528,7 +527,7 @@ class SnapshotCache:
                 self._flights.leave(building)
 
     def _keep(self, req, resp, succeeded) -> None:
-        key = self._key(req)
+        key = req.context.get("cache_key")
         if key is None or not succeeded or resp.status_code != 200:
             return
         if key in self.entries and self.entries[key][0] is _snapshot(req):
