@@ -3,14 +3,12 @@ admission_controller_suite_test.go: BeforeSuite keeps the configmap and makes th
 removes them; BeforeEach makes a namespace, AfterEach tears it down and wants no failed health check). The
 ``yunikorn-admission-controller`` command runs beside the scheduler and kubesim calls its webhooks.
 
-Not ported: "Check that annotation is added to a deployment", "... a StatefulSet", "... a DaemonSet", "... a
-ReplicaSet", "... a Job", "... a CronJob" (runWorkloadTest waits for the workload's pod, with user.info): kubesim's
-controllers create pods as the admin user the emulator sends in every AdmissionReview, not as their
-``system:serviceaccount:kube-system:*-controller`` accounts, so the webhook rightly refuses the user.info they
-copy from the template; kubesim serves no StatefulSet, DaemonSet or CronJob API either. "Check that
+Not ported: "Check that annotation is added to a StatefulSet", "... a DaemonSet" and "... a CronJob": kubesim
+serves no StatefulSet, DaemonSet or CronJob API. "Check that
 deployment is rejected when controller users are not trusted", "Check that deployment is rejected when external
-user is not trusted" and "Check that replicaset is not modified if submitted by system user" need requests made
-as other users (kubesim authenticates no one and impersonates no one) as well as those controllers.
+user is not trusted" and "Check that replicaset is not modified if submitted by system user" change the
+controller's trust settings and send requests as other users; kubesim authenticates and impersonates no one (every
+client request reaches the webhook as the admin user; only its own controllers act as their service accounts).
 
 Ported with one step less: "Verifying a pod is created in the bypass namespace" waits for the pod to run, which
 the default scheduler does and the emulator has none; the pod is still checked as upstream checks it (its
@@ -158,3 +156,44 @@ def test_check_that_annotation_is_added_to_a_pod_and_cannot_be_modified(admissio
     with pytest.raises(k8s.ApiException):
         kube.core.replace_namespaced_pod(pod.metadata.name, ns, pod)
 
+
+
+def pod_template(restart_policy: str) -> dict:
+    """getPodSpec"""
+    pod = test_pod()
+    pod["spec"]["restartPolicy"] = restart_policy
+    return pod
+
+
+def run_workload_test(yk, ns: str) -> None:
+    """runWorkloadTest: a pod of the workload appears, with user.info."""
+    yk.kube.wait_for_pod_by_selector(ns, f"app={APP_NAME}", timeout=10)
+    pods = yk.kube.get_pods(ns)
+    pod = yk.kube.get_pod(pods.items[0].metadata.name, ns)
+    assert pod.metadata.annotations[USER_INFO]
+
+
+def test_check_that_annotation_is_added_to_a_deployment(admission_suite, ns):
+    """It("Check that annotation is added to a deployment")"""
+    admission_suite.kube.create_deployment({
+        "metadata": {"name": "sleepjob", "labels": {"app": APP_NAME}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": APP_NAME}},
+                 "template": pod_template("Always")}}, ns)
+    run_workload_test(admission_suite, ns)
+
+
+def test_check_that_annotation_is_added_to_a_job(admission_suite, ns):
+    """It("Check that annotation is added to a Job")"""
+    admission_suite.kube.create_job({
+        "metadata": {"name": "sleepjob", "labels": {"app": APP_NAME}},
+        "spec": {"parallelism": 1, "completions": 1, "template": pod_template("Never")}}, ns)
+    run_workload_test(admission_suite, ns)
+
+
+def test_check_that_annotation_is_added_to_a_replicaset(admission_suite, ns):
+    """It("Check that annotation is added to a ReplicaSet")"""
+    k8s.AppsV1Api(admission_suite.kube.core.api_client).create_namespaced_replica_set(ns, {
+        "metadata": {"name": "sleepjob", "labels": {"app": APP_NAME}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": APP_NAME}},
+                 "template": pod_template("Always")}})
+    run_workload_test(admission_suite, ns)
