@@ -58,8 +58,10 @@ class Webhooks:
             else:
                 self._configurations[key] = event.new
 
-    def admit(self, kind: Kind, operation: str, namespace: str, obj: dict, old: dict | None) -> dict:
-        """``obj`` as the mutating webhooks leave it, once the validating ones allow it (else an ApiError).
+    def admit(self, kind: Kind, operation: str, namespace: str, obj: dict, old: dict | None,
+              user: dict | None = None) -> dict:
+        """``obj`` as the mutating webhooks leave it, once the validating ones allow it (else an ApiError);
+        ``user`` is who asks (a controller's service account; else the admin user every client is).
         Called without the store lock: a webhook may call the API itself."""
         if not self._configurations or kind is MUTATING or kind is VALIDATING:
             return obj
@@ -68,7 +70,8 @@ class Webhooks:
                 configuration = self._configurations.get(key) or {}
                 for webhook in configuration.get("webhooks") or ():
                     if isinstance(webhook, dict) and self._matches(webhook, kind, operation, namespace, obj, old):
-                        obj = self._call(webhook, kind, operation, namespace, obj, old, plural == MUTATING.plural)
+                        obj = self._call(webhook, kind, operation, namespace, obj, old, plural == MUTATING.plural,
+                                         user or USER)
         return obj
 
     def _matches(self, webhook: dict, kind: Kind, operation: str, namespace: str, obj: dict, old: dict | None) -> bool:
@@ -88,7 +91,7 @@ class Webhooks:
                    for o in (obj, old) if o is not None)
 
     def _call(self, webhook: dict, kind: Kind, operation: str, namespace: str, obj: dict, old: dict | None,
-              mutating: bool) -> dict:
+              mutating: bool, user: dict) -> dict:
         name = webhook.get("name", "")
         review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
             "uid": str(uuid.uuid4()), "kind": {"group": kind.group, "version": kind.version, "kind": kind.kind},
@@ -96,7 +99,7 @@ class Webhooks:
             "requestKind": {"group": kind.group, "version": kind.version, "kind": kind.kind},
             "requestResource": {"group": kind.group, "version": kind.version, "resource": kind.plural},
             "name": (obj.get("metadata") or {}).get("name", ""), "namespace": namespace, "operation": operation,
-            "userInfo": USER, "object": obj, "oldObject": old, "dryRun": False,
+            "userInfo": user, "object": obj, "oldObject": old, "dryRun": False,
             "options": {"apiVersion": "meta.k8s.io/v1",
                         "kind": "CreateOptions" if operation == "CREATE" else "UpdateOptions"}}}
         try:

@@ -147,7 +147,8 @@ class Api:
             obj.setdefault("preemptionPolicy", priority.PREEMPT_LOWER)
 
     # Verbs.
-    def create(self, kind: Kind, namespace: str, body, subresource: str = "", name: str = "") -> tuple[int, dict]:
+    def create(self, kind: Kind, namespace: str, body, subresource: str = "", name: str = "",
+               user: dict | None = None) -> tuple[int, dict]:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
         if subresource == "binding":
@@ -166,7 +167,7 @@ class Api:
             obj["metadata"].pop(system_field, None)  # as kube-apiserver's BeforeCreate clears them
         self._defaults(kind, obj)
         if self.webhooks is not None:
-            obj = self.webhooks.admit(kind, "CREATE", namespace, obj, None)
+            obj = self.webhooks.admit(kind, "CREATE", namespace, obj, None, user)
         uid = str(uuid.uuid4())
         with self.store.lock:
             if kind is JOB:

@@ -25,6 +25,7 @@ import orjson
 from kubesim import errors
 from kubesim.resources import DEPLOYMENT, POD, REPLICA_SET, Kind
 from kubesim.selectors import label_selector
+from kubesim.serviceaccounts import controller_user
 from kubesim.store import Event, Store, clone, now_rfc3339
 from kubesim.worker import Worker
 
@@ -218,7 +219,8 @@ class ReplicaSetController(_Controller):
             if not replica_set["metadata"].get("deletionTimestamp"):
                 for _ in range(wanted - len(active)):
                     try:
-                        active.append(self._api.create(POD, namespace, self._pod(replica_set))[1])
+                        active.append(self._api.create(POD, namespace, self._pod(replica_set),
+                                                       user=controller_user("replicaset-controller"))[1])
                     except errors.ApiError as error:
                         self._retry_later(replica_set, error)
                         break
@@ -304,7 +306,8 @@ class DeploymentController(_Controller):
                        "spec": {"replicas": replicas, "minReadySeconds": spec.get("minReadySeconds", 0),
                                 "selector": selector, "template": template}}
         try:
-            return self._api.create(REPLICA_SET, meta["namespace"], replica_set)[1]
+            return self._api.create(REPLICA_SET, meta["namespace"], replica_set,
+                                    user=controller_user("deployment-controller"))[1]
         except errors.ApiError as error:
             self._retry_later(deployment, error)
             return None

@@ -16,6 +16,7 @@ import logging
 
 from kubesim import errors
 from kubesim.resources import JOB, POD
+from kubesim.serviceaccounts import controller_user
 from kubesim.store import Event, Store, clone, now_rfc3339
 from kubesim.worker import Worker
 
@@ -183,7 +184,7 @@ class JobController(Worker):
         if not pod["metadata"]["annotations"]:
             del pod["metadata"]["annotations"]
         try:
-            return self._api.create(POD, meta["namespace"], pod)[1]
+            return self._api.create(POD, meta["namespace"], pod, user=controller_user("job-controller"))[1]
         except errors.ApiError as error:  # as kube-controller-manager, retry later (its event: FailedCreate)
             log.info("job %s/%s: pod not created: %s", meta["namespace"], meta["name"], error.message)
             self.schedule((meta["namespace"], meta["name"]), RETRY_SECONDS)

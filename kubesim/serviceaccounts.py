@@ -7,6 +7,13 @@ from kubesim.resources import BY_PLURAL, NAMESPACE
 from kubesim.store import Event, Store
 from kubesim.worker import Worker
 
+
+def controller_user(controller: str) -> dict:
+    """The user kube-controller-manager's ``controller`` acts as (its service account, with
+    ``--use-service-account-credentials``), as an AdmissionReview's ``userInfo`` names it."""
+    return {"username": f"system:serviceaccount:kube-system:{controller}",
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]}
+
 SERVICE_ACCOUNT = BY_PLURAL["serviceaccounts"]
 DEFAULT = "default"
 

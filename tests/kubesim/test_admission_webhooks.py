@@ -18,6 +18,7 @@ import pytest
 from kubernetes import client
 
 from kubesim import KubeSim
+from tests.waiting import wait_for
 from webhook import pki
 
 
@@ -202,3 +203,23 @@ def test_admission_webhooks_are_switched_off(hook):
         register(client.AdmissionregistrationV1Api(api), hook)
         client.CoreV1Api(api).create_namespaced_config_map("default", config_map("conf"))
         assert hook.reviews == []
+
+
+def test_a_controllers_write_names_its_service_account(sim, hook, admission, core, sim_api):
+    """A client is the admin user; the Deployment and ReplicaSet controllers are their service accounts, as
+    an admission controller trusting only system users sees them."""
+    register(admission, hook, resources=("pods",), operations=("CREATE",))
+    admission.create_validating_webhook_configuration({"metadata": {"name": "apps.example.com"}, "webhooks": [{
+        "name": "apps.example.com", "clientConfig": {
+            "service": {"name": "hook", "namespace": "default", "path": "/apps", "port": 443}, "caBundle": hook.bundle},
+        "rules": [{"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+                   "resources": ["replicasets"]}], "sideEffects": "None", "admissionReviewVersions": ["v1"]}]})
+    core.create_namespaced_pod("default", {"metadata": {"name": "p"}, "spec": {
+        "containers": [{"name": "c", "image": "x"}]}})
+    client.AppsV1Api(sim_api).create_namespaced_deployment("default", {
+        "metadata": {"name": "d"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}}, "template": {
+            "metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+    wait_for(lambda: len(hook.reviews) >= 3, timeout=10, message="the replica set's and its pod's reviews")
+    assert sorted((r["request"]["kind"]["kind"], r["request"]["userInfo"]["username"]) for r in hook.reviews) == [
+        ("Pod", "kubernetes-admin"), ("Pod", "system:serviceaccount:kube-system:replicaset-controller"),
+        ("ReplicaSet", "system:serviceaccount:kube-system:deployment-controller")]

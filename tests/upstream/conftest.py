@@ -4,8 +4,11 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 import yaml
+from kubernetes import client as k8s
 
 from kubesim import KubeSim
 from kubesim.kubelet import set_phase
@@ -13,6 +16,7 @@ from rest.app import SchedulerView
 from rest.server import RestServer
 from tests.shim.cluster import Cluster
 from tests.upstream.framework import ConfigMaps, KubeCtl, RClient, create_basic_config_map
+from tests.webhook.harness import Controller, HttpsClient, registered_bundle
 
 # Upstream's configmap lives in the scheduler's namespace ("yunikorn"); the test cluster's scheduler reads
 # it from "default".
@@ -23,6 +27,7 @@ SETTINGS = {"health.checkInterval": "0"}
 WORKER_CPU, WORKER_MEMORY = "8", "16Gi"
 HUGEPAGES, WORKER_HUGEPAGES = "hugepages-2Mi", "1Gi"
 COMPLETING_SECONDS = 30.0
+ADMISSION_SERVICE = "yunikorn-admission-controller-service"
 
 
 class YuniKorn:
@@ -112,3 +117,31 @@ def suite(yk, request):
     old = yk.configmaps.update(getattr(request.module, "SCHED_POLICY", ""))
     yield yk
     yk.configmaps.restore(old)
+
+
+@pytest.fixture(scope="module")
+def admission_controller(yk, tmp_path_factory):
+    """The chart's admission controller beside the scheduler, as upstream's cluster runs it: the
+    ``yunikorn-admission-controller`` command, its Service (kubesim routes the cluster IP on loopback), and
+    the scheduler's REST address in ``yunikorn-defaults``. It registers its webhooks itself."""
+    core = yk.kube.core
+    namespace = yk.configmaps.namespace
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "yunikorn-defaults"}, "data": {
+        "admissionController.webHook.schedulerServiceAddress": yk.rest.base_url.split("://")[1].rstrip("/")}})
+    folder = tmp_path_factory.mktemp("admission")
+    controller = Controller(pathlib.Path(yk.cluster.kubeconfig), folder / "controller.log", workers=1)
+    try:
+        core.create_namespaced_service(namespace, {"metadata": {"name": ADMISSION_SERVICE}, "spec": {
+            "clusterIP": "127.0.0.1", "ports": [{"port": 443, "targetPort": controller.port}]}})
+        controller.wait_healthy(lambda port: HttpsClient(port, registered_bundle(
+            yk.sim, "validatingwebhookconfigurations")))
+        yield controller
+    finally:
+        controller.stop()
+        registration = k8s.AdmissionregistrationV1Api(core.api_client)
+        for made in registration.list_validating_webhook_configuration().items:
+            registration.delete_validating_webhook_configuration(made.metadata.name)
+        for made in registration.list_mutating_webhook_configuration().items:
+            registration.delete_mutating_webhook_configuration(made.metadata.name)
+        core.delete_namespaced_service(ADMISSION_SERVICE, namespace)
+        core.delete_namespaced_config_map("yunikorn-defaults", namespace)

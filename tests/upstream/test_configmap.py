@@ -17,14 +17,12 @@ import yaml
 from kubernetes import client as k8s
 
 from tests.upstream.framework import CONFIG_MAP, POLICY_GROUP
-from tests.webhook.harness import Controller, HttpsClient, registered_bundle
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata"
 GO_FIELDS = {"name": "Name", "queues": "Queues", "submitacl": "SubmitACL", "adminacl": "AdminACL",
              "parent": "Parent", "properties": "Properties", "placementrules": "PlacementRules",
              "resources": "Resources", "maxapplications": "MaxApplications", "limits": "Limits",
              "childtemplate": "ChildTemplate", "nodesortpolicy": "NodeSortPolicy", "preemption": "Preemption"}
-ADMISSION_SERVICE = "yunikorn-admission-controller-service"
 
 
 @pytest.fixture
@@ -192,34 +190,6 @@ def test_configure_the_scheduler_with_a_valid_name(yk, old_config_map, config):
     filter"): the update is accepted."""
     cm = update_config_map(yk, {"metadata": {"name": CONFIG_MAP}, "data": {"queues.yaml": config}})
     assert cm is not None
-
-
-@pytest.fixture(scope="module")
-def admission_controller(yk, tmp_path_factory):
-    """The chart's admission controller beside the scheduler, as upstream's cluster runs it: the
-    ``yunikorn-admission-controller`` command, its Service (kubesim routes the cluster IP on loopback), and
-    the scheduler's REST address in ``yunikorn-defaults``. It registers its webhooks itself."""
-    core = yk.kube.core
-    namespace = yk.configmaps.namespace
-    core.create_namespaced_config_map(namespace, {"metadata": {"name": "yunikorn-defaults"}, "data": {
-        "admissionController.webHook.schedulerServiceAddress": yk.rest.base_url.split("://")[1].rstrip("/")}})
-    folder = tmp_path_factory.mktemp("admission")
-    controller = Controller(pathlib.Path(yk.cluster.kubeconfig), folder / "controller.log", workers=1)
-    try:
-        core.create_namespaced_service(namespace, {"metadata": {"name": ADMISSION_SERVICE}, "spec": {
-            "clusterIP": "127.0.0.1", "ports": [{"port": 443, "targetPort": controller.port}]}})
-        controller.wait_healthy(lambda port: HttpsClient(port, registered_bundle(
-            yk.sim, "validatingwebhookconfigurations")))
-        yield controller
-    finally:
-        controller.stop()
-        registration = k8s.AdmissionregistrationV1Api(core.api_client)
-        for made in registration.list_validating_webhook_configuration().items:
-            registration.delete_validating_webhook_configuration(made.metadata.name)
-        for made in registration.list_mutating_webhook_configuration().items:
-            registration.delete_mutating_webhook_configuration(made.metadata.name)
-        core.delete_namespaced_service(ADMISSION_SERVICE, namespace)
-        core.delete_namespaced_config_map("yunikorn-defaults", namespace)
 
 
 @pytest.mark.parametrize("config", [

@@ -6,9 +6,11 @@ own ``yunikorn.apache.org/user.info``; AfterEach tears the namespace down and re
 Upstream checks that a pod stays Pending by sleeping 5 s first; here the pod's application is awaited in
 the scheduler with its request pending, which is what those seconds give it time to reach.
 
-Not ported: "Verify User info for the non kube admin user" (it creates a service account, RBAC roles and
-a client impersonating it, and reads the user the admission controller writes: kubesim calls no admission
-webhooks)."""
+Not ported: "Verify User info for the non kube admin user". It creates a service account, a ClusterRole and
+its binding and a ``kubernetes.io/service-account-token`` Secret, then creates a pod with a client holding
+that token, and expects the user.info the admission controller writes to name the service account. kubesim
+calls admission webhooks, but it serves no RBAC API, fills no token Secret and authenticates no bearer token:
+every AdmissionReview it sends names the admin user, so the spec's assertions could not hold."""
 
 from __future__ import annotations
 

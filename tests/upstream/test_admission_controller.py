@@ -1,0 +1,199 @@
+"""Port of upstream's test/e2e/admission_controller/admission_controller_test.go (suite:
+admission_controller_suite_test.go: BeforeSuite keeps the configmap and makes three priority classes, AfterSuite
+removes them; BeforeEach makes a namespace, AfterEach tears it down and wants no failed health check). The
+``yunikorn-admission-controller`` command runs beside the scheduler and kubesim calls its webhooks.
+
+Not ported: "Check that annotation is added to a StatefulSet", "... a DaemonSet" and "... a CronJob": kubesim
+serves no StatefulSet, DaemonSet or CronJob API. "Check that
+deployment is rejected when controller users are not trusted", "Check that deployment is rejected when external
+user is not trusted" and "Check that replicaset is not modified if submitted by system user" change the
+controller's trust settings and send requests as other users; kubesim authenticates and impersonates no one (every
+client request reaches the webhook as the admin user; only its own controllers act as their service accounts).
+
+Ported with one step less: "Verifying a pod is created in the bypass namespace" waits for the pod to run, which
+the default scheduler does and the emulator has none; the pod is still checked as upstream checks it (its
+scheduler is not yunikorn)."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+from kubernetes import client as k8s
+
+from tests.upstream.framework import CONFIG_MAP, rand_seq
+
+APP_NAME = "sleep"
+BYPASS_NS = "kube-system"
+NON_EXISTENT_NODE = "non-existent-node"
+USER_INFO = "yunikorn.apache.org/user.info"
+ALLOW_PREEMPTION = "yunikorn.apache.org/allow-preemption"
+PRIORITY_CLASSES = {  # name: (allow-preemption annotation, value, preemption policy)
+    "yk-test-preempt": ("true", 2000, "PreemptLowerPriority"),
+    "yk-test-non-preempt": ("false", 1000, "Never"),
+    "yk-test-non-yk": (None, 1500, "PreemptLowerPriority"),
+}
+
+
+def test_pod() -> dict:
+    return {"metadata": {"name": "sleepjob", "labels": {"app": APP_NAME}},
+            "spec": {"containers": [{"name": "sleepjob", "image": "alpine:latest", "command": ["sleep", "30"]}]}}
+
+
+test_pod.__test__ = False  # upstream's testPod, not a test
+
+
+@pytest.fixture(scope="module")
+def admission_suite(suite, admission_controller):
+    for name, (allow, value, policy) in PRIORITY_CLASSES.items():
+        annotations = {ALLOW_PREEMPTION: allow} if allow else None
+        suite.kube.scheduling.create_priority_class({"metadata": {"name": name, "annotations": annotations},
+                                                     "value": value, "preemptionPolicy": policy})
+    yield suite
+    for name in PRIORITY_CLASSES:
+        suite.kube.delete_priority_class(name)
+
+
+@pytest.fixture
+def ns(admission_suite):
+    with admission_suite.kube.test_namespace("ns-" + rand_seq(10)) as namespace:
+        yield namespace
+    assert admission_suite.rest.get_failed_health_checks() == ""
+
+
+def create_pod_with_priority(yk, ns: str, name: str, priority_class: str | None):
+    pod = test_pod()
+    pod["metadata"]["name"] = name
+    pod["spec"]["nodeName"] = NON_EXISTENT_NODE
+    if priority_class:
+        pod["spec"]["priorityClassName"] = priority_class
+    return yk.kube.create_pod(pod, ns)
+
+
+@pytest.mark.parametrize(("pod_name", "priority_class", "allow"), [
+    pytest.param("preempt-pod", "yk-test-preempt", "true", id="Verifying pod with preempt priority class"),
+    pytest.param(NON_EXISTENT_NODE, "yk-test-non-preempt", "false",
+                 id="Verifying pod with non-preempt priority class"),
+    pytest.param("non-yk-pod", "yk-test-non-yk", "true", id="Verifying pod with non-YK priority class"),
+])
+def test_verifying_pod_with_priority_class(admission_suite, ns, pod_name, priority_class, allow):
+    """It("Verifying pod with preempt priority class"), It("Verifying pod with non-preempt priority class"),
+    It("Verifying pod with non-YK priority class"): has correct properties set."""
+    pod = create_pod_with_priority(admission_suite, ns, pod_name, priority_class)
+    _, value, policy = PRIORITY_CLASSES[priority_class]
+    assert pod.spec.priority == value
+    assert pod.spec.preemption_policy == policy
+    assert pod.metadata.annotations[ALLOW_PREEMPTION] == allow
+
+
+def test_verifying_pod_with_no_priority_class(admission_suite, ns):
+    """It("Verifying pod with no priority class")"""
+    pod = create_pod_with_priority(admission_suite, ns, "no-priority", None)
+    assert pod.metadata.annotations[ALLOW_PREEMPTION] == "true"
+
+
+def test_verifying_a_pod_is_created_in_the_test_namespace(admission_suite, ns):
+    """It("Verifying a pod is created in the test namespace"): 1 running pod whose SchedulerName is yunikorn."""
+    pod = admission_suite.kube.create_pod(test_pod(), ns)
+    admission_suite.kube.wait_for_pod_by_selector_running(ns, f"app={APP_NAME}", timeout=10)
+    assert pod.spec.scheduler_name == "yunikorn"
+
+
+def test_verifying_a_pod_is_created_in_the_bypass_namespace(admission_suite, ns):
+    """It("Verifying a pod is created in the bypass namespace"): not given to YuniKorn (see the docstring for
+    the wait left out)."""
+    pod = admission_suite.kube.create_pod(test_pod(), BYPASS_NS)
+    try:
+        assert pod.spec.scheduler_name != "yunikorn"
+    finally:
+        admission_suite.kube.delete_pod(pod.metadata.name, BYPASS_NS)
+
+
+def test_verifying_the_scheduler_configuration_is_overridden(admission_suite, ns):
+    """It("Verifying the scheduler configuration is overridden"): ValidateSchedulerConfig posts the configmap
+    object itself, which is no scheduler configuration."""
+    invalid = {"metadata": {"name": CONFIG_MAP, "namespace": admission_suite.configmaps.namespace}, "data": {}}
+    request = urllib.request.Request(f"{admission_suite.rest.base_url}/ws/v1/validate-conf",
+                                     data=json.dumps(invalid).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert json.loads(response.read())["allowed"] is False
+
+
+@pytest.fixture
+def old_config_map(admission_suite):
+    old = admission_suite.kube.get_config_map(CONFIG_MAP, admission_suite.configmaps.namespace)
+    yield old
+    admission_suite.configmaps.restore(old)
+
+
+def update_config_map(yk, data: dict):
+    namespace = yk.configmaps.namespace
+    return yk.kube.core.replace_namespaced_config_map(CONFIG_MAP, namespace, {
+        "metadata": {"name": CONFIG_MAP, "namespace": namespace}, "data": data})
+
+
+def test_configure_the_scheduler_with_an_empty_configmap(admission_suite, ns, old_config_map):
+    """It("Configure the scheduler with an empty configmap")"""
+    assert update_config_map(admission_suite, {}) is not None
+
+
+def test_configure_the_scheduler_with_invalid_configmap(admission_suite, ns, old_config_map):
+    """It("Configure the scheduler with invalid configmap")"""
+    with pytest.raises(k8s.ApiException):
+        update_config_map(admission_suite, {"queues.yaml": "invalid"})
+
+
+def test_check_that_annotation_is_added_to_a_pod_and_cannot_be_modified(admission_suite, ns):
+    """It("Check that annotation is added to a pod & cannot be modified")"""
+    kube = admission_suite.kube
+    pod = kube.create_pod(test_pod(), ns)
+    kube.wait_for_pod_by_selector(ns, f"app={APP_NAME}", timeout=10)
+    pod = kube.get_pod(pod.metadata.name, ns)
+    assert pod.metadata.annotations[USER_INFO]
+    pod.metadata.annotations[USER_INFO] = "shouldnotsucceed"
+    with pytest.raises(k8s.ApiException):
+        kube.core.replace_namespaced_pod(pod.metadata.name, ns, pod)
+
+
+
+def pod_template(restart_policy: str) -> dict:
+    """getPodSpec"""
+    pod = test_pod()
+    pod["spec"]["restartPolicy"] = restart_policy
+    return pod
+
+
+def run_workload_test(yk, ns: str) -> None:
+    """runWorkloadTest: a pod of the workload appears, with user.info."""
+    yk.kube.wait_for_pod_by_selector(ns, f"app={APP_NAME}", timeout=10)
+    pods = yk.kube.get_pods(ns)
+    pod = yk.kube.get_pod(pods.items[0].metadata.name, ns)
+    assert pod.metadata.annotations[USER_INFO]
+
+
+def test_check_that_annotation_is_added_to_a_deployment(admission_suite, ns):
+    """It("Check that annotation is added to a deployment")"""
+    admission_suite.kube.create_deployment({
+        "metadata": {"name": "sleepjob", "labels": {"app": APP_NAME}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": APP_NAME}},
+                 "template": pod_template("Always")}}, ns)
+    run_workload_test(admission_suite, ns)
+
+
+def test_check_that_annotation_is_added_to_a_job(admission_suite, ns):
+    """It("Check that annotation is added to a Job")"""
+    admission_suite.kube.create_job({
+        "metadata": {"name": "sleepjob", "labels": {"app": APP_NAME}},
+        "spec": {"parallelism": 1, "completions": 1, "template": pod_template("Never")}}, ns)
+    run_workload_test(admission_suite, ns)
+
+
+def test_check_that_annotation_is_added_to_a_replicaset(admission_suite, ns):
+    """It("Check that annotation is added to a ReplicaSet")"""
+    k8s.AppsV1Api(admission_suite.kube.core.api_client).create_namespaced_replica_set(ns, {
+        "metadata": {"name": "sleepjob", "labels": {"app": APP_NAME}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": APP_NAME}},
+                 "template": pod_template("Always")}})
+    run_workload_test(admission_suite, ns)
