@@ -48,13 +48,6 @@ from actors.shim.volumes import DEFAULT_BIND_TIMEOUT, bind_claims, unbound_claim
 log = logging.getLogger(__name__)
 
 
-
-
-
-
-
-
-
 @dataclass(frozen=True, slots=True)
 class BinderStats:
     """``last_bound_at``: ``time.monotonic()`` when the latest bind finished (0.0 before any)."""

@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 NOT_READY = "Pod is not ready for scheduling"
 
 
-
 @dataclass(frozen=True, slots=True)
 class FilterVerdict:
     """The nodes that pass; every other input node fails, unresolvably, for ``reason``."""
@@ -57,7 +56,6 @@ class BindVerdict:
 
     placed: bool
     refusal: str
-
 
 
 class AllocationHandoff(Binder):

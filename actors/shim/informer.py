@@ -48,12 +48,6 @@ class Kind:
     parse: Callable[[Mapping], Any]
 
 
-
-
-
-
-
-
 @dataclass(frozen=True, slots=True)
 class InformerStatus:
     kind: str

@@ -23,7 +23,6 @@ FOREIGN = "Foreign"  # the state shown for a pod of another scheduler
 PLACED = frozenset({TaskState.ALLOCATED, TaskState.BOUND, FOREIGN})
 
 
-
 @dataclass(frozen=True, slots=True)
 class RecoveryProgress:
     nodes_total: int

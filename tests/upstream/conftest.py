@@ -109,7 +109,6 @@ def yk(tmp_path_factory):
     made.close()
 
 
-
 @pytest.fixture(scope="module")
 def suite(yk, request):
     """BeforeSuite's UpdateConfigMapWrapper(oldConfigMap, SCHED_POLICY) and AfterSuite's restore; a module sets

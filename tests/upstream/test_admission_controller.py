@@ -157,7 +157,6 @@ def test_check_that_annotation_is_added_to_a_pod_and_cannot_be_modified(admissio
         kube.core.replace_namespaced_pod(pod.metadata.name, ns, pod)
 
 
-
 def pod_template(restart_policy: str) -> dict:
     """getPodSpec"""
     pod = test_pod()
