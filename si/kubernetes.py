@@ -93,3 +93,13 @@ def configmap_entries(data: Mapping[str, str], binary_data: Mapping[str, str | b
     entries = dict(data)
     entries.update(binary_entry(key, encoded) for key, encoded in binary_data.items())
     return entries
+
+
+def tolerates(toleration, taint) -> bool:
+    """Kubernetes' rule (``Toleration.ToleratesTaint``) for whether ``toleration`` (key, operator, value,
+    effect) tolerates ``taint`` (key, value, effect): the shim's predicates and the simulator both apply it."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.operator == "Exists":
+        return not toleration.key or toleration.key == taint.key
+    return toleration.key == taint.key and toleration.value == taint.value

@@ -58,13 +58,6 @@ class Toleration:
     value: str = ""
     effect: str = ""
 
-    def tolerates(self, taint: Taint) -> bool:
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.operator == "Exists":
-            return not self.key or self.key == taint.key
-        return self.key == taint.key and self.value == taint.value
-
 
 @dataclass(frozen=True)
 class Taint:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from actors.core.plugins import NoView
+from si.kubernetes import tolerates
 from simulate.inputs import Taint, Toleration
 
 SELECTOR_TAG = "simulate.nodeSelector"
@@ -75,7 +76,7 @@ class SimPredicates:
                 return "node(s) didn't match Pod's node affinity/selector"
         tolerations = _tolerations(ask_tags.get(TOLERATIONS_TAG, ""))
         for taint in _taints(node_attributes.get(TAINTS_ATTR, "")):
-            if not any(t.tolerates(taint) for t in tolerations):
+            if not any(tolerates(t, taint) for t in tolerations):
                 return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
         return None
 

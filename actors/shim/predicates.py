@@ -26,6 +26,7 @@ from actors.shim.topology import (  # noqa: F401 (the reasons are part of this m
     requirement_matches,
 )
 from si.constants import TAG_LABEL_PREFIX
+from si.kubernetes import tolerates
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 NODE_NAME = "node(s) didn't match the requested node name"
@@ -133,17 +134,9 @@ def _term_matches(term: c.NodeSelectorTerm, node_id: str, attributes: Mapping[st
 def untolerated_taint(tolerations: tuple[c.Toleration, ...], taints: tuple[c.Taint, ...]) -> c.Taint | None:
     """The first filtering taint that no toleration tolerates."""
     for taint in taints:
-        if not any(_tolerates(t, taint) for t in tolerations):
+        if not any(tolerates(t, taint) for t in tolerations):
             return taint
     return None
-
-
-def _tolerates(toleration: c.Toleration, taint: c.Taint) -> bool:
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.operator == "Exists":
-        return not toleration.key or toleration.key == taint.key
-    return toleration.key == taint.key and toleration.value == taint.value
 
 
 def _ports_conflict(wanted: tuple[c.HostPort, ...], node_allocation_tags: Iterable[Mapping[str, str]]) -> bool:
