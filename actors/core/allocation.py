@@ -6,6 +6,13 @@ from si import si_pb2
 from si.constants import TAG_FOREIGN, TAG_REQUIRED_NODE
 from si.resources import Resource
 
+NO_NODES = "no nodes available to schedule pods"
+
+
+def is_node_failure(reason: str) -> bool:
+    """Whether ``reason`` says that no node takes the ask (rather than a quota or limit holding it)."""
+    return reason.startswith("0/") or reason == NO_NODES
+
 
 class Allocation:
     """An ask (``node_id`` empty) or an allocation on a node. Mutable only inside its owning partition."""

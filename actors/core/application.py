@@ -125,6 +125,27 @@ class Application:
         self.unplaced_attempts = 0  # scheduling attempts in a row that placed none of its asks
         self.backoff_until = 0  # ns since the epoch: skipped until then (its queue's unschedulable-ask backoff)
 
+    def bump(self) -> None:
+        """Something readers see changed (an ask's failure, a hold, a victim): its snapshot is rebuilt."""
+        self.version += 1
+
+    def back_off(self, until: int) -> None:
+        """Skipped by the cycle until ``until`` (ns; 0: tried again now)."""
+        self.unplaced_attempts = 0
+        self.backoff_until = until
+        self.version += 1
+
+    def unplaced(self, limit: int) -> bool:
+        """A scheduling attempt placed none of its asks; True at the ``limit``-th in a row (counted anew)."""
+        self.unplaced_attempts += 1
+        if self.unplaced_attempts < limit:
+            return False
+        self.unplaced_attempts = 0
+        return True
+
+    def placed(self) -> None:
+        self.unplaced_attempts = 0
+
     def transition(self, state: str, now: int) -> bool:
         """Move to ``state``; False when already there. Raises on a transition YuniKorn forbids."""
         self.version += 1
@@ -171,6 +192,8 @@ class Application:
     def add_allocation(self, allocation: Allocation) -> None:
         self.version += 1
         self.allocations[allocation.key] = allocation
+        if allocation.placeholder:
+            self.allocated_placeholder = self.allocated_placeholder + allocation.resource
         at_peak = self.max_used is self.used
         self.used = self.used + allocation.resource
         # Usage that only grew is its own peak: the common case (a recovery, a burst) skips the comparison.
@@ -185,6 +208,8 @@ class Application:
         allocation = self.allocations.pop(key, None)
         if allocation is not None:
             self.used = self.used - allocation.resource
+            if allocation.placeholder:
+                self.allocated_placeholder = self.allocated_placeholder - allocation.resource
         return allocation
 
     def resize(self, allocation: Allocation, resource: Resource) -> None:

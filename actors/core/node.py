@@ -46,7 +46,7 @@ class Node:
     def rack_name(self) -> str:
         return self.attributes.get(NODE_ATTR_RACKNAME, "")
 
-    def add(self, allocation: Allocation) -> None:
+    def add_allocation(self, allocation: Allocation) -> None:
         self.version += 1
         if allocation.foreign:
             self.foreign[allocation.key] = allocation
@@ -55,7 +55,7 @@ class Node:
             self.allocations[allocation.key] = allocation
             self.allocated = self.allocated + allocation.resource
 
-    def remove(self, key: str) -> Allocation | None:
+    def remove_allocation(self, key: str) -> Allocation | None:
         self.version += 1
         allocation = self.allocations.pop(key, None)
         if allocation is not None:
@@ -74,6 +74,32 @@ class Node:
         else:
             self.allocated = self.allocated + delta
         allocation.resource = resource
+
+    def set_attributes(self, attributes: Mapping[str, str], restricted: bool) -> None:
+        self.version += 1
+        self.attributes = dict(attributes)
+        self.restricted = restricted
+
+    def set_capacity(self, capacity: Resource) -> None:
+        self.version += 1
+        self.capacity = capacity
+
+    def set_schedulable(self, schedulable: bool) -> None:
+        self.version += 1
+        self.schedulable = schedulable
+
+    def hold(self, ask_key: str) -> None:
+        """Keep the node for ``ask_key`` alone (it reserved the node, or waits for its victims there)."""
+        self.version += 1
+        self.held_by = ask_key
+
+    def free(self, ask_key: str) -> bool:
+        """End the hold of ``ask_key``; False when the node was not held for it."""
+        if self.held_by != ask_key:
+            return False
+        self.version += 1
+        self.held_by = ""
+        return True
 
     def usage_score(self, weights: Mapping[str, float]) -> float:
         """Weighted mean of the used share of each weighted resource type."""
@@ -101,8 +127,7 @@ class NodeIndex:
         return (-score if self.policy == "binpacking" else score, node.node_id)
 
     def update(self, node: Node) -> None:
-        """Place (or re-place) ``node`` after its usage, capacity or schedulable flag changed."""
-        node.version += 1
+        """Place (or re-place) ``node`` after its usage, capacity, hold or schedulable flag changed."""
         if node.index_key is not None:
             self._sorted.remove(node.index_key)
             node.index_key = None
