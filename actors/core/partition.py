@@ -13,10 +13,12 @@ and reservations through. Everything the resource manager must learn is collecte
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter
 
 from actors.core import application as states
+from actors.core.accounting import Accounts
 from actors.core.allocation import Allocation
 from actors.core.application import Application
 from actors.core.config import PartitionConfig
@@ -63,10 +65,10 @@ class Partition:
         self.created = clock.now_ns()
         self.ledger = ledger = Ledger(config, clock, self.predicates)
         self.gangs = Gangs(ledger)
-        self.holds_on_nodes = Holds(ledger, self.timing.reservation_timeout)
+        self.held_nodes = Holds(ledger, self.timing.reservation_timeout)
         # What the ledger keeps, as readers (snapshots, health, the simulator) know it.
         self.nodes, self.apps, self.terminated = ledger.nodes, ledger.apps, ledger.terminated
-        self.queues, self.usage, self.stats, self.view = ledger.queues, ledger.usage, ledger.stats, ledger.view
+        self.queues, self.usage, self.stats = ledger.queues, ledger.usage, ledger.stats
         self.holds, self.reservations, self.retired = ledger.holds, ledger.reservations, ledger.retired
         self.snapshot_cache: dict[tuple[str, str], tuple[int, object]] = {}  # (kind, id) -> (version, snapshot)
         self.allocation_snapshots: dict[str, object] = {}  # allocation key -> its last snapshot (views)
@@ -86,10 +88,6 @@ class Partition:
         self.ledger.total = value
 
     @property
-    def index(self):
-        return self.ledger.index
-
-    @property
     def dirty(self) -> bool:
         """Something changed that may allow a new allocation."""
         return self.ledger.dirty
@@ -99,11 +97,12 @@ class Partition:
         self.ledger.dirty = value
 
     @property
-    def history(self):
+    def history(self) -> Accounts | None:
+        """What the partition remembers for a history store, while one listens."""
         return self.ledger.history
 
     @history.setter
-    def history(self, accounts) -> None:
+    def history(self, accounts: Accounts | None) -> None:
         self.ledger.history = accounts
 
     # Configuration.
@@ -123,7 +122,7 @@ class Partition:
     def take_outbox(self) -> Outbox:
         return self.ledger.take_outbox()
 
-    def _one(self, kind: str, object_id: str, refuse=None, *args) -> _Contained:
+    def _one(self, kind: str, object_id: str, refuse: Callable[..., None] | None = None, *args) -> _Contained:
         """``with self._one(...)`` around the handling of one object of a batch: whatever it raises
         fails that object alone (``refuse(*args, reason)``), never the batch or the partition."""
         return _Contained(self, kind, object_id, refuse, args)
@@ -386,7 +385,7 @@ class Partition:
             self.gangs.settle(app)
         queue = ledger.unbook(app, allocation)
         if allocation.preempted:
-            self.holds_on_nodes.victim_gone(allocation, queue)
+            self.held_nodes.victim_gone(allocation, queue)
         ledger.released(app, allocation, termination, message, notify)
 
     # The scheduling cycle: decide, then book.
@@ -403,7 +402,7 @@ class Partition:
             self.dirty = False
         if cycle.preemptions_capped:
             self.dirty = True
-        self.holds_on_nodes.wake_at(cycle.wake_due)
+        self.held_nodes.wake_at(cycle.wake_due)
         took = perf_counter() - began
         histograms = self.stats.histograms
         histograms["scheduling_cycle"].observe(took)
@@ -430,7 +429,7 @@ class Partition:
         elif kind is Decided.RESERVED:
             ledger.reserve(app, ask, result.node)
         elif kind is Decided.PREEMPTING:
-            self.holds_on_nodes.preempt(app, result.queue, ask, result.plan)
+            self.held_nodes.preempt(app, result.queue, ask, result.plan)
         elif kind is Decided.REPLACED:
             self.gangs.replace(app, ask, result.placeholder)
         elif kind is Decided.PLACEHOLDER_CANCELLED:
@@ -451,7 +450,7 @@ class Partition:
                 self.dirty = True
             if app.placeholder_deadline and now >= app.placeholder_deadline:
                 self.gangs.timed_out(app)
-        self.holds_on_nodes.tick(now)
+        self.held_nodes.tick(now)
         for app_id, app in list(self.terminated.items()):
             if (now - app.state_since) / 1e9 >= self.timing.retention:
                 ledger.expire(app_id, now)
