@@ -236,7 +236,8 @@ class Cycle:
                     self.exhausted.add(id(app))
                     continue
             if (yield from self._app(app, queue)):
-                app.placed()
+                if app.unplaced_attempts:
+                    app.placed()
                 return True
             self.exhausted.add(id(app))
             if queue.ask_backoff and app.unplaced(queue.ask_backoff):

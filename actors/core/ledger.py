@@ -143,6 +143,7 @@ class Ledger:
 
     def update_node(self, node: Node, attributes, capacity: Resource | None) -> None:
         if attributes:
+            attributes = dict(attributes)
             node.set_attributes(attributes, self.predicates.node_restricted(attributes))
             self.view.node_updated(node.node_id, node.attributes)
         if capacity is not None and capacity != node.capacity:
@@ -184,15 +185,14 @@ class Ledger:
             self._book(node, allocation)
         self.event(E.NODE, node.node_id, E.NODE_OCCUPIED, E.SET, "foreign allocation", allocation.key, node.occupied)
 
-    def release_foreign(self, key: str, message: str = "") -> bool:
-        """A pod of another scheduler is gone; False when no node has it. An event tells it when ``message``."""
+    def release_foreign(self, key: str) -> None:
+        """A pod of another scheduler is gone."""
         for node in self.nodes.values():
             if key in node.foreign:
                 self._unbook(node, key)
-                if message:
-                    self.event(E.NODE, node.node_id, E.NODE_OCCUPIED, E.SET, message, key, node.occupied)
-                return True
-        return False
+                self.event(E.NODE, node.node_id, E.NODE_OCCUPIED, E.SET, "foreign allocation released", key,
+                           node.occupied)
+                return
 
     # Every change of a node's usage or hold re-sorts it in the node order.
     def _book(self, node: Node, allocation: Allocation) -> None:

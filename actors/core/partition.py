@@ -347,7 +347,7 @@ class Partition:
         app = self.apps.get(release.applicationID)
         if app is None:
             if not release.applicationID:
-                ledger.release_foreign(key, "foreign allocation released")
+                ledger.release_foreign(key)
             return
         if not key:
             for ask in list(app.asks):
@@ -370,9 +370,6 @@ class Partition:
                 ledger.remove_ask(app, ask)
                 ledger.event(E.REQUEST, key, E.REQUEST_CANCEL, E.REMOVE, "request cancelled", app.application_id)
         ledger.maybe_completing(app)
-
-    def release_foreign(self, key: str) -> None:
-        self.ledger.release_foreign(key)
 
     def _release(self, allocation: Allocation, termination: int, message: str, notify: bool) -> None:
         """Release ``allocation``: a gang whose placeholders are all gone settles, a preemptor whose

@@ -23,7 +23,7 @@ class Queue:
                  "max_apps", "properties", "submit_acl", "admin_acl", "template", "allocated", "pending",
                  "apps", "running_apps", "pending_priorities", "sort_policy", "priority_sorting", "priority_fence", "priority_offset",
                  "containers", "app_totals", "preemption_policy", "preemption_delay", "preempting", "awaiting", "quota_preemption_delay",
-                 "over_max_since", "ask_backoff", "ask_backoff_delay")
+                 "over_max_since", "ask_backoff", "ask_backoff_delay", "share_memo")
 
     def __init__(self, name: str, parent: Queue | None, managed: bool, leaf: bool) -> None:
         self.name = name
@@ -41,6 +41,7 @@ class Queue:
         self.awaiting = Resource()
         self.over_max_since = 0  # when the usage was first seen above a lowered max (ns; 0: it is not)
         self.apps: dict[str, Application] = {}
+        self.share_memo: tuple | None = None  # (allocated, guaranteed, cluster, share) of the last share()
         self.running_apps = 0
         self.pending_priorities: dict[int, int] = {}  # ask priority -> pending asks, in this subtree
         # Cumulative counts for the metrics: allocations placed and released in this queue, and the
@@ -142,13 +143,19 @@ class Queue:
 
     def share(self, cluster: Resource) -> float:
         """Fair-share position: allocated over guaranteed (or over the cluster when none is guaranteed)."""
-        allocated = self.allocated
-        basis = self.guaranteed if self.guaranteed is not None and not self.guaranteed.is_zero() else cluster
+        allocated, guaranteed = self.allocated, self.guaranteed
+        # The cycle sorts siblings by share after each allocation, and one allocation changes one
+        # sibling's: the last answer holds while the same (immutable) vectors are in place.
+        memo = self.share_memo
+        if memo is not None and memo[0] is allocated and memo[1] is guaranteed and memo[2] is cluster:
+            return memo[3]
+        basis = guaranteed if guaranteed is not None and not guaranteed.is_zero() else cluster
         share = 0.0
         for name, capacity in basis.items():
             used = allocated.get(name, 0)
             if capacity > 0 and used > 0 and used / capacity > share:
                 share = used / capacity
+        self.share_memo = (allocated, guaranteed, cluster, share)
         return share
 
     def priority(self) -> int:
