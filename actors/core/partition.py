@@ -36,8 +36,6 @@ from si.clock import NS, REAL_CLOCK, Clock, ns
 from si.constants import APP_TAG_NAMESPACE, RECOVERY_QUEUE, TAG_NAMESPACE
 from si.resources import Resource
 
-__all__ = ["Outbox", "Partition", "Timing"]
-
 log = logging.getLogger(__name__)
 E = si_pb2.EventRecord
 Action = si_pb2.NodeInfo

@@ -27,6 +27,7 @@ from actors.core.buildinfo import core_build_info
 from actors.core.config import ConfigError, PartitionConfig
 from actors.core.events import EventRing
 from actors.core.history import RING_SIZE, SAMPLE_PERIOD, MetricsHistory
+from actors.core.ledger import Outbox
 from actors.core.messages import (
     AllocationUpdates,
     AppUpdates,
@@ -42,7 +43,7 @@ from actors.core.messages import (
     TakeSnapshot,
     Tick,
 )
-from actors.core.partition import Outbox, Partition, Timing
+from actors.core.partition import Partition, Timing
 from actors.core.plugins import NodePredicates, ResourceManagerCallback
 from actors.core.settings import CoreSettings, SettingsError, UnsupportedReport, unsupported
 from actors.core.snapshot import ALL_AREAS, HEALTH, CoreSnapshot, HealthReport
