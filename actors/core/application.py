@@ -244,6 +244,10 @@ class Application:
             self.placeholder_deadline = 0
         self.version += 1
 
+    def stop_placeholder_timer(self) -> None:
+        self.placeholder_deadline = 0
+        self.version += 1
+
     def waits_for_placeholder(self, ask: Allocation) -> bool:
         """Whether a real pod's ask is to take over a placeholder of its task group rather than be
         placed on its own (placeholders of its group remain)."""

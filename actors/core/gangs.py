@@ -57,7 +57,7 @@ class Gangs:
         """The reservation's timer ran out. A gang that got all its room gives back the placeholders no
         real pod took; otherwise a Soft gang resumes as ordinary pods and a Hard one fails."""
         ledger = self.ledger
-        app.placeholder_deadline = 0
+        app.stop_placeholder_timer()
         if app.state not in (states.STARTING, states.RUNNING, states.COMPLETING):
             hard = app.gang_style == states.HARD
             if hard:  # the application's pods are failed by the resource manager: nothing more to place

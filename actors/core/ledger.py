@@ -227,7 +227,7 @@ class Ledger:
     # Applications.
     def add_app(self, app: Application, queue: Queue) -> None:
         self.apps[app.application_id] = app
-        queue.apps[app.application_id] = app
+        queue.add_app(app)
         self.outbox.accepted_apps.append(si_pb2.AcceptedApplication(applicationID=app.application_id))
         self.event(E.APP, app.application_id, E.APP_NEW, E.ADD, f"placed in {queue.path}")
         self.event(E.QUEUE, queue.path, E.QUEUE_APP, E.ADD, "", app.application_id)
@@ -254,20 +254,17 @@ class Ledger:
             if state in (states.COMPLETED, states.FAILED):
                 label = "completed" if state == states.COMPLETED else "failed"
                 self.stats.add(f"apps_{label}")
-                queue = self.queues.get(app.queue_path)
-                if queue is not None:
-                    queue.app_totals[label] += 1
-                self._forget(app)  # as upstream, on entering either: among the completed applications
+                self._forget(app, label)  # as upstream, on entering either: among the completed applications
 
     def maybe_completing(self, app: Application) -> None:
         if app.is_empty and app.state in (states.STARTING, states.RUNNING, states.ACCEPTED):
             self.set_state(app, states.COMPLETING)
 
-    def _forget(self, app: Application) -> None:
+    def _forget(self, app: Application, outcome: str) -> None:
         """A terminated application leaves its queue for the partition's completed ones."""
         queue = self.queues.get(app.queue_path)
         if queue is not None:
-            queue.apps.pop(app.application_id, None)
+            queue.remove_app(app, outcome)
         self._stop_running(app)
         del self.apps[app.application_id]
         self.retire(app)
@@ -373,7 +370,7 @@ class Ledger:
             self._start_running(app, queue)
         app.add_allocation(allocation)
         self._book(node, allocation)
-        queue.containers["allocated"] += 1
+        queue.count_container("allocated")
         if self._found is not None and not decided:
             self._found.add(queue, app.application_id, allocation.resource)
         else:
@@ -428,7 +425,7 @@ class Ledger:
         queue = self.queues.get(app.queue_path)
         if queue is not None:
             queue.add_allocated(-allocation.resource)
-            queue.containers["released"] += 1
+            queue.count_container("released")
         return queue
 
     def released(self, app: Application, allocation: Allocation, termination: int, message: str, notify: bool) -> None:

@@ -104,9 +104,22 @@ class Queue:
     def can_run_another_app(self) -> bool:
         return all(not q.max_apps or q.running_apps < q.max_apps for q in self.chain())
 
+    def add_app(self, app: Application) -> None:
+        self.apps[app.application_id] = app
+
+    def remove_app(self, app: Application, outcome: str = "") -> None:
+        """``app`` leaves the queue; ``outcome`` (``completed``, ``failed``) counts it for the metrics."""
+        self.apps.pop(app.application_id, None)
+        if outcome:
+            self.app_totals[outcome] += 1
+
     def add_allocated(self, delta: Resource) -> None:
         for queue in self.chain():
             queue.allocated = queue.allocated + delta
+
+    def count_container(self, change: str) -> None:
+        """An allocation was ``allocated`` or ``released`` here (the metrics' cumulative counts)."""
+        self.containers[change] += 1
 
     def add_preempting(self, delta: Resource) -> None:
         """Victims being preempted in this subtree (positive) or gone or kept after all (negative)."""
