@@ -154,7 +154,7 @@ def test_placeholders_go_with_their_originator_and_dangling_dependents_are_colle
         "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
     assert shared.metadata.name == "shared"
     core.create_namespaced_pod("default", {"metadata": {"name": "foreign", "ownerReferences": [
-        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "rs", "uid": "rs-1"}]},
+        {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication", "name": "spark", "uid": "spark-1"}]},
         "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
     core.delete_namespaced_pod("driver", "default")
     wait_for(lambda: {p["metadata"]["name"] for p in sim.objects("pods")} == {"foreign"}, timeout=5,
