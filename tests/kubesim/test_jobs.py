@@ -16,11 +16,6 @@ from tests.waiting import wait_for
 
 
 @pytest.fixture
-def batch(sim_api):
-    return client.BatchV1Api(sim_api)
-
-
-@pytest.fixture
 def core(sim_api):
     return client.CoreV1Api(sim_api)
 
@@ -39,6 +34,13 @@ def job(name: str, command: list[str], completions: int | None = 1, parallelism:
 def job_pods(sim, name: str) -> list[dict]:
     return [p for p in sim.objects("pods", "default")
             if (p["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name") == name]
+
+
+def run_marker_job(sim, api) -> None:
+    """Make a Job and wait for its pod: by then the controllers left on have had their turn."""
+    client.BatchV1Api(api).create_namespaced_job("default", {"metadata": {"name": "marker"}, "spec": {
+        "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}})
+    wait_for(lambda: sim.objects("pods"), timeout=5, message="the marker Job's pod")
 
 
 def bind_all(sim, core) -> None:
