@@ -14,6 +14,9 @@ annotation. Scaling the Deployment scales its current ReplicaSet. A template cha
 its replicas once their pods are gone. The status adds ``updatedReplicas`` and ``unavailableReplicas``,
 and the ``Available`` and ``Progressing`` conditions. Pausing, revision history limits and progress
 deadlines are not played.
+
+The defaults and validation of every apps/v1 workload, and the base its controllers share (an owner
+syncing from its own events and its dependents'), are here too.
 """
 
 from __future__ import annotations

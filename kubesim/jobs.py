@@ -8,6 +8,9 @@ reference with ``blockOwnerDeletion``. The status shows active, ready, terminati
 pods, ``startTime``, ``completionTime`` and the conditions kube-controller-manager 1.34 writes
 (``SuccessCriteriaMet`` then ``Complete``; ``FailureTarget`` then ``Failed``). Suspension, indexed
 completion, pod failure policies and deadlines are not played.
+
+A CronJob's defaults and validation (its schedule read with croniter) are here too; its controller is in
+``kubesim.cronjobs``.
 """
 
 from __future__ import annotations

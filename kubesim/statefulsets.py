@@ -9,7 +9,7 @@ go). Under ``OrderedReady`` (the default) a pod is made only once every lower on
 and scaling down deletes the highest ordinal first, one at a time; under ``Parallel`` all are made or
 deleted at once. A failed pod is deleted and made again. A template change rolls out as
 ``RollingUpdate`` does: from the highest ordinal down to ``partition``, one pod at a time, each once all
-are ready. The status counts ``replicas``, ``readyReplicas``, ``availableReplicas`` (``minReadySeconds``
+are ready (under ``OnDelete``, a pod takes the new template only when deleted). The status counts ``replicas``, ``readyReplicas``, ``availableReplicas`` (``minReadySeconds``
 is not played: ready is available), ``currentReplicas`` and ``updatedReplicas``, with the revisions.
 """
 
