@@ -80,6 +80,8 @@ def admits(pod_spec: dict, node: dict) -> bool:
     tolerations = [_Toleration(t.get("key") or "", t.get("operator") or "Equal", t.get("value") or "",
                                t.get("effect") or "") for t in daemon_tolerations(pod_spec)]
     for taint in (node.get("spec") or {}).get("taints") or ():
+        if not isinstance(taint, dict):
+            continue
         seen = _Taint(taint.get("key") or "", taint.get("value") or "", taint.get("effect") or "")
         if seen.effect in ("NoSchedule", "NoExecute") and not any(tolerates(t, seen) for t in tolerations):
             return False
@@ -123,12 +125,16 @@ def target_node(pod: dict) -> str | None:
     """The node a daemon pod is for: where it is bound, else its ``metadata.name`` affinity (``GetTargetNodeName``)."""
     if pod["spec"].get("nodeName"):
         return pod["spec"]["nodeName"]
-    required = (((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-    for term in required.get("nodeSelectorTerms") or ():
-        for field in term.get("matchFields") or ():
-            if field.get("key") == NODE_NAME_FIELD and field.get("operator") == "In" and len(field.get("values") or ()) == 1:
-                return field["values"][0]
+    affinity = pod["spec"].get("affinity")
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") \
+        if isinstance(node_affinity, dict) else None
+    for term in required.get("nodeSelectorTerms") or () if isinstance(required, dict) else ():
+        for field in term.get("matchFields") or () if isinstance(term, dict) else ():
+            values = field.get("values") if isinstance(field, dict) else None
+            if field.get("key") == NODE_NAME_FIELD and field.get("operator") == "In" and isinstance(values, list) \
+                    and len(values) == 1 and isinstance(values[0], str):
+                return values[0]
     return None
 
 

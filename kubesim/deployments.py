@@ -25,7 +25,7 @@ import logging
 
 import orjson
 
-from kubesim import errors
+from kubesim import errors, priority
 from kubesim.resources import DAEMON_SET, DEPLOYMENT, POD, REPLICA_SET, STATEFUL_SET, Kind
 from kubesim.selectors import label_selector
 from kubesim.serviceaccounts import controller_user
@@ -79,12 +79,73 @@ def initial_status(kind: Kind) -> dict:
     return {}
 
 
+# Where a field the controllers read must have its JSON type, or kube-apiserver cannot decode the object:
+# (path below spec, Python type, Go struct field's struct, Go type; a list's "[]" type applies to its items).
+_POD_TEMPLATE_SHAPES = (
+    (("template",), dict, "{kind}Spec", "v1.PodTemplateSpec"),
+    (("template", "metadata"), dict, "PodTemplateSpec", "v1.ObjectMeta"),
+    (("template", "metadata", "labels"), dict, "ObjectMeta", "map[string]string"),
+    (("template", "metadata", "annotations"), dict, "ObjectMeta", "map[string]string"),
+    (("template", "spec"), dict, "PodTemplateSpec", "v1.PodSpec"),
+    (("template", "spec", "nodeSelector"), dict, "PodSpec", "map[string]string"),
+    (("template", "spec", "tolerations"), list, "PodSpec", "[]v1.Toleration"),
+    (("template", "spec", "affinity"), dict, "PodSpec", "v1.Affinity"),
+    (("template", "spec", "affinity", "nodeAffinity"), dict, "Affinity", "v1.NodeAffinity"),
+    (("template", "spec", "volumes"), list, "PodSpec", "[]v1.Volume"),
+)
+_SHAPES = {
+    "StatefulSet": (
+        (("serviceName",), str, "StatefulSetSpec", "string"),
+        (("ordinals",), dict, "StatefulSetSpec", "v1.StatefulSetOrdinals"),
+        (("ordinals", "start"), int, "StatefulSetOrdinals", "int32"),
+        (("updateStrategy",), dict, "StatefulSetSpec", "v1.StatefulSetUpdateStrategy"),
+        (("updateStrategy", "rollingUpdate"), dict, "StatefulSetUpdateStrategy", "v1.RollingUpdateStatefulSetStrategy"),
+        (("updateStrategy", "rollingUpdate", "partition"), int, "RollingUpdateStatefulSetStrategy", "int32"),
+        (("volumeClaimTemplates",), list, "StatefulSetSpec", "[]v1.PersistentVolumeClaim"),
+    ),
+    "DaemonSet": ((("updateStrategy",), dict, "DaemonSetSpec", "v1.DaemonSetUpdateStrategy"),),
+}
+_SHAPES["CronJob"] = (
+    (("timeZone",), str, "CronJobSpec", "string"),
+    (("jobTemplate",), dict, "CronJobSpec", "v1.JobTemplateSpec"),
+    (("jobTemplate", "metadata"), dict, "JobTemplateSpec", "v1.ObjectMeta"),
+    (("jobTemplate", "metadata", "labels"), dict, "ObjectMeta", "map[string]string"),
+    (("jobTemplate", "metadata", "annotations"), dict, "ObjectMeta", "map[string]string"),
+    (("jobTemplate", "spec"), dict, "JobTemplateSpec", "v1.JobSpec"),
+    *((("jobTemplate", "spec", *path), wanted, "JobSpec" if struct == "{kind}Spec" else struct, go_type)
+      for path, wanted, struct, go_type in _POD_TEMPLATE_SHAPES),
+)
+_ITEM_TYPES = {"[]v1.Toleration": (dict, "v1.Toleration"), "[]v1.Volume": (dict, "v1.Volume"),
+               "[]v1.PersistentVolumeClaim": (dict, "v1.PersistentVolumeClaim"), "map[string]string": (str, "string")}
+_STRATEGIES = {"StatefulSet": ("OnDelete", "RollingUpdate"), "DaemonSet": ("OnDelete", "RollingUpdate")}
+
+
+def check_decodable(kind: Kind, spec: dict) -> None:
+    """kube-apiserver's 400 for a field the workload's controller reads that has the wrong JSON type."""
+    shapes = _SHAPES[kind.kind] if kind.kind == "CronJob" else _POD_TEMPLATE_SHAPES + _SHAPES.get(kind.kind, ())
+    for path, wanted, struct, go_type in shapes:
+        value = spec
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is None:
+            continue
+        field = f"{struct.format(kind=kind.kind)}.spec.{'.'.join(path)}"
+        item = _ITEM_TYPES.get(go_type)
+        if not isinstance(value, wanted) or wanted is int and isinstance(value, bool):
+            raise priority.undecodable(kind, value, field, go_type)
+        if item is not None:
+            for element in value.values() if isinstance(value, dict) else value:
+                if not isinstance(element, item[0]):
+                    raise priority.undecodable(kind, element, field, item[1])
+
+
 def validate_workload(obj: dict, kind: Kind = DEPLOYMENT) -> list[tuple[str, str]]:
     """Field errors of an apps/v1 workload (the API server's validation, for what the controllers read)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return [("spec.selector", "Required value")]
-    causes = []
+    check_decodable(kind, spec)
+    causes = _strategy_errors(kind, spec)
     replicas = spec.get("replicas")
     if kind is not DAEMON_SET and (not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0):
         causes.append(("spec.replicas", f"Invalid value: {replicas!r}: must be greater than or equal to 0"))
@@ -112,6 +173,24 @@ def validate_workload(obj: dict, kind: Kind = DEPLOYMENT) -> list[tuple[str, str
         causes.append(("spec.template.spec.containers", "Required value"))
     if template["spec"].get("restartPolicy", "Always") != "Always":
         causes.append(("spec.template.spec.restartPolicy", 'Unsupported value: supported values: "Always"'))
+    return causes
+
+
+def _strategy_errors(kind: Kind, spec: dict) -> list[tuple[str, str]]:
+    """The 422s of a StatefulSet's or DaemonSet's update strategy, ordinals and claim templates."""
+    causes = []
+    strategy = spec.get("updateStrategy") or {}
+    if kind.kind in _STRATEGIES and strategy.get("type") not in _STRATEGIES[kind.kind]:
+        causes.append(("spec.updateStrategy.type", f'Unsupported value: "{strategy.get("type")}": supported values: '
+                                                   '"OnDelete", "RollingUpdate"'))
+    for field, value in (("spec.ordinals.start", (spec.get("ordinals") or {}).get("start")),
+                         ("spec.updateStrategy.rollingUpdate.partition",
+                          (strategy.get("rollingUpdate") or {}).get("partition"))):
+        if kind is STATEFUL_SET and value is not None and value < 0:
+            causes.append((field, f"Invalid value: {value}: must be greater than or equal to 0"))
+    for index, claim in enumerate(spec.get("volumeClaimTemplates") or () if kind is STATEFUL_SET else ()):
+        if not isinstance(claim.get("metadata"), dict) or not claim["metadata"].get("name"):
+            causes.append((f"spec.volumeClaimTemplates[{index}].metadata.name", "Required value"))
     return causes
 
 

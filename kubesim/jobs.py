@@ -21,7 +21,8 @@ import zoneinfo
 from croniter import croniter
 
 from kubesim import errors
-from kubesim.resources import JOB, POD
+from kubesim.deployments import check_decodable
+from kubesim.resources import CRON_JOB, JOB, POD
 from kubesim.serviceaccounts import controller_user
 from kubesim.store import Event, Store, clone, now_rfc3339
 from kubesim.worker import Worker
@@ -96,6 +97,7 @@ def validate_cron_job(cron_job: dict) -> list[tuple[str, str]]:
     spec = cron_job.get("spec")
     if not isinstance(spec, dict):
         return [("spec.schedule", "Required value")]
+    check_decodable(CRON_JOB, spec)
     causes = []
     name = (cron_job.get("metadata") or {}).get("name") or ""
     if len(name) > CRON_JOB_NAME_LIMIT:  # its Jobs' names add 11 characters, and a label value has 63

@@ -148,6 +148,22 @@ def test_an_invalid_cronjob_is_refused_and_nothing_is_made(sim, spec, message):
     assert sim.objects("cronjobs") == []
 
 
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"timeZone": 1}, "number 1 into Go struct field CronJobSpec.spec.timeZone of type string"),
+    ({"jobTemplate": {"metadata": {"labels": ["app"]}, "spec": {}}}, "array into Go struct field ObjectMeta.spec."
+     "jobTemplate.metadata.labels of type map[string]string"),
+    ({"jobTemplate": {"spec": {"template": {"spec": {"tolerations": "all"}}}}}, "string into Go struct field PodSpec."
+     "spec.jobTemplate.spec.template.spec.tolerations of type []v1.Toleration"),
+])
+def test_a_cronjob_that_cannot_be_decoded_is_refused_with_400(sim, spec, message):
+    body = cron_job("bad")
+    body["spec"].update(spec)
+    status, answer = post(f"{sim.url}/apis/batch/v1/namespaces/default/cronjobs", body)
+    assert (status, answer["reason"]) == (400, "BadRequest")
+    assert answer["message"] == f'CronJob in version "v1" cannot be handled as a CronJob: json: cannot unmarshal {message}'
+    assert sim.objects("cronjobs") == []
+
+
 def test_a_name_longer_than_52_characters_is_refused(sim):
     status, answer = post(f"{sim.url}/apis/batch/v1/namespaces/default/cronjobs", cron_job("c" * 53))
     assert status == 422 and "must be no more than 52 characters" in answer["message"]
@@ -158,8 +174,8 @@ def test_predefined_schedules_and_time_zones_are_read():
         batch = client.BatchV1Api(api)
         batch.create_namespaced_cron_job("default", cron_job("hourly", "@hourly", timeZone="Asia/Kolkata"))
         made = made_jobs(sim)
-        sim.cronjobs.time_factor = 0.0001  # an hour lasts 0.36 s
-        wait_for(lambda: made, timeout=5, message="a Job at the next hour")
+        sim.cronjobs.time_factor = 0.001  # an hour lasts 3.6 s
+        wait_for(lambda: made, timeout=10, message="a Job at the next hour")
         stamp = batch.read_namespaced_job(made[0], "default").metadata.annotations[SCHEDULED_TIMESTAMP]
         assert stamp.endswith(":00:00+05:30")  # an hour of that zone, at half past the hour in UTC
         assert minute_of(made[0]) % 60 == 30

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from kubesim.daemonsets import target_node
 from kubesim.resources import NODE
 from tests.kubesim.raw import post
 from tests.waiting import wait_for
@@ -20,14 +21,9 @@ def daemon_set(name: str, **pod_spec) -> dict:
 
 
 def targets(sim, live: bool = True) -> dict[str, str]:
-    """The node each pod is pinned to, by pod name."""
-    found = {}
-    for pod in sim.objects("pods", "default"):
-        if live and pod["metadata"].get("deletionTimestamp"):
-            continue
-        terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        found[pod["metadata"]["name"]] = terms["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
-    return found
+    """The node each pod is for, by pod name (as the controller reads it; the first test checks the affinity)."""
+    return {pod["metadata"]["name"]: target_node(pod) for pod in sim.objects("pods", "default")
+            if not (live and pod["metadata"].get("deletionTimestamp")) and target_node(pod)}
 
 
 def add_node(sim, name: str, labels: dict | None = None, taints: list | None = None) -> None:
@@ -131,3 +127,34 @@ def test_an_invalid_daemonset_is_refused_and_nothing_is_made(sim, spec, message)
     assert (status, answer["reason"]) == (422, "Invalid")
     assert answer["message"].startswith('DaemonSet.apps "agent" is invalid: ') and message in answer["message"]
     assert sim.objects("daemonsets") == [] and sim.objects("pods") == []
+
+
+@pytest.mark.parametrize(("pod_spec", "message"), [
+    ({"nodeSelector": ["gpu"]}, "array into Go struct field PodSpec.spec.template.spec.nodeSelector of type "
+     "map[string]string"),
+    ({"nodeSelector": {"gpu": True}}, "bool into Go struct field PodSpec.spec.template.spec.nodeSelector of type "
+     "string"),
+    ({"tolerations": [1]}, "number 1 into Go struct field PodSpec.spec.template.spec.tolerations of type "
+     "v1.Toleration"),
+    ({"affinity": {"nodeAffinity": "gpu"}}, "string into Go struct field Affinity.spec.template.spec.affinity."
+     "nodeAffinity of type v1.NodeAffinity"),
+])
+def test_a_daemonset_that_cannot_be_decoded_is_refused_with_400(sim, pod_spec, message):
+    status, answer = post(f"{sim.url}/apis/apps/v1/namespaces/default/daemonsets", daemon_set("agent", **pod_spec))
+    assert (status, answer["reason"]) == (400, "BadRequest")
+    assert answer["message"] == f'DaemonSet in version "v1" cannot be handled as a DaemonSet: json: cannot unmarshal ' \
+                                f"{message}"
+    assert sim.objects("daemonsets") == [] and sim.objects("pods") == []
+
+
+def test_a_hostile_pod_claiming_a_daemonset_does_not_stop_it(sim, apps):
+    created = apps.create_namespaced_daemon_set("default", daemon_set("agent"))
+    wait_for(lambda: len(targets(sim)) == 2, timeout=5, message="two pods")
+    status, _ = post(f"{sim.url}/api/v1/namespaces/default/pods", {"metadata": {
+        "name": "odd", "labels": {"app": "agent"}, "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": created.metadata.uid,
+             "controller": True}]}, "spec": {"containers": [{"name": "c", "image": "x"}], "affinity": {
+                 "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": ["odd"]}}}}})
+    assert status == 201
+    add_node(sim, "late")
+    wait_for(lambda: "late" in targets(sim).values(), timeout=5, message="a pod for a new node all the same")

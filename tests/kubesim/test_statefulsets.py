@@ -129,6 +129,9 @@ def test_a_template_change_replaces_the_pods_from_the_highest_ordinal(sim, apps,
     ({"selector": {"matchLabels": {"app": "other"}}}, "`selector` does not match template `labels`"),
     ({"podManagementPolicy": "Random"}, 'spec.podManagementPolicy: Unsupported value: "Random"'),
     ({"replicas": -1}, "spec.replicas: Invalid value: -1"),
+    ({"ordinals": {"start": -1}}, "spec.ordinals.start: Invalid value: -1: must be greater than or equal to 0"),
+    ({"updateStrategy": {"type": "Sometimes"}}, 'spec.updateStrategy.type: Unsupported value: "Sometimes"'),
+    ({"volumeClaimTemplates": [{"spec": {}}]}, "spec.volumeClaimTemplates[0].metadata.name: Required value"),
 ])
 def test_an_invalid_statefulset_is_refused_and_nothing_is_made(sim, spec, message):
     body = stateful_set("web")
@@ -138,6 +141,23 @@ def test_an_invalid_statefulset_is_refused_and_nothing_is_made(sim, spec, messag
     assert (status, answer["reason"]) == (422, "Invalid")
     assert answer["message"].startswith('StatefulSet.apps "web" is invalid: ') and message in answer["message"]
     assert sim.objects("statefulsets") == [] and sim.objects("pods") == []
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"updateStrategy": {"rollingUpdate": {"partition": "1"}}}, "cannot unmarshal string into Go struct field "
+     "RollingUpdateStatefulSetStrategy.spec.updateStrategy.rollingUpdate.partition of type int32"),
+    ({"volumeClaimTemplates": ["data"]}, "cannot unmarshal string into Go struct field "
+     "StatefulSetSpec.spec.volumeClaimTemplates of type v1.PersistentVolumeClaim"),
+    ({"template": {"metadata": "web", "spec": {}}}, "cannot unmarshal string into Go struct field "
+     "PodTemplateSpec.spec.template.metadata of type v1.ObjectMeta"),
+])
+def test_a_statefulset_that_cannot_be_decoded_is_refused_with_400(sim, spec, message):
+    body = stateful_set("web")
+    body["spec"].update(spec)
+    status, answer = post(f"{sim.url}/apis/apps/v1/namespaces/default/statefulsets", body)
+    assert (status, answer["reason"]) == (400, "BadRequest")
+    assert answer["message"] == f'StatefulSet in version "v1" cannot be handled as a StatefulSet: json: {message}'
+    assert sim.objects("statefulsets") == []
 
 
 @pytest.mark.parametrize("switch", ["statefulset_controller", "daemonset_controller", "cronjob_controller"])
