@@ -396,11 +396,15 @@ def test_kubectl_applies_and_gets_statefulsets_daemonsets_and_cronjobs(kubectl_o
                                                                      "target": {"name": node}}, _preload_content=False)
         return lines(kubectl("get", "statefulsets").stdout)[1:]
     wait_for(lambda: bound()[0][:2] == ["db", "2/2"], timeout=15, message="kubectl shows both db pods ready")
+    assert "partitioned roll out complete: 2 new pods have been updated" in kubectl(
+        "rollout", "status", "statefulset/db", "--timeout=10s").stdout
     assert lines(kubectl("get", "sts").stdout)[0] == ["NAME", "READY", "AGE"]
     header, *rows = lines(kubectl("get", "statefulsets", "-o", "wide").stdout)
     assert header == ["NAME", "READY", "AGE", "CONTAINERS", "IMAGES"] and rows[0][3:] == ["c", "postgres"]
     wait_for(lambda: lines(kubectl("get", "ds").stdout)[1][1:6] == ["2"] * 5, timeout=10,
              message="kubectl shows a ready agent on each node")
+    assert 'daemon set "agent" successfully rolled out' in kubectl("rollout", "status", "daemonset/agent",
+                                                                   "--timeout=10s").stdout
     header, *rows = lines(kubectl("get", "daemonsets", "-o", "wide").stdout)
     assert header == ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE",
                       "CONTAINERS", "IMAGES", "SELECTOR"]
