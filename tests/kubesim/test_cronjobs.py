@@ -6,7 +6,7 @@ deletion with the Jobs and their pods, validation, the time factor changed while
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 
 from kubesim import KubeSim
 from kubesim.cronjobs import SCHEDULED_TIMESTAMP
@@ -179,3 +179,18 @@ def test_predefined_schedules_and_time_zones_are_read():
         stamp = batch.read_namespaced_job(made[0], "default").metadata.annotations[SCHEDULED_TIMESTAMP]
         assert stamp.endswith(":00:00+05:30")  # an hour of that zone, at half past the hour in UTC
         assert minute_of(made[0]) % 60 == 30
+
+
+def test_the_new_kinds_are_discovered_watched_listed_and_their_status_written(sim_api, batch):
+    resources = {r.name: r for r in client.AppsV1Api(sim_api).get_api_resources().resources}
+    resources.update({r.name: r for r in batch.get_api_resources().resources})
+    assert (resources["statefulsets"].short_names, resources["daemonsets"].short_names,
+            resources["cronjobs"].short_names) == (["sts"], ["ds"], ["cj"])
+    assert {"statefulsets/status", "daemonsets/status", "cronjobs/status"} <= resources.keys()
+    seen = watch.Watch().stream(batch.list_namespaced_cron_job, "default", timeout_seconds=5)
+    batch.create_namespaced_cron_job("default", cron_job("paused", suspend=True))
+    assert next(seen)["type"] == "ADDED"
+    batch.patch_namespaced_cron_job_status("paused", "default", {"status": {"lastScheduleTime": "2026-01-01T00:00:00Z"}})
+    assert batch.list_namespaced_cron_job("default", label_selector="!missing").items[0].status.last_schedule_time \
+        .isoformat() == "2026-01-01T00:00:00+00:00"
+    assert batch.list_namespaced_cron_job("default", label_selector="missing").items == []
