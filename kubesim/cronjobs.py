@@ -25,7 +25,7 @@ import threading
 import time
 import zoneinfo
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from kubesim import errors
 from kubesim.api import DeleteOptions
@@ -47,7 +47,7 @@ class ScheduleClock:
     """Wall time running ``1/time_factor`` times as fast from the moment it is made (or its factor changed)."""
 
     def __init__(self, time_factor: float) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._origin_real = self._origin = time.time()
         self._factor = max(time_factor, MIN_TIME_FACTOR)
 
@@ -63,7 +63,8 @@ class ScheduleClock:
 
     def at(self, wall: float) -> float:
         """This clock's time when the wall clock read ``wall``."""
-        return self._origin + (wall - self._origin_real) / self._factor
+        with self._lock:
+            return self._origin + (wall - self._origin_real) / self._factor
 
     def now(self) -> float:
         return self.at(time.time())
@@ -113,23 +114,24 @@ class CronJobController(OwnerController):
             now = self.clock.now()
             zone = _zone(spec.get("timeZone"))
             if not cron_job["metadata"].get("deletionTimestamp") and not spec.get("suspend"):
-                created = self._run_due(cron_job, status, active, now, zone)
+                latest, following = _around(spec["schedule"], now, zone)
+                created = self._run_due(cron_job, status, active, now, latest, zone) if latest is not None else None
                 if created is not None:
                     jobs.append(created)
                     active.append(created)
-                following = _schedule(spec["schedule"], now, zone).get_next(float)
-                if self._wakes.get(item) != following:  # one wake per time, however often its Jobs change
+                if following is not None and self._wakes.get(item) != following:  # one wake per time
                     self._wakes[item] = following
                     self.schedule((_WAKE, following, *item), self.clock.real_seconds(following - now) + _WAKE_MARGIN)
             self._trim_history(cron_job, jobs)
             self._write(cron_job, status, jobs, active)
 
-    def _run_due(self, cron_job: dict, status: dict, active: list[dict], now: float, zone) -> dict | None:
-        """The Job of the latest time due and not yet run, made if the deadline and concurrency allow."""
+    def _run_due(self, cron_job: dict, status: dict, active: list[dict], now: float, due: float,
+                 zone) -> dict | None:
+        """The Job of ``due``, the latest time of the schedule, unless run already or the deadline or
+        concurrency forbids it."""
         spec, meta = cron_job["spec"], cron_job["metadata"]
         last = status.get("lastScheduleTime")
         since = _seconds(last) if last else self.clock.at(_seconds(meta["creationTimestamp"]))
-        due = _schedule(spec["schedule"], now, zone).get_prev(float)
         if due <= since:
             return None
         deadline = spec.get("startingDeadlineSeconds")
@@ -202,8 +204,17 @@ class CronJobController(OwnerController):
                                 None)
 
 
-def _schedule(schedule: str, now: float, zone) -> croniter:
-    return croniter(PREDEFINED_SCHEDULES.get(schedule, schedule), dt.datetime.fromtimestamp(now, zone))
+def _around(schedule: str, now: float, zone) -> tuple[float | None, float | None]:
+    """The schedule's latest time up to ``now`` and its next one (None for a time it never reaches, such as
+    30 February's)."""
+    times = []
+    for step in ("get_prev", "get_next"):
+        start = croniter(PREDEFINED_SCHEDULES.get(schedule, schedule), dt.datetime.fromtimestamp(now, zone))
+        try:
+            times.append(getattr(start, step)(float))
+        except CroniterBadDateError:
+            times.append(None)
+    return times[0], times[1]
 
 
 def _zone(name: str | None):

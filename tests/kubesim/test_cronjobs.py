@@ -5,6 +5,8 @@ deletion with the Jobs and their pods, validation, the time factor changed while
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from kubernetes import client, watch
 
@@ -162,6 +164,15 @@ def test_a_cronjob_that_cannot_be_decoded_is_refused_with_400(sim, spec, message
     assert (status, answer["reason"]) == (400, "BadRequest")
     assert answer["message"] == f'CronJob in version "v1" cannot be handled as a CronJob: json: cannot unmarshal {message}'
     assert sim.objects("cronjobs") == []
+
+
+def test_a_schedule_that_never_comes_makes_no_job_and_no_error(sim, batch, caplog):
+    made = made_jobs(sim)
+    batch.create_namespaced_cron_job("default", cron_job("never", "0 0 30 2 *"))  # accepted, as kube-apiserver does
+    batch.create_namespaced_cron_job("default", cron_job("tick"))
+    wait_for(lambda: len(made) >= 2, timeout=5, message="two Jobs of the other CronJob")
+    assert all(name.startswith("tick-") for name in made)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 def test_a_name_longer_than_52_characters_is_refused(sim):
