@@ -47,10 +47,8 @@ class Gangs:
         node = ledger.nodes.get(placeholder.node_id)
         queue = ledger.queues.get(app.queue_path)
         if node is not None and queue is not None and node.schedulable and real.resource.fits_in(node.available):
-            real.placeholder_used = True
-            ledger.book(app, queue, real, node, decided=True)
+            ledger.book(app, queue, real, node, decided=True, took_placeholder=True)
         else:  # the node went meanwhile: the real pod is asked for again, as any other
-            real.last_failure = ""
             ledger.pend(app, real)
 
     def timed_out(self, app: Application) -> None:

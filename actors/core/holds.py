@@ -81,5 +81,4 @@ class Holds:
         if (node.schedulable and ask.resource.fits_in(node.available) and ask.resource.fits_in_max(queue.headroom())
                 and ledger.meets_constraints(ask, node)):
             ledger.remove_ask(app, ask)
-            ask.last_failure = ""
             ledger.book(app, queue, ask, node, decided=True)

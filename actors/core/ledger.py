@@ -298,6 +298,7 @@ class Ledger:
     # Asks.
     def pend(self, app: Application, ask: Allocation) -> Allocation | None:
         """Put ``ask`` among the application's pending asks, counted in its queues; the ask it replaced."""
+        ask.last_failure = ""  # asked for anew (a real pod whose placeholder's node went)
         replaced = app.add_ask(ask)
         queue = self.queues.get(app.queue_path)
         if queue is not None:
@@ -361,8 +362,14 @@ class Ledger:
         if found is not None:
             found.count(self.usage)
 
-    def book(self, app: Application, queue: Queue, allocation: Allocation, node: Node, decided: bool) -> None:
-        """Book ``allocation`` on ``node`` for ``app`` (a new decision, or one found running)."""
+    def book(self, app: Application, queue: Queue, allocation: Allocation, node: Node, decided: bool,
+             took_placeholder: bool = False) -> None:
+        """Book ``allocation`` on ``node`` for ``app``: a new decision (``decided``), or one found running.
+        ``took_placeholder``: a real pod of a gang placed in a placeholder's stead."""
+        if took_placeholder:
+            allocation.placeholder_used = True
+        elif decided:
+            allocation.last_failure = ""
         allocation.node_id = node.node_id
         allocation.allocation_time = self.clock.now_ns()
         allocation.booked = next(self._sequence)

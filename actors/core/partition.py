@@ -411,16 +411,11 @@ class Partition:
         kind, app, ask = result.kind, result.app, result.ask
         ledger = self.ledger
         if kind is Decided.ALLOCATED or kind is Decided.ALLOCATED_RESERVED:
-            node = result.node
-            if result.placeholder is not None:  # it runs elsewhere than its placeholder, which is given up
-                self.gangs.give_up(app, result.placeholder, si_pb2.PLACEHOLDER_REPLACED,
-                                   f"replaced by {ask.key} on {node.node_id}")
-                ledger.remove_ask(app, ask)
-                ask.placeholder_used = True
-            else:
-                ledger.remove_ask(app, ask)  # ends its reservation, if it had one
-                ask.last_failure = ""
-            ledger.book(app, result.queue, ask, node, decided=True)
+            node, placeholder = result.node, result.placeholder
+            if placeholder is not None:  # it runs elsewhere than its placeholder, which is given up
+                self.gangs.give_up(app, placeholder, si_pb2.PLACEHOLDER_REPLACED, f"replaced by {ask.key} on {node.node_id}")
+            ledger.remove_ask(app, ask)  # ends its reservation, if it had one
+            ledger.book(app, result.queue, ask, node, decided=True, took_placeholder=placeholder is not None)
         elif kind is Decided.RESERVED:
             ledger.reserve(app, ask, result.node)
         elif kind is Decided.PREEMPTING:
