@@ -5,16 +5,9 @@ from actors.core.cycle import Cycle, Decided
 from actors.core.partition import Partition
 from si import si_pb2
 from si.resources import Resource
+from tests.queues import config, queue
 
-CONFIG = cfg.parse("""
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-""").partitions[0]
+CONFIG = cfg.parse(config(queue("a"))).partitions[0]
 
 
 def partition_with_one_ask() -> Partition:
