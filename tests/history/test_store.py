@@ -67,11 +67,11 @@ def test_usage_sums_core_and_memory_hours_and_ranks_waits_per_queue_and_user(dsn
     a, b = by_queue["root.a"], by_queue["root.b"]
     assert (a.applications, a.by_state) == (10, {"Completed": 10})
     assert a.core_hours == 20.0 and a.memory_gib_hours == 20.0
-    for fraction, expected in ((0.5, 5.0), (0.9, 9.0), (0.99, 10.0)):
-        assert abs(a.wait_percentile(fraction) - expected) <= 0.05 * expected
+    for percent, expected in ((50, 5.0), (90, 9.0), (99, 10.0)):
+        assert abs(a.wait_percentile(percent) - expected) <= 0.05 * expected
     assert (b.applications, b.by_state) == (2, {"Failed": 1, "Rejected": 1})
     assert b.core_hours == 0.25
-    assert abs(b.wait_percentile(0.5) - 30) <= 1.5  # the rejected one never waited for a pod
+    assert abs(b.wait_percentile(50) - 30) <= 1.5  # the rejected one never waited for a pod
     by_user = {row.key: row for row in store.usage("user", None, None)}
     assert by_user["alice"].applications == 5 and by_user["bob"].applications == 7
     assert by_user["alice"].core_hours == 10.0
