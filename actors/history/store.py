@@ -181,6 +181,7 @@ class HistoryStore:
         rows = [_event_row(e) for e in events]
         insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
         with self.engine.begin() as connection:
+            apps = self._unseen(connection, apps)
             if apps:
                 table = schema.applications
                 # Only what was not stored before counts (a batch may be written again after a failover).
@@ -202,6 +203,22 @@ class HistoryStore:
         if self.dialect == "postgresql":
             return column == any_(bindparam(None, values, ARRAY(column.type)))
         return column.in_(values)
+
+    def _unseen(self, connection, apps: list[dict]) -> list[dict]:
+        """``apps`` but the runs already stored under another submission time: a standby that recovered an
+        application, and finished it once it led, saw the run the old leader stored. Two runs of one id
+        never overlap in time (a new run starts once the last one completed), so an overlap is the same run."""
+        if not apps:
+            return apps
+        table = schema.applications
+        stored: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        for partition, app_id, submitted, finished in connection.execute(
+                select(table.c.partition, table.c.application_id, table.c.submitted_at, table.c.finished_at)
+                .where(self._among(table.c.application_id, sorted({app["application_id"] for app in apps})))):
+            stored.setdefault((partition, app_id), []).append((submitted, finished))
+        return [app for app in apps if not any(
+            submitted != app["submitted_at"] and submitted <= app["finished_at"] and app["submitted_at"] <= finished
+            for submitted, finished in stored.get((app["partition"], app["application_id"]), ()))]
 
     def _roll_up(self, connection, which, sign: int) -> None:
         """Add (``sign`` 1) or take away (-1) the applications ``which`` selects in the usage rollups: one

@@ -25,6 +25,19 @@ def test_an_application_is_read_back_whole_and_a_second_write_changes_nothing(ds
     store.close()
 
 
+def test_a_run_stored_by_one_scheduler_is_not_stored_again_by_the_next_leader(dsn):
+    """The new leader recovered the application as a standby (so its submission time is its own) and
+    finished it once it led: the run overlaps the stored one, and is the same run. A later run is new."""
+    store = open_store(dsn)
+    store.write([finished("app-1", submitted=T0, runtime=60)])
+    store.write([finished("app-1", submitted=T0 + 5 * S, runtime=60)])  # the new leader's view of it
+    assert store.count() == 1 and store.application("default", "app-1").submission_time == T0
+    assert [row.applications for row in store.usage("queue", None, None)] == [1]
+    store.write([finished("app-1", submitted=T0 + 3600 * S)])  # the id runs again, later
+    assert store.count() == 2 and store.count(distinct_ids=True) == 1
+    store.close()
+
+
 def test_migrating_again_keeps_the_rows(dsn):
     store = open_store(dsn)
     store.write([finished("app-1")])
