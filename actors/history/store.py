@@ -244,10 +244,11 @@ class HistoryStore:
 
     def maintain(self) -> None:
         """Refresh the planner's statistics (SQLite keeps none unless asked) and, on PostgreSQL, the
-        visibility map that lets the usage report read its indexes alone (autovacuum's work, done now)."""
+        visibility map that lets the usage report read its indexes alone, and the room of the rollups'
+        rows that every stored application updates (autovacuum's work, done now)."""
         if self.dialect == "postgresql":
             with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-                connection.execute(text("VACUUM ANALYZE applications"))
+                connection.execute(text("VACUUM ANALYZE applications, usage_totals, usage_waits"))
         else:
             with self.engine.begin() as connection:
                 connection.execute(text("ANALYZE"))
