@@ -60,13 +60,13 @@ def fill(store: HistoryStore, count: int, batch: int = 20_000) -> float:
     return time.perf_counter() - began
 
 
-def server_cpu(postmaster: int | None) -> float:
-    """CPU seconds of the PostgreSQL server's processes (the postmaster's children: the backends and
-    their parallel workers), 0 without a server."""
+def server_cpu(postmaster: int | None) -> dict[int, float]:
+    """CPU seconds of each of the PostgreSQL server's processes (the postmaster's children: the backends
+    and their parallel workers), none without a server."""
     if postmaster is None:
-        return 0.0
+        return {}
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+    found = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -75,15 +75,20 @@ def server_cpu(postmaster: int | None) -> float:
         except OSError:
             continue
         if int(fields[1]) == postmaster:  # ppid; utime and stime follow at 11 and 12
-            total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
+            found[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    return found
+
+
+def server_spent(before: dict[int, float], postmaster: int | None) -> float:
+    """The server's CPU seconds since ``before`` (a process that ended meanwhile is not counted)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in server_cpu(postmaster).items())
 
 
 def timed(call, postmaster: int | None) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of ``call()``."""
     cpu, server, wall = time.process_time(), server_cpu(postmaster), time.perf_counter()
     call()
-    return time.process_time() - cpu + server_cpu(postmaster) - server, time.perf_counter() - wall
+    return time.process_time() - cpu + server_spent(server, postmaster), time.perf_counter() - wall
 
 
 def worker(dsn: str) -> None:
@@ -110,7 +115,7 @@ class Worker:
         self.process.stdin.write(query + "\n")
         self.process.stdin.flush()
         result = json.loads(self.process.stdout.readline())
-        result["cpu"] += server_cpu(postmaster) - server
+        result["cpu"] += server_spent(server, postmaster)
         return result
 
     def close(self) -> None:
