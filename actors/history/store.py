@@ -148,6 +148,12 @@ class HistoryStore:
             self.engine = create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,
                                         pool_recycle=1800)
         self.dialect = self.engine.dialect.name
+        apps = schema.applications
+        # Built once: the writer runs them for every batch, and compiling them again costs more than running.
+        self._add_stored = self._roll_ups(self._among(apps.c.id, "ids"), 1)
+        self._take_pruned = self._roll_ups(apps.c.finished_at < bindparam("cutoff"), -1)
+        self._runs_of = select(apps.c.partition, apps.c.application_id, apps.c.submitted_at, apps.c.finished_at) \
+            .where(self._among(apps.c.application_id, "application_ids"))
 
     def migrate(self, revision: str = "head") -> HistoryStore:
         """Bring the schema to ``revision``, by default the latest. Processes starting together migrate one at a time: on
@@ -189,7 +195,8 @@ class HistoryStore:
                     index_elements=["partition", "application_id", "submitted_at"]).returning(table.c.id), apps)
                 ids = [row.id for row in stored]
                 if ids:
-                    self._roll_up(connection, self._among(table.c.id, ids), 1)
+                    for statement in self._add_stored:
+                        connection.execute(statement, {"ids": ids})
             if clusters:
                 connection.execute(insert(schema.cluster_samples).on_conflict_do_nothing(index_elements=["at"]),
                                    clusters)
@@ -198,11 +205,12 @@ class HistoryStore:
             if rows:
                 connection.execute(schema.events.insert(), rows)
 
-    def _among(self, column, values: list):
-        """``column IN values``; PostgreSQL takes the values as one array rather than a parameter each."""
+    def _among(self, column, name: str):
+        """``column IN`` the list given as parameter ``name``; PostgreSQL takes it as one array rather than a
+        parameter each."""
         if self.dialect == "postgresql":
-            return column == any_(bindparam(None, values, ARRAY(column.type)))
-        return column.in_(values)
+            return column == any_(bindparam(name, type_=ARRAY(column.type)))
+        return column.in_(bindparam(name, expanding=True))
 
     def _unseen(self, connection, apps: list[dict]) -> list[dict]:
         """``apps`` but the runs already stored under another submission time: a standby that recovered an
@@ -210,37 +218,37 @@ class HistoryStore:
         never overlap in time (a new run starts once the last one completed), so an overlap is the same run."""
         if not apps:
             return apps
-        table = schema.applications
         stored: dict[tuple[str, str], list[tuple[int, int]]] = {}
         for partition, app_id, submitted, finished in connection.execute(
-                select(table.c.partition, table.c.application_id, table.c.submitted_at, table.c.finished_at)
-                .where(self._among(table.c.application_id, sorted({app["application_id"] for app in apps})))):
+                self._runs_of, {"application_ids": sorted({app["application_id"] for app in apps})}):
             stored.setdefault((partition, app_id), []).append((submitted, finished))
         return [app for app in apps if not any(
             submitted != app["submitted_at"] and submitted <= app["finished_at"] and app["submitted_at"] <= finished
             for submitted, finished in stored.get((app["partition"], app["application_id"]), ()))]
 
-    def _roll_up(self, connection, which, sign: int) -> None:
-        """Add (``sign`` 1) or take away (-1) the applications ``which`` selects in the usage rollups: one
-        grouped upsert per rollup, period length and grouping."""
+    def _roll_ups(self, which, sign: int) -> list:
+        """The statements that add (``sign`` 1) or take away (-1) the applications ``which`` selects in the
+        usage rollups: one upsert per rollup, of the applications grouped per period length and grouping."""
         apps = schema.applications
         insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
+        totals, waits = [], []
         for seconds in ROLLUP_PERIODS:
             start = apps.c.finished_at // (seconds * NS) * (seconds * NS)
             for grouping, name in (("queue", apps.c.queue), ("user", apps.c.user_name)):
                 fixed = (literal(grouping), literal(seconds), start, name)
-                for table, rolled in (
-                        (schema.usage_totals, select(*fixed, apps.c.state, sign * func.count(),
-                                                     sign * func.sum(apps.c.vcore_seconds),
-                                                     sign * func.sum(apps.c.memory_seconds))
-                         .where(which).group_by(start, name, apps.c.state)),
-                        (schema.usage_waits, select(*fixed, apps.c.wait_bucket, sign * func.count())
-                         .where(which, apps.c.wait_bucket.is_not(None)).group_by(start, name, apps.c.wait_bucket))):
-                    key = [column.name for column in table.primary_key]
-                    sums = [column.name for column in table.columns if column.name not in key]
-                    upsert = insert(table).from_select(key + sums, rolled)
-                    connection.execute(upsert.on_conflict_do_update(
-                        index_elements=key, set_={column: table.c[column] + upsert.excluded[column] for column in sums}))
+                totals.append(select(*fixed, apps.c.state, sign * func.count(), sign * func.sum(apps.c.vcore_seconds),
+                                     sign * func.sum(apps.c.memory_seconds))
+                              .where(which).group_by(start, name, apps.c.state))
+                waits.append(select(*fixed, apps.c.wait_bucket, sign * func.count())
+                             .where(which, apps.c.wait_bucket.is_not(None)).group_by(start, name, apps.c.wait_bucket))
+        statements = []
+        for table, rolled in ((schema.usage_totals, totals), (schema.usage_waits, waits)):
+            key = [column.name for column in table.primary_key]
+            sums = [column.name for column in table.columns if column.name not in key]
+            upsert = insert(table).from_select(key + sums, union_all(*rolled))
+            statements.append(upsert.on_conflict_do_update(
+                index_elements=key, set_={column: table.c[column] + upsert.excluded[column] for column in sums}))
+        return statements
 
     def maintain(self) -> None:
         """Refresh the planner's statistics (SQLite keeps none unless asked) and, on PostgreSQL, the
@@ -259,7 +267,8 @@ class HistoryStore:
         with self.engine.begin() as connection:
             table = schema.applications
             cutoff = now - int(retention.applications * NS)
-            self._roll_up(connection, table.c.finished_at < cutoff, -1)
+            for statement in self._take_pruned:
+                connection.execute(statement, {"cutoff": cutoff})
             for rollup in (schema.usage_totals, schema.usage_waits):
                 connection.execute(delete(rollup).where(rollup.c.period_start < cutoff, rollup.c.applications <= 0))
             deleted = connection.execute(delete(table).where(table.c.finished_at < cutoff)).rowcount
