@@ -12,9 +12,9 @@ alternating so both see the same load; the figures are printed side by side with
 is filled by this checkout, whose schema keeps the older one's tables as they were.
 
     python benchmarks/history_usage.py                       # 1,000,000 applications, both databases
-    python benchmarks/history_usage.py --apps 100000 --backends sqlite --before /tmp/main
-    python benchmarks/history_usage.py --keep /tmp/usage.db          # fill a SQLite file once, then
-    python benchmarks/history_usage.py --dsn sqlite:////tmp/usage.db --before /tmp/main
+    python benchmarks/history_usage.py --apps 100000 --backends sqlite --before ../main
+    python benchmarks/history_usage.py --keep usage.db          # fill a SQLite file once, then
+    python benchmarks/history_usage.py --dsn sqlite:///usage.db --before ../main
 """
 
 from __future__ import annotations
