@@ -235,17 +235,27 @@ class KubeClient:
     def list(self, path: str, page_size: int = 5000) -> tuple[list[dict], str]:
         """Every object under ``path`` (following ``continue`` tokens) and the list's resourceVersion."""
         items: list[dict] = []
+        resource_version = ""
+        for page, version in self.pages(path, page_size):
+            items.extend(page)
+            resource_version = version
+        return items, resource_version
+
+    def pages(self, path: str, page_size: int = 5000) -> Iterator[tuple[list[dict], str]]:
+        """The objects under ``path`` one page at a time (following ``continue`` tokens), each with the
+        list's resourceVersion once known (``""`` until the last page): a reader that keeps only what
+        it makes of each page never holds the whole list at once."""
         token = ""
         while True:
             query = [("limit", str(page_size))]
             if token:
                 query.append(("continue", token))
             page = self.request_retrying("GET", path, query=query)
-            items.extend(page.get("items") or ())
             metadata = page.get("metadata") or {}
             token = metadata.get("continue") or ""
+            yield page.get("items") or [], "" if token else metadata.get("resourceVersion", "")
             if not token:
-                return items, metadata.get("resourceVersion", "")
+                return
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int, read_timeout: float) -> WatchStream:
         """Open a watch from ``resource_version`` with bookmarks; the server ends it after
