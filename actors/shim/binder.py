@@ -60,8 +60,7 @@ class BinderStats:
 
 @message
 class _Finished:
-    outcome: BindOutcome
-    at: float
+    """A worker's doorbell: outcomes wait in the binder's ``_outcomes`` (told once per batch, not per bind)."""
 
 
 @message
@@ -110,6 +109,10 @@ class Binder(Actor):
         self._alarms: Alarms | None = None  # claims waiting for their provisioner are checked again
         self._claim_waits: dict[str, _ClaimsWait] = {}  # pod uid -> its wait, between two checks
         self._placeholder_stops: dict[str, threading.Event] = {}  # application actor urn -> set to stop making
+        # Outcomes the workers finished, with when, for the actor to take: one doorbell per batch, so a
+        # busy binder is told once per batch instead of once per bind.
+        self._outcomes: list[tuple[BindOutcome, float]] = []
+        self._outcomes_lock = threading.Lock()
 
     def on_VolumeBindTimeout(self, message: VolumeBindTimeout) -> None:
         self._volume_bind_timeout = message.seconds
@@ -140,7 +143,10 @@ class Binder(Actor):
         self._accept(message)
 
     def on__Finished(self, message: _Finished) -> None:
-        self._finished(message)
+        with self._outcomes_lock:
+            outcomes, self._outcomes = self._outcomes, []
+        for outcome, at in outcomes:
+            self._finished(outcome, at)
 
     def on_DeletePod(self, message: DeletePod) -> None:
         if not self._draining:
@@ -199,18 +205,16 @@ class Binder(Actor):
     def _give_up(self, wait: _ClaimsWait, reason: str) -> None:
         self._claim_waits.pop(wait.request.uid, None)
         request = wait.request
-        self._finished(_Finished(BindOutcome(request.uid, request.node, False, reason=reason, volumes=True),
-                                 time.monotonic()))
+        self._finished(BindOutcome(request.uid, request.node, False, reason=reason, volumes=True), time.monotonic())
 
     def on_BinderStatsRequest(self, message: BinderStatsRequest) -> BinderStats:
         return BinderStats(self._bound, self._failed, len(self._in_flight), self._last_bound_at)
 
-    def _finished(self, message: _Finished) -> None:
-        outcome = message.outcome
+    def _finished(self, outcome: BindOutcome, at: float) -> None:
         reply_to = self._in_flight.pop(outcome.uid, None) or self._listener
         if outcome.bound:
             self._bound += 1
-            self._last_bound_at = message.at
+            self._last_bound_at = at
         else:
             self._failed += 1
         tell_if_alive(reply_to, outcome)  # a stopped application has lost interest in its pod
@@ -271,10 +275,18 @@ class Binder(Actor):
         self._report(outcome)
 
     def _report(self, outcome: BindOutcome) -> None:
+        with self._outcomes_lock:
+            self._outcomes.append((outcome, time.monotonic()))
+            first = len(self._outcomes) == 1
+        if not first:
+            return  # the doorbell for the batch is already on its way
         try:
-            self.actor_ref.tell(_Finished(outcome, time.monotonic()))
-        except pykka.ActorDeadError:
-            self._listener.tell(outcome)  # draining: the binder thread is gone, report directly
+            self.actor_ref.tell(_Finished())
+        except pykka.ActorDeadError:  # draining: the binder thread is gone, report directly
+            with self._outcomes_lock:
+                outcomes, self._outcomes = self._outcomes, []
+            for finished, _ in outcomes:
+                self._listener.tell(finished)
 
     def _delete(self, request: DeletePod) -> None:
         try:
