@@ -84,6 +84,7 @@ class _ClaimsDue:
 
 
 CLAIM_CHECK_INTERVAL = 0.2
+BIND_BATCH = 16  # binds a worker sends together at most
 
 
 class Binder(Actor):
@@ -340,7 +341,34 @@ class Binder(Actor):
     def _serve(self) -> None:
         while (item := self._work.get()) is not None:
             function, message = item
-            function(message)
+            if function != self._bind or message.claims:
+                function(message)
+                continue
+            # Binds waiting behind this one go with it, pipelined on one connection (``bind_all``).
+            binds = [message]
+            while len(binds) < BIND_BATCH:
+                try:
+                    later = self._work.get_nowait()
+                except queue.Empty:
+                    break
+                if later is None or later[0] != self._bind or later[1].claims:
+                    self._work.put(later)  # other work (or a worker's stop) goes back, behind what waits
+                    break
+                binds.append(later[1])
+            self._bind_all(binds)
+
+    def _bind_all(self, requests: list[BindRequest]) -> None:
+        """Bind pods without claims together (see ``KubeClient.bind_all``); each outcome as ``_bind_pod``'s."""
+        try:
+            errors = self._client.bind_all([(r.namespace, r.name, r.node, r.uid) for r in requests])
+        except Exception:  # whatever went wrong, each pod gets its own outcome
+            log.exception("binding %d pods together failed unexpectedly; binding them one by one", len(requests))
+            for request in requests:
+                self._bind_pod(request)
+            return
+        for request, error in zip(requests, errors, strict=True):
+            self._report(BindOutcome(request.uid, request.node, True) if error is None else
+                         BindOutcome(request.uid, request.node, False, gone=error.gone, reason=str(error)))
 
     def _stop_workers(self) -> None:
         """Let the workers finish what was accepted, then end them."""

@@ -137,6 +137,10 @@ class AllocationHandoff(Binder):
             self._pending.pop(outcome.uid, None)
         super()._finished(outcome, at)
 
+    def _bind_all(self, requests: list[BindRequest]) -> None:
+        for request in requests:
+            self._bind(request)
+
     def _bind(self, request: BindRequest) -> None:
         """Announce the decision on the pod, so that kube-scheduler re-evaluates it."""
         try:
