@@ -1,7 +1,7 @@
 """Serving the webhook app with gunicorn: HTTPS, threads only for whole requests, certificates re-read.
 
 Each worker's main loop reads each request without blocking (:class:`IntakeWorker`), and hands each
-step of a TLS handshake to threads of its own (``--threads`` of them), which compute it without the GIL;
+first step of a TLS handshake to threads of its own (``--threads`` of them), which compute it without the GIL;
 only a request that has fully arrived, head and body, is served. A small review or health check is
 answered on the main loop itself (the app's work for it is pure computation of a few tens of
 microseconds, less than handing it to a thread costs); anything else goes to the pool of threads
@@ -66,6 +66,7 @@ class _Connection(TConn):
         self.initialized = self.data_ready = True  # gunicorn's blocking handshake is never used
         self.parser = http.get_parser(cfg, sock, client)
         self.handshaken = False
+        self.stepped = False  # the first step of its handshake is done: the rest is the main loop's
         self.shaking = False  # a step of its handshake runs on a thread: the main loop leaves it alone
         self.received = bytearray()
         self.length: int | None = None  # of the request at the start of ``received``, once its head is in
@@ -116,8 +117,8 @@ class _InlineRequest:
 class IntakeWorker(ThreadWorker):
     """gunicorn's gthread worker, but a connection gets a thread only with a whole request in hand.
 
-    The main loop accepts and reads with non-blocking sockets, one poller for all connections; each
-    step of a handshake runs on a handshake thread, the socket out of the poller meanwhile. A new
+    The main loop accepts and reads with non-blocking sockets, one poller for all connections; the
+    first step of a handshake runs on a handshake thread, the socket out of the poller meanwhile. A new
     connection has ``request_timeout`` seconds for the handshake and its first request; a kept-alive one
     waits ``keepalive`` seconds for the next request's first byte, then has ``request_timeout`` seconds
     for the rest. A refused request (see :mod:`webhook.framing`) is answered
@@ -187,9 +188,11 @@ class IntakeWorker(ThreadWorker):
         self._watch(conn, selectors.EVENT_READ)  # its handshake starts on a thread once the ClientHello is in
 
     def _shake(self, conn: _Connection) -> None:
-        """Run the next step of the connection's handshake on a handshake thread: the key exchange and
+        """Run the first step of the connection's handshake on a handshake thread: its key exchange and
         signature are most of a new connection's cost, and OpenSSL computes them without the GIL, so the
-        main loop meanwhile answers the reviews of other connections."""
+        main loop meanwhile answers the reviews of other connections. What follows (the client's Finished,
+        under TLS 1.2 its key share too) takes tens of microseconds, less than a hand-off, so the main loop
+        does it rather than queue it again behind the first steps of a burst."""
         self._unwatch(conn)
         conn.shaking = True
         future = self._handshakes.submit(_handshake_step, conn.sock)
@@ -203,6 +206,7 @@ class IntakeWorker(ThreadWorker):
             wanted = future.result()
         except (OSError, ValueError):  # TLS errors included; ValueError: a socket closed under us
             return self._close(conn)
+        conn.stepped = True
         if wanted:
             return self._watch(conn, wanted)
         conn.handshaken = True
@@ -215,7 +219,10 @@ class IntakeWorker(ThreadWorker):
             return self._drain(conn)
         try:
             if not conn.handshaken:
-                return self._shake(conn)
+                if not conn.stepped:
+                    return self._shake(conn)
+                conn.sock.do_handshake()  # SSLWantReadError / SSLWantWriteError until it is done
+                conn.handshaken = True
             if conn.unsent:
                 self._send(conn)
                 if conn.last:
