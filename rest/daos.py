@@ -43,15 +43,16 @@ def resource(value) -> dict | None:
 
 
 def allocation(a: AllocationSnapshot) -> dict:
-    # Rendered twice per allocation by the dump (under its node and its application): kept to plain
-    # lookups, its tags and resource copied as the dicts they are.
-    delay = a.allocation_time - a.request_time
-    return {"allocationKey": a.allocation_key, "allocationTags": a.allocation_tags.copy(),
-            "requestTime": a.request_time, "allocationTime": a.allocation_time,
-            "allocationDelay": delay if delay > 0 else 0, "resource": a.resource.as_dict(),
-            "priority": str(a.priority), "nodeId": a.node_id, "applicationId": a.application_id,
-            "placeholder": a.placeholder, "placeholderUsed": a.placeholder_used, "taskGroupName": a.task_group_name,
-            "preempted": a.preempted, "originator": a.originator}
+    # One per allocation twice in a dump of 100,000 (under its node and its application): the tuple
+    # unpacked at once rather than read field by field, its tags and resource copied as the dicts they are.
+    (key, tags, request_time, allocation_time, resource, priority, node_id, application_id, placeholder,
+     task_group_name, _, _, originator, placeholder_used, preempted) = a
+    delay = allocation_time - request_time
+    return {"allocationKey": key, "allocationTags": tags.copy(), "requestTime": request_time,
+            "allocationTime": allocation_time, "allocationDelay": delay if delay > 0 else 0,
+            "resource": resource.as_dict(), "priority": str(priority), "nodeId": node_id,
+            "applicationId": application_id, "placeholder": placeholder, "placeholderUsed": placeholder_used,
+            "taskGroupName": task_group_name, "preempted": preempted, "originator": originator}
 
 
 def foreign_allocation(a: AllocationSnapshot) -> dict:
