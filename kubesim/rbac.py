@@ -1,0 +1,102 @@
+"""kube-apiserver's RBAC authoriser over the stored Roles, ClusterRoles and their bindings.
+
+A request is allowed when a rule of a role bound to its user (by name, by one of its groups, or as a
+service account) names its verb, API group, resource (``pods/status`` for a subresource, ``*`` for any)
+and, where the rule lists resource names, its object's name. A RoleBinding grants in its own namespace;
+a ClusterRoleBinding everywhere. ``system:masters`` is always allowed, as kube-apiserver's
+privileged-group authoriser allows it; so are non-resource paths (discovery, OpenAPI, /version,
+/healthz) for any user, as the default ``system:discovery`` and ``system:public-info-viewer`` roles
+grant them. Aggregated ClusterRoles are not played.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubesim import errors
+from kubesim.resources import BY_PLURAL
+from kubesim.store import Store
+
+GROUP = "rbac.authorization.k8s.io"
+ROLE, CLUSTER_ROLE = BY_PLURAL["roles"], BY_PLURAL["clusterroles"]
+ROLE_BINDING, CLUSTER_ROLE_BINDING = BY_PLURAL["rolebindings"], BY_PLURAL["clusterrolebindings"]
+MASTERS = "system:masters"
+
+
+@dataclass(frozen=True, slots=True)
+class Attributes:
+    """What a resource request asks to do (kube-apiserver's authorizer.Attributes)."""
+
+    verb: str
+    group: str
+    resource: str
+    subresource: str
+    namespace: str
+    name: str
+
+    def forbidden(self, user) -> errors.ApiError:
+        """kube-apiserver's 403 for ``user`` (responsewriters.Forbidden and NewForbidden)."""
+        resource = f"{self.resource}/{self.subresource}" if self.subresource else self.resource
+        scope = f'in the namespace "{self.namespace}"' if self.namespace else "at the cluster scope"
+        why = f'User "{user.name}" cannot {self.verb} resource "{resource}" in API group "{self.group}" {scope}'
+        qualified = f"{self.resource}.{self.group}" if self.group else self.resource
+        what = f'{qualified} "{self.name}"' if self.name else qualified
+        details = {"name": self.name, "group": self.group, "kind": self.resource}
+        return errors.ApiError(403, "Forbidden", f"{what} is forbidden: {why}",
+                               {k: v for k, v in details.items() if v})
+
+
+class Rbac:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def allows(self, user, attributes: Attributes | None) -> bool:
+        """Whether ``user`` may do it (``attributes`` None: a non-resource path)."""
+        if MASTERS in user.groups or attributes is None:
+            return True
+        with self._store.lock:
+            bindings = [(b, "") for b in self._store.list(CLUSTER_ROLE_BINDING)[0]]
+            if attributes.namespace:
+                bindings += [(b, attributes.namespace) for b in self._store.list(ROLE_BINDING, attributes.namespace)[0]]
+            for binding, namespace in bindings:
+                if not any(_names(subject, user) for subject in _dicts(binding.get("subjects"))):
+                    continue
+                ref = binding.get("roleRef") if isinstance(binding.get("roleRef"), dict) else {}
+                role_kind = CLUSTER_ROLE if ref.get("kind") == "ClusterRole" else ROLE if namespace else None
+                role = self._store.find(role_kind, namespace if role_kind is ROLE else "", ref.get("name", "")) \
+                    if role_kind is not None and ref.get("kind") == role_kind.kind else None
+                if role is not None and any(_grants(rule, attributes) for rule in _dicts(role.get("rules"))):
+                    return True
+        return False
+
+
+def _dicts(value) -> list[dict]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _names(subject: dict, user) -> bool:
+    kind, name = subject.get("kind"), subject.get("name")
+    if kind == "User":
+        return name == user.name
+    if kind == "Group":
+        return name in user.groups
+    if kind == "ServiceAccount":
+        return user.name == f"system:serviceaccount:{subject.get('namespace', '')}:{name}"
+    return False
+
+
+def _grants(rule: dict, attributes: Attributes) -> bool:
+    def has(field: str, value: str) -> bool:
+        listed = rule.get(field) if isinstance(rule.get(field), list) else []
+        return "*" in listed or value in listed
+    if not has("verbs", attributes.verb) or not has("apiGroups", attributes.group):
+        return False
+    resources = rule.get("resources") if isinstance(rule.get("resources"), list) else []
+    if attributes.subresource:
+        wanted = f"{attributes.resource}/{attributes.subresource}"
+        if not ("*" in resources or wanted in resources or f"*/{attributes.subresource}" in resources):
+            return False
+    elif not ("*" in resources or attributes.resource in resources):
+        return False
+    names = rule.get("resourceNames") if isinstance(rule.get("resourceNames"), list) else []
+    return not names or attributes.name in names
