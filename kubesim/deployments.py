@@ -14,16 +14,21 @@ annotation. Scaling the Deployment scales its current ReplicaSet. A template cha
 its replicas once their pods are gone. The status adds ``updatedReplicas`` and ``unavailableReplicas``,
 and the ``Available`` and ``Progressing`` conditions. Pausing, revision history limits and progress
 deadlines are not played.
+
+A pod or ReplicaSet a controller cannot make (an admission webhook refuses it, say) is tried again a
+second later; the refusal is a ``FailedCreate`` Warning event on the owner, as kube-controller-manager
+records it (``Error creating: <why>`` for a ReplicaSet's pod).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
 import orjson
 
 from kubesim import errors
-from kubesim.resources import DEPLOYMENT, POD, REPLICA_SET, Kind
+from kubesim.resources import BY_PLURAL, DEPLOYMENT, NAMESPACE, POD, REPLICA_SET, Kind
 from kubesim.selectors import label_selector
 from kubesim.serviceaccounts import controller_user
 from kubesim.store import Event, Store, clone, now_rfc3339
@@ -33,6 +38,7 @@ log = logging.getLogger(__name__)
 TEMPLATE_HASH = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 RETRY_SECONDS = 1.0
+EVENT = BY_PLURAL["events"]
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.SafeEncodeString
 _TERMINAL = ("Succeeded", "Failed")
 
@@ -196,9 +202,29 @@ class _Controller(Worker):
             self._store.replace(self.owner_kind, owner["metadata"]["namespace"], owner["metadata"]["name"],
                                 updated, None)
 
-    def _retry_later(self, owner: dict, error: errors.ApiError) -> None:
-        meta = owner["metadata"]  # as kube-controller-manager, retry later (its event: FailedCreate)
-        log.info("%s %s/%s: %s", self.owner_kind.kind, meta["namespace"], meta["name"], error.message)
+    def _retry_later(self, owner: dict, message: str) -> None:
+        """As kube-controller-manager: a ``FailedCreate`` Warning event on the owner (the same message
+        again counts up on one event), and another try later."""
+        meta = owner["metadata"]
+        log.info("%s %s/%s: %s", self.owner_kind.kind, meta["namespace"], meta["name"], message)
+        now = now_rfc3339()
+        name = f"{meta['name']}.{hashlib.sha1(message.encode()).hexdigest()[:16]}"
+        with self._store.lock:
+            seen = self._store.find(EVENT, meta["namespace"], name)
+            if seen is not None:
+                counted = clone(seen)
+                counted.update(count=seen.get("count", 1) + 1, lastTimestamp=now)
+                self._store.replace(EVENT, meta["namespace"], name, counted, None)
+            elif self._store.find(NAMESPACE, "", meta["namespace"]) is not None:
+                component = "replicaset-controller" if self.owner_kind is REPLICA_SET else "deployment-controller"
+                self._store.create(EVENT, meta["namespace"], {
+                    "metadata": {"name": name, "namespace": meta["namespace"]},
+                    "involvedObject": {"kind": self.owner_kind.kind, "namespace": meta["namespace"],
+                                       "name": meta["name"], "uid": meta["uid"], "apiVersion": "apps/v1",
+                                       "resourceVersion": meta.get("resourceVersion", "")},
+                    "reason": "FailedCreate", "message": message, "source": {"component": component},
+                    "firstTimestamp": now, "lastTimestamp": now, "count": 1, "type": "Warning", "eventTime": None,
+                    "reportingComponent": component, "reportingInstance": ""})
         self.schedule((meta["namespace"], meta["name"]), RETRY_SECONDS)
 
 
@@ -222,7 +248,7 @@ class ReplicaSetController(_Controller):
                         active.append(self._api.create(POD, namespace, self._pod(replica_set),
                                                        user=controller_user("replicaset-controller"))[1])
                     except errors.ApiError as error:
-                        self._retry_later(replica_set, error)
+                        self._retry_later(replica_set, f"Error creating: {error.message}")
                         break
                 for pod in sorted(active, key=_deletion_rank)[:max(len(active) - wanted, 0)]:
                     self._delete(pod)
@@ -309,7 +335,8 @@ class DeploymentController(_Controller):
             return self._api.create(REPLICA_SET, meta["namespace"], replica_set,
                                     user=controller_user("deployment-controller"))[1]
         except errors.ApiError as error:
-            self._retry_later(deployment, error)
+            self._retry_later(deployment, f'Failed to create new replica set "{replica_set["metadata"]["name"]}": '
+                                          f"{error.message}")
             return None
 
     def _scale(self, replica_set: dict, replicas: int) -> dict:

@@ -223,3 +223,24 @@ def test_a_controllers_write_names_its_service_account(sim, hook, admission, cor
     assert sorted((r["request"]["kind"]["kind"], r["request"]["userInfo"]["username"]) for r in hook.reviews) == [
         ("Pod", "kubernetes-admin"), ("Pod", "system:serviceaccount:kube-system:replicaset-controller"),
         ("ReplicaSet", "system:serviceaccount:kube-system:deployment-controller")]
+
+
+def test_a_refused_pod_of_a_replica_set_is_a_failed_create_event(sim, hook, admission, core, sim_api):
+    """As kube-controller-manager's replicaset controller: the webhook's refusal is a Warning event on the
+    ReplicaSet, counted up as the controller tries again, and the pod is made once the webhook allows it."""
+    hook.answer = lambda request: {"allowed": False, "status": {"message": "not now", "code": 403}}
+    register(admission, hook, resources=("pods",), operations=("CREATE",))
+    client.AppsV1Api(sim_api).create_namespaced_replica_set("default", {
+        "metadata": {"name": "rs"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "rs"}}, "template": {
+            "metadata": {"labels": {"app": "rs"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+
+    def failures() -> list:
+        return [e for e in core.list_namespaced_event("default").items if e.reason == "FailedCreate"]
+    wait_for(lambda: failures() and failures()[0].count >= 2, timeout=10, message="a FailedCreate event counted twice")
+    (event,) = failures()
+    assert (event.type, event.involved_object.kind, event.involved_object.name) == ("Warning", "ReplicaSet", "rs")
+    assert event.message == 'Error creating: admission webhook "check.example.com" denied the request: not now'
+    assert event.source.component == "replicaset-controller"
+    assert not core.list_namespaced_pod("default").items
+    hook.answer = lambda request: {"allowed": True}
+    wait_for(lambda: core.list_namespaced_pod("default").items, timeout=10, message="the pod, once allowed")
