@@ -5,7 +5,8 @@ with resource versions, selectors, bookmarks, 410 Gone, binding, status subresou
 ``kubernetes`` client, so code tested against it works against a kube-apiserver. It is the embedded
 default cluster of ``yunikorn-scheduler --embedded`` and the test cluster of the project. It plays the
 cluster components a scheduler's tests need, each switchable: Priority admission, kubelets, the Job
-controller and the garbage collector. Faults can be injected (failed requests, latency, dropped
+controller and the garbage collector. Requests are authenticated (service-account bearer tokens,
+impersonation; no credentials is the admin) and authorised by RBAC. Faults can be injected (failed requests, latency, dropped
 watches, expired resource versions).
 """
 

@@ -340,3 +340,44 @@ def test_kubectl_waits_for_the_rollout_and_gets_the_counts(sim, sim_api, kubectl
     lines = kubectl_on_sim("get", "replicasets").stdout.split("\n")
     assert lines[0].split() == ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
     assert lines[1].split()[1:4] == ["2", "2", "2"]
+
+
+RBAC_OBJECTS = """\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: pod-reader
+  namespace: default
+rules:
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: alice-reads-pods
+  namespace: default
+subjects:
+- kind: User
+  name: alice
+  apiGroup: rbac.authorization.k8s.io
+roleRef:
+  kind: Role
+  name: pod-reader
+  apiGroup: rbac.authorization.k8s.io
+"""
+
+
+def test_kubectl_as_another_user_is_authorised_by_rbac(kubectl):
+    """``kubectl --as`` sends Impersonate-User; kubesim's RBAC answers as kube-apiserver, in its words."""
+    refused = kubectl("--as", "alice", "get", "pods", check=False)
+    assert refused.returncode != 0
+    assert ('Error from server (Forbidden): pods is forbidden: User "alice" cannot list resource "pods" in API '
+            'group "" in the namespace "default"') in refused.stderr
+    assert "role.rbac.authorization.k8s.io/pod-reader created" in kubectl("apply", "-f", "-", stdin=RBAC_OBJECTS).stdout
+    assert "No resources found in default namespace." in kubectl("--as", "alice", "get", "pods").stderr
+    refused = kubectl("--as", "alice", "--as-group", "devs", "get", "nodes", check=False)
+    assert 'User "alice" cannot list resource "nodes" in API group "" at the cluster scope' in refused.stderr
+    assert kubectl("get", "rolebindings", "-o", "name").stdout.split() == ["rolebinding.rbac.authorization.k8s.io/"
+                                                                            "alice-reads-pods"]
