@@ -127,6 +127,15 @@ MESSAGES: dict[str, dict[int, Field]] = {
         (3, "disruptionsAllowed", INT32, KEEP), (4, "currentHealthy", INT32, KEEP),
         (5, "desiredHealthy", INT32, KEEP), (6, "expectedPods", INT32, KEEP), (7, "conditions", "Condition", LIST)),
     "Eviction": _message((1, "metadata", _META, KEEP), (2, "deleteOptions", "DeleteOptions", PTR)),
+    # k8s.io/api/authentication/v1
+    "TokenRequest": _message(
+        (1, "metadata", _META, KEEP), (2, "spec", "TokenRequestSpec", KEEP), (3, "status", "TokenRequestStatus", KEEP)),
+    "TokenRequestSpec": _message(
+        (1, "audiences", STRING, LIST), (4, "expirationSeconds", INT64, PTR),
+        (3, "boundObjectRef", "BoundObjectReference", PTR)),
+    "BoundObjectReference": _message(
+        (1, "kind", STRING, OMIT), (2, "apiVersion", STRING, OMIT), (3, "name", STRING, OMIT), (4, "uid", STRING, OMIT)),
+    "TokenRequestStatus": _message((1, "token", STRING, KEEP), (2, "expirationTimestamp", TIME, KEEP)),
     # k8s.io/api/coordination/v1
     "Lease": _message((1, "metadata", _META, KEEP), (2, "spec", "LeaseSpec", KEEP)),
     "LeaseSpec": _message(
@@ -140,4 +149,5 @@ KINDS = frozenset({
     ("v1", "Namespace"), ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "ServiceAccount"), ("v1", "Service"),
     ("scheduling.k8s.io/v1", "PriorityClass"), ("policy/v1", "PodDisruptionBudget"), ("policy/v1", "Eviction"),
     ("coordination.k8s.io/v1", "Lease"), ("meta.k8s.io/v1", "DeleteOptions"), ("v1", "DeleteOptions"),
+    ("authentication.k8s.io/v1", "TokenRequest"),
 })

@@ -247,12 +247,25 @@ def test_drain_evicts_the_nodes_pods_through_the_eviction_api(kubectl, kubesim, 
 
 
 def test_a_typed_create_of_a_kind_kubesim_does_not_read_gets_a_clear_415(kubectl):
-    """``kubectl create token`` posts a protobuf TokenRequest, a kind kubesim has no table for: the answer
+    """``kubectl create deployment`` posts a protobuf Deployment, a kind kubesim has no table for: the answer
     comes at once and says which kinds kubesim reads from protobuf."""
-    refused = kubectl("create", "token", "default", check=False)
+    refused = kubectl("create", "deployment", "web", "--image=nginx", check=False)
     assert refused.returncode != 0
-    assert "kubesim reads protobuf bodies of" in refused.stderr and "not authentication.k8s.io/v1 TokenRequest" \
-        in refused.stderr
+    assert "kubesim reads protobuf bodies of" in refused.stderr and "not apps/v1 Deployment" in refused.stderr
+
+
+def test_kubectl_create_token_gives_a_token_that_authenticates_its_account(kubectl, kubesim):
+    """``kubectl create token`` posts a protobuf TokenRequest; the token it prints is the account's (checked
+    with the official client: kubectl sends no token to a plain-HTTP server)."""
+    kubectl("create", "serviceaccount", "robot")
+    token = kubectl("create", "token", "robot", "--duration=20m").stdout.strip()
+    configuration = client.Configuration(host=kubesim.url, api_key={"authorization": token},
+                                         api_key_prefix={"authorization": "Bearer"})
+    with client.ApiClient(configuration) as api, pytest.raises(client.ApiException) as refused:
+        client.CoreV1Api(api).list_namespaced_pod("default")
+    assert 'User "system:serviceaccount:default:robot" cannot list resource "pods"' in json.loads(refused.value.body)["message"]
+    refused = kubectl("create", "token", "robot", "--duration=5m", check=False)
+    assert "may not specify a duration less than 10 minutes" in refused.stderr
 
 
 JOB = """\
