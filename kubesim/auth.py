@@ -42,7 +42,7 @@ ADMIN_TOKEN = "kubesim"  # the token of the kubeconfig kubesim writes
 TOKEN_SECRET_TYPE = "kubernetes.io/service-account-token"
 SA_NAME_ANNOTATION = "kubernetes.io/service-account.name"
 SA_UID_ANNOTATION = "kubernetes.io/service-account.uid"
-MIN_EXPIRATION, DEFAULT_EXPIRATION = 600, 3600
+MIN_EXPIRATION, DEFAULT_EXPIRATION, MAX_EXPIRATION = 600, 3600, 2**32
 _HEADER = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=")
 
 
@@ -106,11 +106,11 @@ class Tokens:
             raise errors.bad_request("spec.audiences must be a list of strings")
         if not isinstance(seconds, int) or isinstance(seconds, bool):
             raise errors.bad_request("spec.expirationSeconds must be an integer")
-        if seconds < MIN_EXPIRATION:
+        if not MIN_EXPIRATION <= seconds <= MAX_EXPIRATION:
+            bound = "less than 10 minutes" if seconds < MIN_EXPIRATION else "larger than 2^32 seconds"
             raise errors.ApiError(422, "Invalid", f'TokenRequest.authentication.k8s.io "{name}" is invalid: '
                                   f"spec.expirationSeconds: Invalid value: {seconds}: may not specify a duration "
-                                  "less than 10 minutes", {"name": name, "group": "authentication.k8s.io",
-                                                           "kind": "TokenRequest"})
+                                  f"{bound}", {"name": name, "group": "authentication.k8s.io", "kind": "TokenRequest"})
         if spec.get("boundObjectRef"):  # would bind the token's life to a pod or secret: not played
             raise errors.bad_request("kubesim issues no tokens bound to an object (spec.boundObjectRef)")
         now = int(time.time())
@@ -141,8 +141,11 @@ class Tokens:
             namespace, name = claims.get(f"{prefix}namespace"), claims.get(f"{prefix}service-account.name")
             uid, secret_name = claims.get(f"{prefix}service-account.uid"), claims.get(f"{prefix}secret.name")
             secret = self._store.find(SECRET, namespace, secret_name)
-            stored = ((secret or {}).get("data") or {}).get("token", "")
-            if base64.b64decode(stored or "") != token.encode():
+            stored = ((secret or {}).get("data") or {}).get("token")
+            try:
+                if not isinstance(stored, str) or base64.b64decode(stored) != token.encode():
+                    return None
+            except ValueError:  # the Secret's data was rewritten with something that is not base64
                 return None
         else:
             scope = claims.get("kubernetes.io") or {}

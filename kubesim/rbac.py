@@ -62,9 +62,10 @@ class Rbac:
                 if not any(_names(subject, user) for subject in _dicts(binding.get("subjects"))):
                     continue
                 ref = binding.get("roleRef") if isinstance(binding.get("roleRef"), dict) else {}
-                role_kind = CLUSTER_ROLE if ref.get("kind") == "ClusterRole" else ROLE if namespace else None
-                role = self._store.find(role_kind, namespace if role_kind is ROLE else "", ref.get("name", "")) \
-                    if role_kind is not None and ref.get("kind") == role_kind.kind else None
+                role_kind = (CLUSTER_ROLE if ref.get("kind") == "ClusterRole"
+                             else ROLE if ref.get("kind") == "Role" and namespace else None)
+                role = self._store.find(role_kind, namespace if role_kind is ROLE else "", ref["name"]) \
+                    if role_kind is not None and isinstance(ref.get("name"), str) else None
                 if role is not None and any(_grants(rule, attributes) for rule in _dicts(role.get("rules"))):
                     return True
         return False

@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client
 
 from kubesim import KubeSim
+from tests.kubesim.raw import post
 from tests.kubesim.test_admission_webhooks import hook, register  # noqa: F401 - hook: a fixture
 from tests.waiting import wait_for
 
@@ -167,6 +168,9 @@ def test_a_token_request_is_checked(sim, core):
     assert code == 422 and status["message"] == (
         'TokenRequest.authentication.k8s.io "robot" is invalid: spec.expirationSeconds: Invalid value: 599: '
         "may not specify a duration less than 10 minutes")
+    code, status = refusal(lambda: core.create_namespaced_service_account_token(
+        "robot", "default", {"spec": {"expirationSeconds": 2**32 + 1}}))
+    assert code == 422 and status["message"].endswith("may not specify a duration larger than 2^32 seconds")
     code, status = refusal(lambda: core.create_namespaced_service_account_token("ghost", "default", {"spec": {}}))
     assert (code, status["message"]) == (404, 'serviceaccounts "ghost" not found')
     answer = core.create_namespaced_service_account_token("robot", "default", {"spec": {}})
@@ -190,6 +194,9 @@ def test_a_service_account_token_secret_is_filled_and_goes_with_its_account(sim,
     with client_with(sim, base64.b64decode(secret.data["token"]).decode()) as api:
         code, status = refusal(lambda: client.CoreV1Api(api).list_namespaced_pod("default"))
         assert code == 403 and 'User "system:serviceaccount:default:robot"' in status["message"]
+        secret.data["token"] = "not base64!"  # a Secret rewritten by hand no longer vouches for its token
+        core.replace_namespaced_secret("robot-token", "default", secret)
+        assert refusal(lambda: client.CoreV1Api(api).list_namespaced_pod("default"))[0] == 401
         core.delete_namespaced_service_account("robot", "default")
         wait_for(lambda: not [s for s in core.list_namespaced_secret("default").items
                               if s.metadata.name == "robot-token"], timeout=5, message="the token Secret deleted")
@@ -271,3 +278,21 @@ def test_rbac_is_switched_off():
             assert client.CoreV1Api(api).create_namespaced_pod("default", pod()).metadata.name == "p"
         with client_with(sim, "nonsense") as api:
             assert refusal(lambda: client.CoreV1Api(api).list_namespaced_pod("default"))[0] == 401
+
+
+def test_bindings_and_roles_of_any_shape_never_break_authorisation(sim, core, rbac):
+    """Roles and bindings are tenant input: nonsense in them grants nothing and answers no request with 500."""
+    token = token_of(core)
+    bindings = f"{sim.url}/apis/{RBAC}/v1/clusterrolebindings"
+    for number, binding in enumerate((
+            {"roleRef": {"kind": ["ClusterRole"], "name": {"x": 1}}, "subjects": [robot()]},
+            {"roleRef": {"kind": "ClusterRole", "name": ["odd"]}, "subjects": [robot()]},
+            {"roleRef": "pod-reader", "subjects": "everyone"},
+            {"roleRef": {"kind": "ClusterRole", "name": "odd"}, "subjects": [robot(), 7, {"kind": None}]})):
+        assert post(bindings, {"metadata": {"name": f"odd-{number}"}, **binding})[0] == 201
+    assert post(f"{sim.url}/apis/{RBAC}/v1/clusterroles", {"metadata": {"name": "odd"}, "rules": [
+        {"verbs": "list", "resources": {"pods": 1}}, None, {"verbs": [[]], "apiGroups": [""]}]})[0] == 201
+    assert post(f"{sim.url}/apis/{RBAC}/v1/namespaces/default/rolebindings", {
+        "metadata": {"name": "odd"}, "roleRef": {"kind": "Role", "name": {"x": 1}}, "subjects": [robot()]})[0] == 201
+    with client_with(sim, token) as api:
+        assert refusal(lambda: client.CoreV1Api(api).list_namespaced_pod("default"))[0] == 403
