@@ -392,5 +392,8 @@ def test_kubectl_as_another_user_is_authorised_by_rbac(kubectl):
     assert "No resources found in default namespace." in kubectl("--as", "alice", "get", "pods").stderr
     refused = kubectl("--as", "alice", "--as-group", "devs", "get", "nodes", check=False)
     assert 'User "alice" cannot list resource "nodes" in API group "" at the cluster scope' in refused.stderr
-    assert kubectl("get", "rolebindings", "-o", "name").stdout.split() == ["rolebinding.rbac.authorization.k8s.io/"
-                                                                            "alice-reads-pods"]
+    (header, row) = lines(kubectl("get", "rolebindings", "-o", "wide").stdout)
+    assert header == ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+    assert (row[:2], row[3:]) == (["alice-reads-pods", "Role/pod-reader"], ["alice"])
+    (header, row) = lines(kubectl("get", "roles").stdout)
+    assert header == ["NAME", "CREATED AT"] and row[0] == "pod-reader" and row[1].endswith("Z")
