@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kubesim import auth, deployments, disruption, errors, jobs, patch, priority, volumes
+from kubesim import auth, deployments, disruption, errors, jobs, patch, priority, rbac, volumes
 from kubesim.paging import Pager, parse_limit
 from kubesim.resources import BY_PLURAL, DEPLOYMENT, JOB, NAMESPACE, NODE, POD, REPLICA_SET, Kind
 from kubesim.selectors import combine, field_selector, label_selector
@@ -110,7 +110,7 @@ class Api:
             priority.check_int32(kind, (spec or {}).get("priority"), "PodSpec", "spec.priority")
         elif kind is priority.PRIORITY_CLASS:
             priority.check_int32(kind, obj.get("value"), "PriorityClass", "value")
-        causes = jobs.validate_job(obj) if kind is JOB else []
+        causes = jobs.validate_job(obj) if kind is JOB else rbac.validate(kind, obj)
         if kind is DEPLOYMENT or kind is REPLICA_SET:
             deployments.default_workload(kind, obj)  # before validation, as kube-apiserver defaults on decoding
             causes = deployments.validate_workload(obj)
@@ -253,6 +253,8 @@ class Api:
         self._validate(kind, {**new, "metadata": {**new["metadata"], "name": current["metadata"]["name"]}})
         if kind.plural in _HAS_STATUS:
             new["status"] = current.get("status", {})
+        if kind in (rbac.ROLE_BINDING, rbac.CLUSTER_ROLE_BINDING) and new.get("roleRef") != current.get("roleRef"):
+            raise errors.invalid(kind, current["metadata"]["name"], [("roleRef", "Invalid value: cannot change roleRef")])
         if kind is priority.PRIORITY_CLASS:
             self._admit(kind, new, creating=False)
         if kind is POD:

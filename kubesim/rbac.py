@@ -11,6 +11,7 @@ grant them. Aggregated ClusterRoles are not played.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from kubesim import errors
@@ -69,6 +70,83 @@ class Rbac:
                 if role is not None and any(_grants(rule, attributes) for rule in _dicts(role.get("rules"))):
                     return True
         return False
+
+
+def validate(kind, obj: dict) -> list[tuple[str, str]]:
+    """kube-apiserver's defaults (a roleRef's and a User or Group subject's ``apiGroup``) and field errors for
+    a Role, ClusterRole or binding; nothing for other kinds."""
+    if kind is ROLE or kind is CLUSTER_ROLE:
+        rules = obj.get("rules")
+        if rules is not None and not isinstance(rules, list):
+            return [("rules", "Invalid value: must be a list of rules")]
+        causes = []
+        for i, rule in enumerate(rules or ()):
+            causes += _rule_errors(rule, f"rules[{i}]", kind is ROLE)
+        return causes
+    if kind is not ROLE_BINDING and kind is not CLUSTER_ROLE_BINDING:
+        return []
+    ref = obj.get("roleRef")
+    if not isinstance(ref, dict):
+        return [("roleRef", "Required value")]
+    ref.setdefault("apiGroup", GROUP)
+    kinds = ("Role", "ClusterRole") if kind is ROLE_BINDING else ("ClusterRole",)
+    causes = [] if ref["apiGroup"] == GROUP else [("roleRef.apiGroup", _unsupported(ref["apiGroup"], (GROUP,)))]
+    if ref.get("kind") not in kinds:
+        causes.append(("roleRef.kind", _unsupported(ref.get("kind"), kinds)))
+    if not ref.get("name") or not isinstance(ref["name"], str):
+        causes.append(("roleRef.name", "Required value"))
+    subjects = obj.get("subjects")
+    if subjects is not None and not isinstance(subjects, list):
+        return [*causes, ("subjects", "Invalid value: must be a list of subjects")]
+    for i, subject in enumerate(subjects or ()):
+        where = f"subjects[{i}]"
+        if not isinstance(subject, dict):
+            causes.append((where, "Invalid value: must be a subject"))
+            continue
+        if subject.get("kind") in ("User", "Group"):
+            subject.setdefault("apiGroup", GROUP)
+        if not subject.get("name") or not isinstance(subject["name"], str):
+            causes.append((f"{where}.name", "Required value"))
+        if subject.get("kind") == "ServiceAccount":
+            if kind is CLUSTER_ROLE_BINDING and not subject.get("namespace"):
+                causes.append((f"{where}.namespace", "Required value"))
+        elif subject.get("kind") in ("User", "Group"):
+            if subject["apiGroup"] != GROUP:
+                causes.append((f"{where}.apiGroup", _unsupported(subject["apiGroup"], (GROUP,))))
+        else:
+            causes.append((f"{where}.kind", _unsupported(subject.get("kind"), ("ServiceAccount", "User", "Group"))))
+    return causes
+
+
+def _rule_errors(rule, where: str, namespaced: bool) -> list[tuple[str, str]]:
+    if not isinstance(rule, dict):
+        return [(where, "Invalid value: must be a policy rule")]
+    lists = ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
+    wrong = [f"{where}.{field}" for field in lists if not _strings(rule.get(field))]
+    if wrong:
+        return [(field, "Invalid value: must be a list of strings") for field in wrong]
+    causes = [] if rule.get("verbs") else [(f"{where}.verbs", "Required value: verbs must contain at least one value")]
+    if rule.get("nonResourceURLs"):
+        if namespaced:
+            causes.append((f"{where}.nonResourceURLs", "Invalid value: namespaced rules cannot apply to non-resource "
+                                                       "URLs"))
+        elif rule.get("apiGroups") or rule.get("resources") or rule.get("resourceNames"):
+            causes.append((f"{where}.nonResourceURLs", "Invalid value: rules cannot apply to both regular resources "
+                                                       "and non-resource URLs"))
+        return causes
+    if not rule.get("apiGroups"):
+        causes.append((f"{where}.apiGroups", "Required value: resource rules must supply at least one api group"))
+    if not rule.get("resources"):
+        causes.append((f"{where}.resources", "Required value: resource rules must supply at least one resource"))
+    return causes
+
+
+def _strings(value) -> bool:
+    return value is None or (isinstance(value, list) and all(isinstance(item, str) for item in value))
+
+
+def _unsupported(value, supported: tuple[str, ...]) -> str:
+    return f"Unsupported value: {json.dumps(value)}: supported values: " + ", ".join(f'"{s}"' for s in supported)
 
 
 def _dicts(value) -> list[dict]:

@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client
 
 from kubesim import KubeSim
+from kubesim.resources import BY_PLURAL
 from tests.kubesim.raw import post
 from tests.kubesim.test_admission_webhooks import hook, register  # noqa: F401 - hook: a fixture
 from tests.waiting import wait_for
@@ -280,19 +281,46 @@ def test_rbac_is_switched_off():
             assert refusal(lambda: client.CoreV1Api(api).list_namespaced_pod("default"))[0] == 401
 
 
-def test_bindings_and_roles_of_any_shape_never_break_authorisation(sim, core, rbac):
-    """Roles and bindings are tenant input: nonsense in them grants nothing and answers no request with 500."""
-    token = token_of(core)
+def test_roles_and_bindings_are_validated_and_defaulted(sim, rbac):
+    """kube-apiserver's defaults (roleRef and User/Group subjects get the RBAC apiGroup) and its field errors;
+    a refused object is not stored, and a binding's roleRef cannot change."""
     bindings = f"{sim.url}/apis/{RBAC}/v1/clusterrolebindings"
+    code, status = post(bindings, {"metadata": {"name": "bad"}, "roleRef": {"kind": "Role", "name": "x"},
+                                   "subjects": [{"kind": "ServiceAccount", "name": "robot"}, {"kind": "Robot"}]})
+    assert code == 422 and status["message"] == (
+        'ClusterRoleBinding.rbac.authorization.k8s.io "bad" is invalid: roleRef.kind: Unsupported value: "Role": '
+        'supported values: "ClusterRole"; subjects[0].namespace: Required value; subjects[1].name: Required value; '
+        'subjects[1].kind: Unsupported value: "Robot": supported values: "ServiceAccount", "User", "Group"')
+    code, status = post(f"{sim.url}/apis/{RBAC}/v1/namespaces/default/roles", {"metadata": {"name": "bad"}, "rules": [
+        {"verbs": [], "resources": ["pods"]}, {"verbs": ["get"], "nonResourceURLs": ["/healthz"]}, {"verbs": "get"}]})
+    assert code == 422 and status["message"] == (
+        'Role.rbac.authorization.k8s.io "bad" is invalid: rules[0].verbs: Required value: verbs must contain at '
+        "least one value; rules[0].apiGroups: Required value: resource rules must supply at least one api group; "
+        "rules[1].nonResourceURLs: Invalid value: namespaced rules cannot apply to non-resource URLs; "
+        "rules[2].verbs: Invalid value: must be a list of strings")
+    assert rbac.list_cluster_role_binding().items == [] and rbac.list_namespaced_role("default").items == []
+    made = rbac.create_cluster_role_binding({"metadata": {"name": "good"}, "roleRef": {"kind": "ClusterRole",
+                                             "name": "view"}, "subjects": [{"kind": "User", "name": "alice"}]})
+    assert (made.role_ref.api_group, made.subjects[0].api_group) == (RBAC, RBAC)
+    made.role_ref.name = "edit"
+    code, status = refusal(lambda: rbac.replace_cluster_role_binding("good", made))
+    assert code == 422 and status["message"].endswith("roleRef: Invalid value: cannot change roleRef")
+
+
+def test_bindings_and_roles_of_any_shape_never_break_authorisation(sim, core):
+    """Stored roles and bindings are read as tenant input: written around validation, nonsense in them grants
+    nothing and answers no request with 500."""
+    token = token_of(core)
+    cluster_bindings, cluster_roles = (BY_PLURAL[plural] for plural in ("clusterrolebindings", "clusterroles"))
     for number, binding in enumerate((
             {"roleRef": {"kind": ["ClusterRole"], "name": {"x": 1}}, "subjects": [robot()]},
             {"roleRef": {"kind": "ClusterRole", "name": ["odd"]}, "subjects": [robot()]},
             {"roleRef": "pod-reader", "subjects": "everyone"},
             {"roleRef": {"kind": "ClusterRole", "name": "odd"}, "subjects": [robot(), 7, {"kind": None}]})):
-        assert post(bindings, {"metadata": {"name": f"odd-{number}"}, **binding})[0] == 201
-    assert post(f"{sim.url}/apis/{RBAC}/v1/clusterroles", {"metadata": {"name": "odd"}, "rules": [
-        {"verbs": "list", "resources": {"pods": 1}}, None, {"verbs": [[]], "apiGroups": [""]}]})[0] == 201
-    assert post(f"{sim.url}/apis/{RBAC}/v1/namespaces/default/rolebindings", {
-        "metadata": {"name": "odd"}, "roleRef": {"kind": "Role", "name": {"x": 1}}, "subjects": [robot()]})[0] == 201
+        sim.store.create(cluster_bindings, "", {"metadata": {"name": f"odd-{number}"}, **binding})
+    sim.store.create(cluster_roles, "", {"metadata": {"name": "odd"}, "rules": [
+        {"verbs": "list", "resources": {"pods": 1}}, None, {"verbs": [[]], "apiGroups": [""]}]})
+    sim.store.create(BY_PLURAL["rolebindings"], "default", {
+        "metadata": {"name": "odd"}, "roleRef": {"kind": "Role", "name": {"x": 1}}, "subjects": [robot()]})
     with client_with(sim, token) as api:
         assert refusal(lambda: client.CoreV1Api(api).list_namespaced_pod("default"))[0] == 403
