@@ -220,7 +220,8 @@ def test_a_webhook_is_told_the_authenticated_or_impersonated_user(sim, sim_api, 
     core.create_namespaced_config_map("default", {"metadata": {"name": "by-admin"}})
     with client_with(sim, token) as api:
         client.CoreV1Api(api).create_namespaced_config_map("default", {"metadata": {"name": "by-robot"}})
-    with client_with(sim, None, Impersonate_User="alice", Impersonate_Extra_scopes="view") as api:
+    with client_with(sim, None, Impersonate_User="alice", Impersonate_Uid="alice-1",
+                     Impersonate_Extra_scopes="view") as api:
         client.CoreV1Api(api).create_namespaced_config_map("default", {"metadata": {"name": "by-alice"}})
         code, status = refusal(lambda: client.CoreV1Api(api).list_namespaced_config_map("default"))
         assert code == 403 and 'User "alice" cannot list resource "configmaps"' in status["message"]
@@ -230,7 +231,8 @@ def test_a_webhook_is_told_the_authenticated_or_impersonated_user(sim, sim_api, 
     assert users == {
         "by-admin": {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]},
         "by-robot": {"username": "system:serviceaccount:default:robot", "uid": account_uid, "groups": SA_GROUPS},
-        "by-alice": {"username": "alice", "groups": ["system:authenticated"], "extra": {"scopes": ["view"]}},
+        "by-alice": {"username": "alice", "uid": "alice-1", "groups": ["system:authenticated"],
+                     "extra": {"scopes": ["view"]}},
         "as-robot": {"username": "system:serviceaccount:default:robot", "groups": SA_GROUPS}}
 
 
@@ -268,6 +270,11 @@ def test_impersonation_needs_the_impersonate_verb_and_a_user(sim, core, rbac):
           {"kind": "Group", "name": "ops"})
     code, status = raw_request(sim, "/api/v1/namespaces/default/pods", as_alice_in_two_groups)
     assert (code, status["kind"]) == (200, "PodList")
+    code, status = raw_request(sim, "/api/v1/namespaces/default/pods",
+                               [*as_alice_in_two_groups, ("Impersonate-Uid", "alice-1")])
+    assert (code, status["message"]) == (403, 'uids.authentication.k8s.io "alice-1" is forbidden: User '
+                                              '"system:serviceaccount:default:robot" cannot impersonate resource '
+                                              '"uids" in API group "authentication.k8s.io" at the cluster scope')
     code, status = raw_request(sim, "/api/v1/namespaces/default/pods", [("Impersonate-Group", "ops")])
     assert code == 500 and "without impersonating a user" in status["message"]
 
