@@ -38,6 +38,7 @@ AUTHENTICATED = "system:authenticated"
 SA_PREFIX = "system:serviceaccount:"
 ISSUER = AUDIENCE = "https://kubernetes.default.svc.cluster.local"  # kube-apiserver's default --api-audiences
 LEGACY_ISSUER = "kubernetes/serviceaccount"
+LEGACY_CLAIM = "kubernetes.io/serviceaccount/"  # the prefix of a legacy token's claims
 ADMIN_TOKEN = "kubesim"  # the token of the kubeconfig kubesim writes
 _ADMIN_HEADER = f"Bearer {ADMIN_TOKEN}"
 TOKEN_SECRET_TYPE = "kubernetes.io/service-account-token"
@@ -127,20 +128,20 @@ class Tokens:
 
     def legacy(self, namespace: str, name: str, uid: str, secret: str) -> str:
         """The never-expiring token the tokens controller writes into a service-account-token Secret."""
-        prefix = "kubernetes.io/serviceaccount/"
-        return self._sign({"iss": LEGACY_ISSUER, f"{prefix}namespace": namespace,
-                           f"{prefix}secret.name": secret, f"{prefix}service-account.name": name,
-                           f"{prefix}service-account.uid": uid, "sub": f"{SA_PREFIX}{namespace}:{name}"})
+        claim = LEGACY_CLAIM
+        return self._sign({"iss": LEGACY_ISSUER, f"{claim}namespace": namespace,
+                           f"{claim}secret.name": secret, f"{claim}service-account.name": name,
+                           f"{claim}service-account.uid": uid, "sub": f"{SA_PREFIX}{namespace}:{name}"})
 
     def user(self, token: str) -> User | None:
         """The service account a token authenticates, or None (forged, expired, or its account gone)."""
         claims = self._claims(token)
         if claims is None:
             return None
-        prefix = "kubernetes.io/serviceaccount/"
+        claim = LEGACY_CLAIM
         if claims.get("iss") == LEGACY_ISSUER:
-            namespace, name = claims.get(f"{prefix}namespace"), claims.get(f"{prefix}service-account.name")
-            uid, secret_name = claims.get(f"{prefix}service-account.uid"), claims.get(f"{prefix}secret.name")
+            namespace, name = claims.get(f"{claim}namespace"), claims.get(f"{claim}service-account.name")
+            uid, secret_name = claims.get(f"{claim}service-account.uid"), claims.get(f"{claim}secret.name")
             secret = self._store.find(SECRET, namespace, secret_name)
             stored = ((secret or {}).get("data") or {}).get("token")
             try:
