@@ -32,7 +32,7 @@ from kubernetes import client as k8s
 
 from tests.upstream.framework import CONFIG_MAP, rand_seq
 from tests.waiting import wait_for
-from tests.webhook.harness import HttpsClient, pod, registered_bundle, review
+from tests.webhook import harness
 
 APP_NAME = "sleep"
 BYPASS_NS = "kube-system"
@@ -231,7 +231,7 @@ class AccessControl:
 
     def __init__(self, yk, controller, ns: str) -> None:
         self.yk, self.ns = yk, ns
-        self.client = HttpsClient(controller.port, registered_bundle(yk.sim))
+        self.client = harness.HttpsClient(controller.port, harness.registered_bundle(yk.sim))
 
     def update(self, key: str, value: str) -> None:
         kube, namespace = self.yk.kube, self.yk.configmaps.namespace
@@ -242,10 +242,11 @@ class AccessControl:
     def user_info_accepted(self, user: tuple[str, tuple[str, ...]]) -> bool | None:
         """Whether the controller now lets ``user`` (name, groups) submit a pod that carries user.info."""
         name, groups = user
-        carrying = pod(labels={"app": APP_NAME}, annotations={USER_INFO: '{"user":"test"}'})
+        carrying = harness.pod(labels={"app": APP_NAME}, annotations={USER_INFO: '{"user":"test"}'})
         carrying["metadata"]["namespace"] = self.ns
         try:
-            answer = self.client.review("/mutate", review(carrying, namespace=self.ns, user=name, groups=groups))
+            answer = self.client.review("/mutate", harness.review(carrying, namespace=self.ns, user=name,
+                                                                  groups=groups))
         except (OSError, http.client.HTTPException):
             return None  # the controller closed an idle connection: the next try opens another
         return answer["allowed"]
