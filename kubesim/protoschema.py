@@ -136,6 +136,20 @@ MESSAGES: dict[str, dict[int, Field]] = {
     "BoundObjectReference": _message(
         (1, "kind", STRING, OMIT), (2, "apiVersion", STRING, OMIT), (3, "name", STRING, OMIT), (4, "uid", STRING, OMIT)),
     "TokenRequestStatus": _message((1, "token", STRING, KEEP), (2, "expirationTimestamp", TIME, KEEP)),
+    # k8s.io/api/rbac/v1
+    "Role": _message((1, "metadata", _META, KEEP), (2, "rules", "PolicyRule", LIST)),
+    "ClusterRole": _message(
+        (1, "metadata", _META, KEEP), (2, "rules", "PolicyRule", LIST), (3, "aggregationRule", "AggregationRule", PTR)),
+    "AggregationRule": _message((1, "clusterRoleSelectors", "LabelSelector", LIST)),
+    "PolicyRule": _message(
+        (1, "verbs", STRING, LIST), (2, "apiGroups", STRING, LIST), (3, "resources", STRING, LIST),
+        (4, "resourceNames", STRING, LIST), (5, "nonResourceURLs", STRING, LIST)),
+    "RoleBinding": _message((1, "metadata", _META, KEEP), (2, "subjects", "Subject", LIST), (3, "roleRef", "RoleRef", KEEP)),
+    "ClusterRoleBinding": _message(
+        (1, "metadata", _META, KEEP), (2, "subjects", "Subject", LIST), (3, "roleRef", "RoleRef", KEEP)),
+    "Subject": _message(
+        (1, "kind", STRING, KEEP), (2, "apiGroup", STRING, OMIT), (3, "name", STRING, KEEP), (4, "namespace", STRING, OMIT)),
+    "RoleRef": _message((1, "apiGroup", STRING, KEEP), (2, "kind", STRING, KEEP), (3, "name", STRING, KEEP)),
     # k8s.io/api/coordination/v1
     "Lease": _message((1, "metadata", _META, KEEP), (2, "spec", "LeaseSpec", KEEP)),
     "LeaseSpec": _message(
@@ -149,5 +163,7 @@ KINDS = frozenset({
     ("v1", "Namespace"), ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "ServiceAccount"), ("v1", "Service"),
     ("scheduling.k8s.io/v1", "PriorityClass"), ("policy/v1", "PodDisruptionBudget"), ("policy/v1", "Eviction"),
     ("coordination.k8s.io/v1", "Lease"), ("meta.k8s.io/v1", "DeleteOptions"), ("v1", "DeleteOptions"),
-    ("authentication.k8s.io/v1", "TokenRequest"),
+    ("authentication.k8s.io/v1", "TokenRequest"), ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
 })

@@ -397,3 +397,19 @@ def test_kubectl_as_another_user_is_authorised_by_rbac(kubectl):
     assert (row[:2], row[3:]) == (["alice-reads-pods", "Role/pod-reader"], ["alice"])
     (header, row) = lines(kubectl("get", "roles").stdout)
     assert header == ["NAME", "CREATED AT"] and row[0] == "pod-reader" and row[1].endswith("Z")
+
+
+def test_kubectl_creates_roles_and_bindings(kubectl):
+    """``kubectl create role|clusterrole|rolebinding|clusterrolebinding`` post protobuf bodies, read as JSON."""
+    kubectl("create", "clusterrole", "node-reader", "--verb=get,list", "--resource=nodes")
+    kubectl("create", "clusterrolebinding", "ops-read-nodes", "--clusterrole=node-reader", "--group=ops",
+            "--serviceaccount=default:robot")
+    kubectl("create", "role", "pod-reader", "--verb=list", "--resource=pods", "--resource-name=web")
+    kubectl("create", "rolebinding", "alice-reads-pods", "--role=pod-reader", "--user=alice")
+    assert "No resources found" in kubectl("--as", "bob", "--as-group", "ops", "get", "nodes").stderr
+    binding = json.loads(kubectl("get", "clusterrolebinding", "ops-read-nodes", "-o", "json").stdout)
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "node-reader"}
+    assert binding["subjects"] == [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "ops"},
+                                   {"kind": "ServiceAccount", "name": "robot", "namespace": "default"}]
+    role = json.loads(kubectl("get", "role", "pod-reader", "-o", "json").stdout)
+    assert role["rules"] == [{"verbs": ["list"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["web"]}]
