@@ -177,7 +177,7 @@ class KubeSim:
                     if kind == plural and (namespace is None or ns == namespace)]
 
     # Used by the server.
-    def allows(self, user: auth.User, attributes: Attributes) -> bool:
+    def allows(self, user: auth.User, attributes: Attributes | None) -> bool:
         return self.rbac is None or self.rbac.allows(user, attributes)
 
     def log_request(self, verb, resource, subresource, namespace, name, code) -> None:

@@ -14,7 +14,7 @@ def _resource_list(group: str, version: str) -> dict | None:
     resources = []
     for kind in kinds:
         resources.append({"name": kind.plural, "singularName": kind.kind.lower(), "namespaced": kind.namespaced,
-                          "kind": kind.kind, "verbs": _VERBS, "shortNames": list(kind.short_names)})
+                          "kind": kind.kind, "verbs": list(kind.verbs) or _VERBS, "shortNames": list(kind.short_names)})
         for sub in kind.subresources:
             verbs = ["create"] if sub in ("binding", "eviction", "token") else ["get", "patch", "update"]
             sub_kind = {"binding": "Binding", "eviction": "Eviction", "token": "TokenRequest"}.get(sub, kind.kind)

@@ -150,6 +150,20 @@ MESSAGES: dict[str, dict[int, Field]] = {
     "Subject": _message(
         (1, "kind", STRING, KEEP), (2, "apiGroup", STRING, OMIT), (3, "name", STRING, KEEP), (4, "namespace", STRING, OMIT)),
     "RoleRef": _message((1, "apiGroup", STRING, KEEP), (2, "kind", STRING, KEEP), (3, "name", STRING, KEEP)),
+    # k8s.io/api/authorization/v1
+    "SelfSubjectAccessReview": _message(
+        (1, "metadata", _META, KEEP), (2, "spec", "SelfSubjectAccessReviewSpec", KEEP),
+        (3, "status", "SubjectAccessReviewStatus", KEEP)),
+    "SelfSubjectAccessReviewSpec": _message(
+        (1, "resourceAttributes", "ResourceAttributes", PTR), (2, "nonResourceAttributes", "NonResourceAttributes", PTR)),
+    "ResourceAttributes": _message(
+        (1, "namespace", STRING, OMIT), (2, "verb", STRING, OMIT), (3, "group", STRING, OMIT),
+        (4, "version", STRING, OMIT), (5, "resource", STRING, OMIT), (6, "subresource", STRING, OMIT),
+        (7, "name", STRING, OMIT)),
+    "NonResourceAttributes": _message((1, "path", STRING, OMIT), (2, "verb", STRING, OMIT)),
+    "SubjectAccessReviewStatus": _message(
+        (1, "allowed", BOOL, KEEP), (4, "denied", BOOL, OMIT), (2, "reason", STRING, OMIT),
+        (3, "evaluationError", STRING, OMIT)),
     # k8s.io/api/coordination/v1
     "Lease": _message((1, "metadata", _META, KEEP), (2, "spec", "LeaseSpec", KEEP)),
     "LeaseSpec": _message(
@@ -165,5 +179,5 @@ KINDS = frozenset({
     ("coordination.k8s.io/v1", "Lease"), ("meta.k8s.io/v1", "DeleteOptions"), ("v1", "DeleteOptions"),
     ("authentication.k8s.io/v1", "TokenRequest"), ("rbac.authorization.k8s.io/v1", "Role"),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
 })

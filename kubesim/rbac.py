@@ -6,7 +6,8 @@ and, where the rule lists resource names, its object's name. A RoleBinding grant
 a ClusterRoleBinding everywhere. ``system:masters`` is always allowed, as kube-apiserver's
 privileged-group authoriser allows it; so are non-resource paths (discovery, OpenAPI, /version,
 /healthz) for any user, as the default ``system:discovery`` and ``system:public-info-viewer`` roles
-grant them. Aggregated ClusterRoles are not played.
+grant them, and asking what one may do (a SelfSubjectAccessReview, ``kubectl auth can-i``), as
+``system:basic-user`` grants it. Aggregated ClusterRoles are not played.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kubesim.store import Store
 GROUP = "rbac.authorization.k8s.io"
 ROLE, CLUSTER_ROLE = BY_PLURAL["roles"], BY_PLURAL["clusterroles"]
 ROLE_BINDING, CLUSTER_ROLE_BINDING = BY_PLURAL["rolebindings"], BY_PLURAL["clusterrolebindings"]
+SELF_REVIEW = BY_PLURAL["selfsubjectaccessreviews"]
 MASTERS = "system:masters"
 
 
@@ -53,7 +55,8 @@ class Rbac:
 
     def allows(self, user, attributes: Attributes | None) -> bool:
         """Whether ``user`` may do it (``attributes`` None: a non-resource path)."""
-        if MASTERS in user.groups or attributes is None:
+        if MASTERS in user.groups or attributes is None or (attributes.resource == SELF_REVIEW.plural
+                                                             and attributes.group == SELF_REVIEW.group):
             return True
         with self._store.lock:
             bindings = [(b, "") for b in self._store.list(CLUSTER_ROLE_BINDING)[0]]
@@ -70,6 +73,28 @@ class Rbac:
                 if role is not None and any(_grants(rule, attributes) for rule in _dicts(role.get("rules"))):
                     return True
         return False
+
+
+def self_review(body, user, allows) -> dict:
+    """The answer to a SelfSubjectAccessReview: whether ``user`` may do what its spec describes (``allows``:
+    the authoriser in force). Without a namespace, a namespaced resource is asked of every namespace."""
+    spec = (body or {}).get("spec") if isinstance((body or {}).get("spec"), dict) else {}
+    asked, path = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+    if isinstance(asked, dict) and isinstance(path, dict):
+        raise errors.invalid(SELF_REVIEW, "", [("spec.nonResourceAttributes", "Invalid value: cannot be specified in "
+                                                "combination with resourceAttributes")])
+    if not isinstance(asked, dict) and not isinstance(path, dict):
+        raise errors.invalid(SELF_REVIEW, "", [("spec.resourceAttributes", "Invalid value: null: exactly one of "
+                                                "nonResourceAttributes or resourceAttributes must be specified")])
+    if isinstance(asked, dict):
+        fields = [asked.get(field, "") for field in ("verb", "group", "resource", "subresource", "namespace", "name")]
+        if not all(isinstance(value, str) for value in fields):
+            raise errors.bad_request("spec.resourceAttributes: every attribute is a string")
+        allowed = allows(user, Attributes(*fields))
+    else:
+        allowed = allows(user, None)
+    return {"kind": SELF_REVIEW.kind, "apiVersion": SELF_REVIEW.group_version, "metadata": {"creationTimestamp": None},
+            "spec": spec, "status": {"allowed": allowed}}
 
 
 def validate(kind, obj: dict) -> list[tuple[str, str]]:

@@ -14,6 +14,7 @@ class Kind:
     namespaced: bool
     subresources: tuple[str, ...] = ()
     short_names: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ()  # empty: every verb (create, delete, get, list, patch, update, watch)
 
     @property
     def group_version(self) -> str:
@@ -42,6 +43,7 @@ KINDS = (
     Kind("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
     Kind("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
     Kind("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
+    Kind("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, verbs=("create",)),
     Kind("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
          "MutatingWebhookConfiguration", False),
     Kind("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",

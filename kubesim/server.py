@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
-from kubesim import auth, discovery, errors, negotiation, openapi, protobuf, tables
+from kubesim import auth, discovery, errors, negotiation, openapi, protobuf, rbac, tables
 from kubesim.api import JOB_ORPHANS_WARNING, delete_options
 from kubesim.rbac import Attributes
 from kubesim.resources import BY_PATH, JOB, NAMESPACE
@@ -289,6 +289,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, verb: str, target: Route, query: dict, user: auth.User):
         api = self.server.sim.api
+        if target.kind is rbac.SELF_REVIEW:  # asked and answered, never stored
+            if verb != "create":
+                raise errors.method_not_allowed(f"{verb} is not supported on selfsubjectaccessreviews")
+            return 201, rbac.self_review(self._body(), user, self.server.sim.allows)
         if query.get("dryRun"):
             # A server-side dry run would have to write nothing; refused rather than written for real.
             raise errors.bad_request("dryRun is not supported by kubesim; use kubectl --dry-run=client")

@@ -331,3 +331,23 @@ def test_bindings_and_roles_of_any_shape_never_break_authorisation(sim, core):
         "metadata": {"name": "odd"}, "roleRef": {"kind": "Role", "name": {"x": 1}}, "subjects": [robot()]})
     with client_with(sim, token) as api:
         assert refusal(lambda: client.CoreV1Api(api).list_namespaced_pod("default"))[0] == 403
+
+
+def test_a_self_subject_access_review_answers_for_whoever_asks(sim, core, rbac):
+    token = token_of(core)
+    grant(rbac, "pod-reader", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}], robot(),
+          namespace="default")
+
+    def asks(api, **attributes) -> bool:
+        review = client.AuthorizationV1Api(api).create_self_subject_access_review({"spec": attributes})
+        return review.status.allowed
+    with client_with(sim, token) as api:
+        assert asks(api, resourceAttributes={"verb": "list", "resource": "pods", "namespace": "default"}) is True
+        assert asks(api, resourceAttributes={"verb": "list", "resource": "pods"}) is False  # every namespace
+        assert asks(api, resourceAttributes={"verb": "list", "resource": "pods", "subresource": "status",
+                                             "namespace": "default"}) is False
+        assert asks(api, nonResourceAttributes={"verb": "get", "path": "/version"}) is True
+        code, status = refusal(lambda: client.AuthorizationV1Api(api).create_self_subject_access_review({"spec": {}}))
+        assert code == 422 and "exactly one of nonResourceAttributes or resourceAttributes" in status["message"]
+    assert raw_request(sim, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", [])[0] == 405
+    assert sim.objects("selfsubjectaccessreviews") == []

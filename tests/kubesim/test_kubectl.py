@@ -413,3 +413,15 @@ def test_kubectl_creates_roles_and_bindings(kubectl):
                                    {"kind": "ServiceAccount", "name": "robot", "namespace": "default"}]
     role = json.loads(kubectl("get", "role", "pod-reader", "-o", "json").stdout)
     assert role["rules"] == [{"verbs": ["list"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["web"]}]
+
+
+def test_kubectl_auth_can_i_asks_rbac(kubectl):
+    """``kubectl auth can-i`` posts a SelfSubjectAccessReview, which any user may ask, answered by RBAC."""
+    kubectl("create", "role", "pod-reader", "--verb=get,list", "--resource=pods")
+    kubectl("create", "rolebinding", "alice-reads-pods", "--role=pod-reader", "--user=alice")
+    assert kubectl("auth", "can-i", "list", "pods", "--as", "alice").stdout.strip() == "yes"
+    refused = kubectl("auth", "can-i", "delete", "pods", "--as", "alice", check=False)
+    assert (refused.returncode, refused.stdout.strip()) == (1, "no")
+    refused = kubectl("auth", "can-i", "list", "pods", "--as", "alice", "-n", "kube-system", check=False)
+    assert refused.stdout.strip() == "no"
+    assert kubectl("auth", "can-i", "delete", "nodes").stdout.strip() == "yes"  # the admin
