@@ -75,10 +75,10 @@ def core(sim_api):
 
 
 @pytest.fixture
-def hook(core):
+def hook(sim_core):
     """The webhook, behind the Service ``default/hook`` (its cluster IP on loopback, its port 443 mapped)."""
     made = Hook()
-    core.create_namespaced_service("default", {"metadata": {"name": "hook"}, "spec": {
+    sim_core.create_namespaced_service("default", {"metadata": {"name": "hook"}, "spec": {
         "clusterIP": "127.0.0.1", "ports": [{"port": 443, "targetPort": made.port}]}})
     yield made
     made.stop()

@@ -24,20 +24,15 @@ RBAC = "rbac.authorization.k8s.io"
 
 
 @pytest.fixture
-def core(sim_api):
-    return client.CoreV1Api(sim_api)
-
-
-@pytest.fixture
 def rbac(sim_api):
     return client.RbacAuthorizationV1Api(sim_api)
 
 
-def token_of(core, name: str = "robot", namespace: str = "default", **spec) -> str:
+def token_of(sim_core, name: str = "robot", namespace: str = "default", **spec) -> str:
     """A TokenRequest's token for the account ``name``, made first if missing."""
-    if not [a for a in core.list_namespaced_service_account(namespace).items if a.metadata.name == name]:
-        core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
-    answer = core.create_namespaced_service_account_token(name, namespace, {"spec": spec})
+    if not [a for a in sim_core.list_namespaced_service_account(namespace).items if a.metadata.name == name]:
+        sim_core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    answer = sim_core.create_namespaced_service_account_token(name, namespace, {"spec": spec})
     return answer.status.token
 
 
@@ -86,8 +81,8 @@ def robot(namespace: str = "default", name: str = "robot") -> dict:
     return {"kind": "ServiceAccount", "name": name, "namespace": namespace}
 
 
-def test_a_token_request_authenticates_its_account_which_rbac_then_authorises(sim, core, rbac):
-    token = token_of(core)
+def test_a_token_request_authenticates_its_account_which_rbac_then_authorises(sim, sim_core, rbac):
+    token = token_of(sim_core)
     with client_with(sim, token) as api:
         as_robot = client.CoreV1Api(api)
         code, status = refusal(lambda: as_robot.list_namespaced_pod("default"))
@@ -100,7 +95,7 @@ def test_a_token_request_authenticates_its_account_which_rbac_then_authorises(si
         assert as_robot.list_namespaced_pod("default").items == []
         code, status = refusal(lambda: as_robot.create_namespaced_pod("default", pod()))
         assert code == 403 and "cannot create resource" in status["message"]
-        core.create_namespace({"metadata": {"name": "other"}})
+        sim_core.create_namespace({"metadata": {"name": "other"}})
         code, status = refusal(lambda: as_robot.list_namespaced_pod("other"))
         assert status["message"].endswith('in the namespace "other"')
         code, status = refusal(lambda: as_robot.list_node())
@@ -109,10 +104,10 @@ def test_a_token_request_authenticates_its_account_which_rbac_then_authorises(si
         assert client.VersionApi(api).get_code().git_version  # a non-resource path: every user reads it
 
 
-def test_rules_match_verbs_groups_resources_subresources_and_names(sim, core, rbac):
-    token = token_of(core)
-    core.create_namespaced_pod("default", pod("mine"))
-    core.create_namespaced_pod("default", pod("theirs"))
+def test_rules_match_verbs_groups_resources_subresources_and_names(sim, sim_core, rbac):
+    token = token_of(sim_core)
+    sim_core.create_namespaced_pod("default", pod("mine"))
+    sim_core.create_namespaced_pod("default", pod("theirs"))
     grant(rbac, "some", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"], "resourceNames": ["mine"]},
                          {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["*"]},
                          {"apiGroups": ["*"], "resources": ["*"], "verbs": ["watch"]}],
@@ -140,19 +135,19 @@ def test_rules_match_verbs_groups_resources_subresources_and_names(sim, core, rb
         assert 'in API group "apps"' in status["message"]
 
 
-def test_unknown_forged_or_orphaned_tokens_are_unauthorized(sim, core):
-    token = token_of(core)
+def test_unknown_forged_or_orphaned_tokens_are_unauthorized(sim, sim_core):
+    token = token_of(sim_core)
     header, payload, signature = token.split(".")
     claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     claims["sub"] = "system:serviceaccount:kube-system:admin"
     forged = ".".join((header, base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("="),
                        signature))
-    other_audience = token_of(core, audiences=["vault"])
+    other_audience = token_of(sim_core, audiences=["vault"])
     for bad in ("nonsense", forged, other_audience):
         with client_with(sim, bad) as api:
             code, status = refusal(lambda api=api: client.CoreV1Api(api).list_namespaced_pod("default"))
             assert (code, status["reason"], status["message"]) == (401, "Unauthorized", "Unauthorized"), bad
-    core.delete_namespaced_service_account("robot", "default")
+    sim_core.delete_namespaced_service_account("robot", "default")
     with client_with(sim, token) as api:
         assert refusal(lambda: client.CoreV1Api(api).list_namespaced_pod("default"))[0] == 401
     for other_scheme in ("Basic dXNlcjpwdw==", "Bearer"):
@@ -162,62 +157,62 @@ def test_unknown_forged_or_orphaned_tokens_are_unauthorized(sim, core):
         assert refused.value.code == 401
 
 
-def test_a_token_request_is_checked(sim, core):
-    core.create_namespaced_service_account("default", {"metadata": {"name": "robot"}})
-    code, status = refusal(lambda: core.create_namespaced_service_account_token(
+def test_a_token_request_is_checked(sim, sim_core):
+    sim_core.create_namespaced_service_account("default", {"metadata": {"name": "robot"}})
+    code, status = refusal(lambda: sim_core.create_namespaced_service_account_token(
         "robot", "default", {"spec": {"expirationSeconds": 599}}))
     assert code == 422 and status["message"] == (
         'TokenRequest.authentication.k8s.io "robot" is invalid: spec.expirationSeconds: Invalid value: 599: '
         "may not specify a duration less than 10 minutes")
-    code, status = refusal(lambda: core.create_namespaced_service_account_token(
+    code, status = refusal(lambda: sim_core.create_namespaced_service_account_token(
         "robot", "default", {"spec": {"expirationSeconds": 2**32 + 1}}))
     assert code == 422 and status["message"].endswith("may not specify a duration larger than 2^32 seconds")
-    code, status = refusal(lambda: core.create_namespaced_service_account_token("ghost", "default", {"spec": {}}))
+    code, status = refusal(lambda: sim_core.create_namespaced_service_account_token("ghost", "default", {"spec": {}}))
     assert (code, status["message"]) == (404, 'serviceaccounts "ghost" not found')
-    answer = core.create_namespaced_service_account_token("robot", "default", {"spec": {}})
+    answer = sim_core.create_namespaced_service_account_token("robot", "default", {"spec": {}})
     assert answer.spec.audiences == ["https://kubernetes.default.svc.cluster.local"]
     assert answer.spec.expiration_seconds == 3600 and answer.status.expiration_timestamp is not None
 
 
-def test_a_service_account_token_secret_is_filled_and_goes_with_its_account(sim, core):
-    core.create_namespaced_service_account("default", {"metadata": {"name": "robot"}})
-    core.create_namespaced_secret("default", {
+def test_a_service_account_token_secret_is_filled_and_goes_with_its_account(sim, sim_core):
+    sim_core.create_namespaced_service_account("default", {"metadata": {"name": "robot"}})
+    sim_core.create_namespaced_secret("default", {
         "metadata": {"name": "robot-token", "annotations": {"kubernetes.io/service-account.name": "robot"}},
         "type": "kubernetes.io/service-account-token"})
 
     def filled():
-        return (core.read_namespaced_secret("robot-token", "default").data or {}).get("token")
+        return (sim_core.read_namespaced_secret("robot-token", "default").data or {}).get("token")
     wait_for(filled, timeout=5, message="the token written into the Secret")
-    secret = core.read_namespaced_secret("robot-token", "default")
+    secret = sim_core.read_namespaced_secret("robot-token", "default")
     assert base64.b64decode(secret.data["namespace"]) == b"default" and "ca.crt" in secret.data
-    account = core.read_namespaced_service_account("robot", "default")
+    account = sim_core.read_namespaced_service_account("robot", "default")
     assert secret.metadata.annotations["kubernetes.io/service-account.uid"] == account.metadata.uid
     with client_with(sim, base64.b64decode(secret.data["token"]).decode()) as api:
         code, status = refusal(lambda: client.CoreV1Api(api).list_namespaced_pod("default"))
         assert code == 403 and 'User "system:serviceaccount:default:robot"' in status["message"]
         secret.data["token"] = "not base64!"  # a Secret rewritten by hand no longer vouches for its token
-        core.replace_namespaced_secret("robot-token", "default", secret)
+        sim_core.replace_namespaced_secret("robot-token", "default", secret)
         assert refusal(lambda: client.CoreV1Api(api).list_namespaced_pod("default"))[0] == 401
-        core.delete_namespaced_service_account("robot", "default")
-        wait_for(lambda: not [s for s in core.list_namespaced_secret("default").items
+        sim_core.delete_namespaced_service_account("robot", "default")
+        wait_for(lambda: not [s for s in sim_core.list_namespaced_secret("default").items
                               if s.metadata.name == "robot-token"], timeout=5, message="the token Secret deleted")
         assert refusal(lambda: client.CoreV1Api(api).list_namespaced_pod("default"))[0] == 401
-    code, status = refusal(lambda: core.create_namespaced_secret("default", {
+    code, status = refusal(lambda: sim_core.create_namespaced_secret("default", {
         "metadata": {"name": "nameless"}, "type": "kubernetes.io/service-account-token"}))
     assert code == 422 and "metadata.annotations[kubernetes.io/service-account.name]: Required value" \
         in status["message"]
 
 
-def test_a_webhook_is_told_the_authenticated_or_impersonated_user(sim, sim_api, core, rbac, request):
+def test_a_webhook_is_told_the_authenticated_or_impersonated_user(sim, sim_api, sim_core, rbac, request):
     webhook = request.getfixturevalue("hook")  # test_admission_webhooks' fixture: a webhook behind a Service
     register(client.AdmissionregistrationV1Api(sim_api), webhook, resources=("configmaps",))
-    token = token_of(core)
-    account_uid = core.read_namespaced_service_account("robot", "default").metadata.uid
+    token = token_of(sim_core)
+    account_uid = sim_core.read_namespaced_service_account("robot", "default").metadata.uid
     grant(rbac, "writer", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "update"]}],
           {"kind": "User", "name": "alice"}, namespace="default")
     grant(rbac, "robot-writer", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}], robot(),
           namespace="default")
-    core.create_namespaced_config_map("default", {"metadata": {"name": "by-admin"}})
+    sim_core.create_namespaced_config_map("default", {"metadata": {"name": "by-admin"}})
     with client_with(sim, token) as api:
         client.CoreV1Api(api).create_namespaced_config_map("default", {"metadata": {"name": "by-robot"}})
     with client_with(sim, None, Impersonate_User="alice", Impersonate_Uid="alice-1",
@@ -251,8 +246,8 @@ def raw_request(sim, path: str, headers: list[tuple[str, str]]) -> tuple[int, di
         connection.close()
 
 
-def test_impersonation_needs_the_impersonate_verb_and_a_user(sim, core, rbac):
-    token = token_of(core)
+def test_impersonation_needs_the_impersonate_verb_and_a_user(sim, sim_core, rbac):
+    token = token_of(sim_core)
     as_alice_in_two_groups = [("Authorization", f"Bearer {token}"), ("Impersonate-User", "alice"),
                               ("Impersonate-Group", "devs"), ("Impersonate-Group", "ops")]
     code, status = raw_request(sim, "/api/v1/namespaces/default/pods", as_alice_in_two_groups)
@@ -314,10 +309,10 @@ def test_roles_and_bindings_are_validated_and_defaulted(sim, rbac):
     assert code == 422 and status["message"].endswith("roleRef: Invalid value: cannot change roleRef")
 
 
-def test_bindings_and_roles_of_any_shape_never_break_authorisation(sim, core):
+def test_bindings_and_roles_of_any_shape_never_break_authorisation(sim, sim_core):
     """Stored roles and bindings are read as tenant input: written around validation, nonsense in them grants
     nothing and answers no request with 500."""
-    token = token_of(core)
+    token = token_of(sim_core)
     cluster_bindings, cluster_roles = (BY_PLURAL[plural] for plural in ("clusterrolebindings", "clusterroles"))
     for number, binding in enumerate((
             {"roleRef": {"kind": ["ClusterRole"], "name": {"x": 1}}, "subjects": [robot()]},
@@ -333,8 +328,8 @@ def test_bindings_and_roles_of_any_shape_never_break_authorisation(sim, core):
         assert refusal(lambda: client.CoreV1Api(api).list_namespaced_pod("default"))[0] == 403
 
 
-def test_a_self_subject_access_review_answers_for_whoever_asks(sim, core, rbac):
-    token = token_of(core)
+def test_a_self_subject_access_review_answers_for_whoever_asks(sim, sim_core, rbac):
+    token = token_of(sim_core)
     grant(rbac, "pod-reader", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}], robot(),
           namespace="default")
 
