@@ -10,10 +10,15 @@ reason in ``invalid`` and the shim rejects the task with that reason.
 from __future__ import annotations
 
 import functools
+import sys
+import threading
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
+
+import orjson
 
 from actors.shim import constraints, keys
 from si import gojson
@@ -24,6 +29,7 @@ from si.kubernetes import (
     ANNOTATION_USER_INFO,
     LABEL_DISABLE_STATE_AWARE,
     SCHEDULER_NAME,
+    UNIQUE_AUTOGEN_SUFFIX,
     application_id,
     named_application_id,
     named_queue,
@@ -121,8 +127,69 @@ def parse_pod(raw: Mapping) -> PodRecord:
     if not (uid and namespace and name and isinstance(uid, str) and isinstance(namespace, str)
             and isinstance(name, str)):
         raise ValueError(f"pod without uid, namespace or name: {shown(metadata)}")
-    problems = []
     spec = raw.get("spec") or {}
+    node = spec.get("nodeName") if isinstance(spec, Mapping) else None
+    facts = _shared_facts(metadata, spec, namespace) if node is None or isinstance(node, str) else None
+    if node and facts is not None and not facts.constraints:
+        constraint_tag = constraints.bound_only(node)
+    else:
+        if node:  # the node is part of its other constraints (or of the wrong type): read for this pod
+            facts = _read_facts(metadata, spec, namespace)
+        constraint_tag = facts.constraints
+    return PodRecord(
+        uid=uid,
+        name=name,
+        resource_version=gojson.text(metadata.get("resourceVersion")),
+        node_name=sys.intern(node) if node and isinstance(node, str) else "",
+        phase=sys.intern(gojson.text(gojson.mapping(raw.get("status")).get("phase")) or "Pending"),
+        deleting=bool(metadata.get("deletionTimestamp")),
+        app_id=facts.app_id + uid if facts.app_id_per_pod else facts.app_id,
+        created=_timestamp(metadata.get("creationTimestamp")),
+        constraints=constraint_tag,
+        **facts.fields,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What a pod's record reads from its labels, annotations, owners and spec (its node aside): the
+    same for every pod of a workload, and for every version of one pod, so it is read once for all
+    of them and shared (``_shared_facts``). ``fields`` are the record's fields that it gives as they are."""
+
+    fields: Mapping[str, Any]
+    app_id: str
+    app_id_per_pod: bool  # a unique autogen id: completed with each pod's uid
+    constraints: str  # without the pod's node
+
+
+# Facts by the JSON of what they are read from: a workload's pods (and a pod's versions) share one.
+# Bounded: when full, the oldest goes (a cache miss costs one full read).
+FACTS_KEPT = 4096
+_facts: dict[bytes, _Facts] = {}
+_facts_lock = threading.Lock()
+
+
+def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
+    """The facts of a pod read without its node (``spec.nodeName``, a string when present)."""
+    if isinstance(spec, Mapping) and "nodeName" in spec:
+        spec = {k: v for k, v in spec.items() if k != "nodeName"}
+    try:
+        key = orjson.dumps((namespace, metadata.get("labels"), metadata.get("annotations"),
+                            metadata.get("ownerReferences"), spec))
+    except TypeError:  # not plain JSON (orjson.JSONEncodeError is a TypeError): read, not shared
+        return _read_facts(metadata, spec, namespace)
+    facts = _facts.get(key)
+    if facts is None:
+        facts = _read_facts(metadata, spec, namespace)
+        with _facts_lock:
+            while len(_facts) >= FACTS_KEPT:
+                del _facts[next(iter(_facts))]
+            _facts[key] = facts
+    return facts
+
+
+def _read_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
+    problems = []
     if not isinstance(spec, Mapping):
         problems.append("spec is not an object")
         spec = {}
@@ -153,28 +220,20 @@ def parse_pod(raw: Mapping) -> PodRecord:
     if priority is not None and not in_range(priority, INT32_MIN, INT32_MAX):
         problems.append(f"priority must be a whole number of {INT32_MIN} to {INT32_MAX}, not {shown(priority)}")
         priority = None
-    return PodRecord(
-        uid=uid,
-        namespace=namespace,
-        name=name,
-        resource_version=gojson.text(metadata.get("resourceVersion")),
-        scheduler_name=gojson.text(spec.get("schedulerName")) or "default-scheduler",
-        node_name=gojson.text(spec.get("nodeName")),
-        phase=gojson.text(gojson.mapping(raw.get("status")).get("phase")) or "Pending",
-        deleting=bool(metadata.get("deletionTimestamp")),
+    named = named_application_id(labels, annotations)
+    fields = dict(
+        namespace=sys.intern(namespace),
+        scheduler_name=sys.intern(gojson.text(spec.get("schedulerName")) or "default-scheduler"),
         labels=types.MappingProxyType(dict(labels)) if labels else _EMPTY,
-        app_id=application_id(labels, annotations, namespace, uid),
-        app_id_named=bool(named_application_id(labels, annotations)),
-        queue=named_queue(labels, annotations),
-        user=user,
+        app_id_named=bool(named),
+        queue=sys.intern(named_queue(labels, annotations)),
+        user=sys.intern(user),
         groups=groups,
         disable_state_aware=labels.get(LABEL_DISABLE_STATE_AWARE) == "true",
         resource=resource,
         priority=priority,
         priority_class=gojson.text(spec.get("priorityClassName")),
         static=static,
-        created=_timestamp(metadata.get("creationTimestamp")),
-        constraints=constraint_tag,
         required_node=required_node,
         ignored=ignored,
         claims=claims,
@@ -189,6 +248,8 @@ def parse_pod(raw: Mapping) -> PodRecord:
         allow_preemption=keys.allow_preemption(annotations),
         preempts=spec.get("preemptionPolicy") != "Never",
     )
+    return _Facts(types.MappingProxyType(fields), sys.intern(application_id(labels, annotations, namespace, "")),
+                  named.endswith(UNIQUE_AUTOGEN_SUFFIX), constraint_tag)
 
 
 def user_info(annotations: Mapping[str, str]) -> tuple[str, tuple[str, ...]]:
@@ -288,6 +349,12 @@ def _strings(metadata: Mapping, field: str, problems: list[str]) -> Mapping[str,
 def _timestamp(text: object) -> float:
     if not text or not isinstance(text, str):
         return 0.0
+    return _parsed_time(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_time(text: str) -> float:
+    """Creation times repeat (whole seconds, many pods created in each): parse each once."""
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
