@@ -6,8 +6,9 @@ with resource versions, selectors, bookmarks, 410 Gone, binding, status subresou
 default cluster of ``yunikorn-scheduler --embedded`` and the test cluster of the project. It plays the
 cluster components a scheduler's tests need, each switchable: Priority admission, kubelets, admission
 webhooks, the Job, CronJob, Deployment, ReplicaSet, StatefulSet, DaemonSet, PersistentVolume and
-ServiceAccount controllers and the garbage collector. Faults can be injected (failed requests, latency, dropped
-watches, expired resource versions).
+ServiceAccount controllers and the garbage collector. Requests are authenticated (service-account bearer
+tokens, impersonation; no credentials is the admin) and authorised by RBAC. Faults can be injected (failed
+requests, latency, dropped watches, expired resource versions).
 """
 
 from kubesim.cluster import KubeSim
