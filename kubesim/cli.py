@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="multiplies the kubelets' run times (sleep N) and grace periods")
     for component in ("priority-admission", "job-controller", "garbage-collector", "deployment-controller",
                       "replicaset-controller", "volume-controller", "serviceaccount-controller",
-                      "admission-webhooks"):
+                      "admission-webhooks", "kubelet-resize"):
         parser.add_argument(f"--{component}", action=argparse.BooleanOptionalAction, default=True,
                             help=f"play the {component.replace('-', ' ')} (default: on)")
     parser.add_argument("--log-level", default="WARNING")
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
                   garbage_collector=args.garbage_collector, deployment_controller=args.deployment_controller,
                   replicaset_controller=args.replicaset_controller, volume_controller=args.volume_controller,
                   serviceaccount_controller=args.serviceaccount_controller,
-                  admission_webhooks=args.admission_webhooks).start()
+                  admission_webhooks=args.admission_webhooks, kubelet_resize=args.kubelet_resize).start()
     if args.nodes:
         sim.seed_nodes(args.nodes, cpu=args.node_cpu, memory=args.node_memory, zones=args.zones)
     if args.kubeconfig_out:

@@ -39,10 +39,12 @@ class KubeSim:
                  request_log_size: int = 500_000, priority_admission: bool = True, time_factor: float = 1.0,
                  job_controller: bool = True, garbage_collector: bool = True, deployment_controller: bool = True,
                  replicaset_controller: bool = True, volume_controller: bool = True,
-                 serviceaccount_controller: bool = True, admission_webhooks: bool = True) -> None:
+                 serviceaccount_controller: bool = True, admission_webhooks: bool = True,
+                 kubelet_resize: bool = True) -> None:
         """``kubelet_delay``: seconds from binding until a pod runs (None: no kubelets, so pods never run
         and a deletion is immediate); ``time_factor`` multiplies the kubelets' run times and grace periods;
-        the other switches turn the Priority admission plugin and each controller on or off."""
+        ``kubelet_resize``: the kubelets apply in-place resizes; the other switches turn the Priority
+        admission plugin and each controller on or off."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
@@ -54,7 +56,7 @@ class KubeSim:
         self.request_log: deque[RequestRecord] = deque(maxlen=request_log_size)
         self._controllers: list[Worker] = []
         if kubelet_delay is not None:
-            self._controllers.append(Kubelets(self.store, kubelet_delay, time_factor))
+            self._controllers.append(Kubelets(self.store, kubelet_delay, time_factor, resize=kubelet_resize))
         if job_controller:
             self._controllers.append(JobController(self.store, self.api))
         if deployment_controller:

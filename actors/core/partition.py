@@ -501,16 +501,7 @@ class Partition(NodeHolds):
             self._eviction_refused(app, current)
             return
         if current is not None:  # the resource manager reports a changed size (a resized pod)
-            delta = allocation.resource - current.resource
-            app.resize(current, allocation.resource)
-            holder = self.nodes.get(current.node_id)
-            if holder is not None:
-                holder.resize(current, allocation.resource)
-                self.index.update(holder)
-            else:
-                current.resource = allocation.resource
-            queue.add_allocated(delta)
-            self.usage.allocated(app.application_id, delta)
+            self._resize_allocation(app, queue, current, allocation.resource)
             return
         pending = app.find_ask(allocation.key)
         if pending is not None:
@@ -518,6 +509,32 @@ class Partition(NodeHolds):
         elif allocation.placeholder:
             app.count_placeholder(allocation, self.clock.now_ns())
         self._place(app, queue, allocation, node, decided=False)
+
+    def _resize_allocation(self, app: Application, queue: Queue, current: Allocation, resource: Resource) -> None:
+        """A running allocation changed size (an in-place pod resize), as upstream's ``UpdateAllocation`` takes
+        it: the allocation, its application, node, queues and user and group usage all move by the
+        difference, even over a quota. A size with nothing or a negative amount is refused, changing nothing."""
+        problem = ("allocation contains no resources" if resource.is_zero()
+                   else f"allocation contains negative resources {resource.negative_components()}"
+                   if resource.has_negative() else "")
+        if problem:
+            self.outbox.rejected_allocations.append(si_pb2.RejectedAllocation(
+                allocationKey=current.key, applicationID=app.application_id, reason=problem))
+            self.stats.add("errors")
+            return
+        delta = resource - current.resource
+        if delta.is_zero():
+            return
+        app.resize(current, resource)
+        holder = self.nodes.get(current.node_id)
+        if holder is not None:
+            holder.resize(current, resource)
+            self.index.update(holder)
+        else:
+            current.resource = resource
+        queue.add_allocated(delta)
+        self.usage.allocated(app.application_id, delta)
+        log.debug("allocation %s of %s resized by %s", current.key, app.application_id, delta)
 
     def _pend(self, app: Application, ask: Allocation) -> Allocation | None:
         """Put ``ask`` among the application's pending asks, counted in its queues; the ask it replaced."""

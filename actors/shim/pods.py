@@ -31,6 +31,8 @@ from si.kubernetes import (
 from si.quantity import QuantityError, from_kubernetes, si_name, to_si_value
 from si.resources import Resource
 
+# The kubelet's verdict on an in-place resize it cannot apply (KEP-1287; ``status.resize`` before 1.33).
+RESIZE_PENDING, INFEASIBLE = "PodResizePending", "Infeasible"
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 TERMINATED_PHASES = frozenset({SUCCEEDED, FAILED})
@@ -128,7 +130,7 @@ def parse_pod(raw: Mapping) -> PodRecord:
         spec = {}
     labels, annotations = (_strings(metadata, field, problems) for field in ("labels", "annotations"))
     try:
-        resource = pod_resource(spec)
+        resource = pod_resource(spec, raw.get("status"))
     except (QuantityError, TypeError, AttributeError) as error:
         problems.append(f"invalid resources: {error}")
         resource = Resource({PODS: 1})
@@ -213,17 +215,20 @@ def pod_claims(spec: Mapping) -> tuple[str, ...]:
                  if isinstance(claim := (volume.get("persistentVolumeClaim") or {}).get("claimName"), str) and claim)
 
 
-def pod_resource(spec: Mapping) -> Resource:
+def pod_resource(spec: Mapping, status: object = None) -> Resource:
     """What the pod occupies while it runs, in SI units: the larger of the containers' sum and the
     biggest init container (sidecars, i.e. init containers that keep running, count in both),
-    plus the pod overhead and one ``pods``."""
+    plus the pod overhead and one ``pods``. A container counts the larger of its requests and what
+    its kubelet allocated and applied (an in-place resize, upstream's ``GetPodResource``), or what was
+    applied alone once the kubelet found the resize infeasible."""
+    statuses = _container_statuses(status)
     running: dict[str, int] = {}
     for container in spec.get("containers") or ():
-        _add(running, container_request(container))
+        _add(running, _container_usage(container, statuses))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
     for container in spec.get("initContainers") or ():
-        request = container_request(container)
+        request = _container_usage(container, statuses)
         if container.get("restartPolicy") == "Always":
             _add(sidecars, request)
             _raise_to(init_peak, sidecars)
@@ -239,15 +244,56 @@ def pod_resource(spec: Mapping) -> Resource:
     return Resource(total)
 
 
+def _container_statuses(status: object) -> tuple[Mapping[str, Mapping], bool]:
+    """The container statuses that report resources, by container name, and whether the pod's resize was
+    found infeasible; nothing from a status of the wrong shape (the kubelet's report, not the tenant's)."""
+    if not isinstance(status, Mapping):
+        return {}, False
+    found = {}
+    for field in ("containerStatuses", "initContainerStatuses"):
+        entries = status.get(field)
+        for entry in entries if isinstance(entries, list) else ():
+            if isinstance(entry, Mapping) and ("allocatedResources" in entry or "resources" in entry):
+                found[entry.get("name")] = entry
+    if not found:
+        return found, False
+    conditions = status.get("conditions")
+    infeasible = status.get("resize") == INFEASIBLE or any(
+        isinstance(c, Mapping) and c.get("type") == RESIZE_PENDING and c.get("reason") == INFEASIBLE
+        for c in (conditions if isinstance(conditions, list) else ()))
+    return found, infeasible
+
+
+def _container_usage(container: Mapping, statuses: tuple[Mapping[str, Mapping], bool]) -> dict[str, int]:
+    """computeContainerResource: the container's request, raised to what its status says was allocated and
+    applied; only what was applied when the resize is infeasible."""
+    request = container_request(container)
+    by_name, infeasible = statuses
+    status = by_name.get(container.get("name")) if by_name else None
+    if status is None:
+        return request
+    applied = status.get("resources")
+    applied = applied.get("requests") if isinstance(applied, Mapping) else None
+    if infeasible and isinstance(status.get("resources"), Mapping):
+        return _quantities(applied if isinstance(applied, Mapping) else {})
+    for reported in (status.get("allocatedResources"), applied):
+        if isinstance(reported, Mapping):
+            _raise_to(request, _quantities(reported))
+    return request
+
+
 def container_request(container: Mapping) -> dict[str, int]:
     """A container's requests; a resource with a limit and no request requests its limit (as the
     API server's defaulting does)."""
     resources = container.get("resources") or {}
     limits = resources.get("limits") or {}
     requests = resources.get("requests") or {}
-    merged = {**limits, **requests} if limits else requests
+    return _quantities({**limits, **requests} if limits else requests)
+
+
+def _quantities(values: Mapping) -> dict[str, int]:
     result: dict[str, int] = {}
-    for name, text in merged.items():
+    for name, text in values.items():
         key = si_name(name)
         result[key] = result.get(key, 0) + _quantity(key, text)
     return result
