@@ -114,8 +114,9 @@ class Kubelets(Worker):
         node = event.new["spec"].get("nodeName")
         if not node:
             return
-        before = (event.old or {}).get("spec") or {}
-        if event.type == "MODIFIED" and _requested(before) != _requested(event.new["spec"]):
+        old = event.old or {}
+        if event.type == "MODIFIED" and old["metadata"].get("generation") != event.new["metadata"].get("generation") \
+                and _requested(old["spec"]) != _requested(event.new["spec"]):  # a spec change: compare requests
             self.schedule(("resize", *key), self._delay)
         waiting = self._deferred.get(node)
         if not waiting or event.old is None:

@@ -61,3 +61,13 @@ def test_an_infeasible_resize_is_counted_at_what_the_kubelet_kept(cluster):
         return any(c["type"] == "PodResizePending" and c.get("reason") == "Infeasible" for c in conditions)
     wait_for(infeasible, timeout=10, message="the kubelet finds the resize infeasible")
     wait_for(lambda: _usage(cluster) == (1000, 1000), timeout=10, message="p counted at what runs: 1 cpu")
+
+
+def test_a_pod_found_running_at_recovery_is_counted_at_its_new_size(cluster):
+    _running(cluster, "p", "1")
+    wait_for(lambda: _usage(cluster) == (1000, 1000), timeout=10, message="p counted at 1 cpu")
+    cluster.stop_scheduler()
+    cluster.start_scheduler()
+    wait_for(lambda: _usage(cluster) == (1000, 1000), timeout=10, message="p recovered at 1 cpu")
+    _resize(cluster, "p", "3")
+    wait_for(lambda: _usage(cluster) == (3000, 3000), timeout=10, message="the recovered p counted at 3 cpu")
