@@ -539,6 +539,8 @@ class Partition(NodeHolds):
     def _pend(self, app: Application, ask: Allocation) -> Allocation | None:
         """Put ``ask`` among the application's pending asks, counted in its queues; the ask it replaced."""
         replaced = app.add_ask(ask)
+        if replaced is not None and (replaced.preempting is not None or replaced.reserved is not None):
+            self._ask_going(replaced)  # its node is held for the ask it was, not for this one
         queue = self.queues.get(app.queue_path)
         if queue is not None:
             queue.add_pending(ask.resource - (replaced.resource if replaced else Resource()))

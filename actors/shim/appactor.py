@@ -253,8 +253,9 @@ class ApplicationActor(PooledActor):
             self._to_core.add(self._allocation(task, task.node))
         elif state == TaskState.PENDING and previous.held and not pod.held and self._asking()(task):
             self._submit(task)
-        elif state == TaskState.SCHEDULING and pod.constraints != previous.constraints:
-            self._to_core.add(self._allocation(task))  # its volumes changed
+        elif state == TaskState.SCHEDULING and (pod.constraints != previous.constraints
+                                                or pod.resource != previous.resource):
+            self._to_core.add(self._allocation(task))  # its volumes changed, or it was resized while pending
         if pod.volume_wait and pod.volume_wait != previous.volume_wait and state in (TaskState.PENDING, TaskState.SCHEDULING):
             self._task_unschedulable(task, "FailedScheduling", pod.volume_wait)
 

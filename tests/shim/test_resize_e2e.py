@@ -71,3 +71,12 @@ def test_a_pod_found_running_at_recovery_is_counted_at_its_new_size(cluster):
     wait_for(lambda: _usage(cluster) == (1000, 1000), timeout=10, message="p recovered at 1 cpu")
     _resize(cluster, "p", "3")
     wait_for(lambda: _usage(cluster) == (3000, 3000), timeout=10, message="the recovered p counted at 3 cpu")
+
+
+def test_a_pending_pod_resized_to_fit_is_scheduled_at_its_new_size(cluster):
+    cluster.pod("p", cpu="10")
+    wait_for(lambda: cluster.events("FailedScheduling", "p") or cluster.pods()["p"]["status"].get("conditions"),
+             timeout=10, message="p waits: it fits no node")
+    _resize(cluster, "p", "2")
+    cluster.wait_bound("p", timeout=10)
+    wait_for(lambda: _usage(cluster) == (2000, 2000), timeout=10, message="p counted at 2 cpu")
