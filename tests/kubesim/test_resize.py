@@ -200,8 +200,9 @@ def test_a_memory_limit_may_go_down_when_the_container_restarts_for_memory(core)
     ({"metadata": {"annotations": {"kubernetes.io/config.mirror": "x"}}},
      ": Forbidden: static pods cannot be resized"),
     ({"spec": {"os": {"name": "windows"}}}, ": Forbidden: windows pods cannot be resized"),
+    ({"spec": {"resources": {"requests": {"cpu": "1"}}}}, ": Forbidden: pods with pod-level resources cannot be resized"),
 ])
-def test_static_and_windows_pods_cannot_be_resized(core, sim, change, message):
+def test_static_windows_and_pod_level_resources_pods_cannot_be_resized(core, sim, change, message):
     body = {"metadata": {"name": "p", **change.get("metadata", {})},
             "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
                      **change.get("spec", {})}}
