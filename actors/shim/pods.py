@@ -244,42 +244,50 @@ def pod_resource(spec: Mapping, status: object = None) -> Resource:
     return Resource(total)
 
 
-def _container_statuses(status: object) -> tuple[Mapping[str, Mapping], bool]:
-    """The container statuses that report resources, by container name, and whether the pod's resize was
-    found infeasible; nothing from a status of the wrong shape (the kubelet's report, not the tenant's)."""
-    if not isinstance(status, Mapping):
-        return {}, False
+def _container_statuses(status: object) -> tuple[Mapping[str, dict], Mapping]:
+    """The container statuses that report resources, by container name, and the pod's status; nothing from a
+    status of the wrong shape (the kubelet's report, not the tenant's). JSON objects are dicts: checking
+    for ``dict`` rather than ``Mapping`` keeps this cheap on every update of a running pod."""
+    if not isinstance(status, dict):
+        return _EMPTY, _EMPTY
     found = {}
     for field in ("containerStatuses", "initContainerStatuses"):
         entries = status.get(field)
-        for entry in entries if isinstance(entries, list) else ():
-            if isinstance(entry, Mapping) and ("allocatedResources" in entry or "resources" in entry):
-                found[entry.get("name")] = entry
-    if not found:
-        return found, False
-    conditions = status.get("conditions")
-    infeasible = status.get("resize") == INFEASIBLE or any(
-        isinstance(c, Mapping) and c.get("type") == RESIZE_PENDING and c.get("reason") == INFEASIBLE
-        for c in (conditions if isinstance(conditions, list) else ()))
-    return found, infeasible
+        if type(entries) is list:
+            for entry in entries:
+                if type(entry) is dict and ("allocatedResources" in entry or "resources" in entry):
+                    found[entry.get("name")] = entry
+    return found, status
 
 
-def _container_usage(container: Mapping, statuses: tuple[Mapping[str, Mapping], bool]) -> dict[str, int]:
+def _container_usage(container: Mapping, statuses: tuple[Mapping[str, dict], Mapping]) -> dict[str, int]:
     """computeContainerResource: the container's request, raised to what its status says was allocated and
     applied; only what was applied when the resize is infeasible."""
     request = container_request(container)
-    by_name, infeasible = statuses
+    by_name, pod_status = statuses
     status = by_name.get(container.get("name")) if by_name else None
     if status is None:
         return request
+    asked = (container.get("resources") or {}).get("requests")
     applied = status.get("resources")
-    applied = applied.get("requests") if isinstance(applied, Mapping) else None
-    if infeasible and isinstance(status.get("resources"), Mapping):
-        return _quantities(applied if isinstance(applied, Mapping) else {})
-    for reported in (status.get("allocatedResources"), applied):
-        if isinstance(reported, Mapping):
+    applied_requests = applied.get("requests") if isinstance(applied, dict) else None
+    allocated = status.get("allocatedResources")
+    if allocated == asked and applied_requests == asked:  # no resize under way: the usual case, read no further
+        return request
+    if isinstance(applied, dict) and _infeasible(pod_status):
+        return _quantities(applied_requests if isinstance(applied_requests, dict) else {})
+    for reported in (allocated, applied_requests):
+        if isinstance(reported, dict):
             _raise_to(request, _quantities(reported))
     return request
+
+
+def _infeasible(status: Mapping) -> bool:
+    """The kubelet found the pod's resize infeasible (the condition, or ``status.resize`` before 1.33)."""
+    conditions = status.get("conditions")
+    return status.get("resize") == INFEASIBLE or any(
+        isinstance(c, dict) and c.get("type") == RESIZE_PENDING and c.get("reason") == INFEASIBLE
+        for c in (conditions if isinstance(conditions, list) else ()))
 
 
 def container_request(container: Mapping) -> dict[str, int]:
