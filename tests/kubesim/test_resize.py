@@ -267,3 +267,21 @@ def test_kubectl_patches_the_resize_subresource(kubectl, core):
                       check=False)
     assert refused.returncode == 1
     assert 'The Pod "p" is invalid: spec: Forbidden: pod updates may not change fields other than' in refused.stderr
+
+
+def test_a_resize_by_update_takes_the_resources_of_the_body(core):
+    running(core, "p", {"cpu": "100m"})
+    pod = core.read_namespaced_pod_resize("p", "default")
+    pod.spec.containers[0].resources.requests = {"cpu": "400m"}
+    pod.metadata.labels = {"ignored": "yes"}
+    replaced = core.replace_namespaced_pod_resize("p", "default", pod)
+    assert (replaced.spec.containers[0].resources.requests, replaced.metadata.labels) == ({"cpu": "400m"}, None)
+    pod.spec.containers[0].resources.requests = {"cpu": "500m"}  # its resourceVersion is now stale
+    assert refusal(lambda: core.replace_namespaced_pod_resize("p", "default", pod))[0] == 409
+
+
+def test_an_update_may_change_an_init_containers_image(core):
+    core.create_namespaced_pod("default", {"metadata": {"name": "p"}, "spec": {
+        "initContainers": [{"name": "i", "image": "busybox:1"}], "containers": [{"name": "c", "image": "busybox"}]}})
+    patched = core.patch_namespaced_pod("p", "default", {"spec": {"initContainers": [{"name": "i", "image": "busybox:2"}]}})
+    assert patched.spec.init_containers[0].image == "busybox:2"
