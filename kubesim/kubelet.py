@@ -121,6 +121,8 @@ class Kubelets(Worker):
         waiting = self._deferred.get(node)
         if not waiting or event.old is None:
             return
+        if event.type == "DELETED":
+            waiting.discard(key)
         gone = event.type == "DELETED" or (event.new.get("status") or {}).get("phase") in ("Succeeded", "Failed")
         if gone or _allocated(event.new) != _allocated(event.old):
             for other in waiting - {key}:
@@ -153,14 +155,15 @@ class Kubelets(Worker):
             else:
                 set_phase(self._store, namespace, name, "Succeeded", uid)
 
-
     def _resize_pod(self, action: str, namespace: str, name: str, uid: str) -> None:
         with self._store.lock:
             pod = self._store.find(POD, namespace, name)
-            if pod is None or pod["metadata"]["uid"] != uid or (pod.get("status") or {}).get("phase") != "Running":
+            if pod is None or pod["metadata"]["uid"] != uid:
                 return
             node = pod["spec"].get("nodeName", "")
             self._deferred.get(node, set()).discard((namespace, name, uid))
+            if (pod.get("status") or {}).get("phase") != "Running":
+                return
             updated = clone(pod)
             status = updated["status"]
             if action == "actuate":
@@ -323,10 +326,11 @@ def _container_statuses(pod: dict, phase: str, now: str, restarted: bool) -> lis
         running = phase == "Running"
         # what the kubelet allocated stays as it was: a resize not yet applied does not change it
         allocated = before.get("allocatedResources", clone(_resources(container, "requests")))
-        statuses.append({**({"allocatedResources": allocated} if allocated else {}),"name": name, "image": container.get("image", ""), "imageID": "",
+        statuses.append({"name": name, "image": container.get("image", ""), "imageID": "",
                          "containerID": f"kubesim://{pod['metadata']['uid']}/{name}", "ready": running,
                          "started": running, "restartCount": before.get("restartCount", 0) + (1 if restarted else 0),
-                         "state": state, "resources": before.get("resources", _applied(container))})
+                         "state": state, **({"allocatedResources": allocated} if allocated else {}),
+                         "resources": before.get("resources", _applied(container))})
     return statuses
 
 
