@@ -375,6 +375,8 @@ def qos_class(spec: dict) -> str:
     guaranteed = True
     for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
         resources = (container.get("resources") if isinstance(container, dict) else None) or {}
+        if not isinstance(resources, dict):
+            return "BestEffort"
         requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
         if not isinstance(requests, dict) or not isinstance(limits, dict):
             return "BestEffort"

@@ -87,7 +87,8 @@ def container_problems(container: dict, path: str, pod_restart_policy: str | Non
     """What kube-apiserver's container validation says of its resources and resize policy (on creation too)."""
     causes = []
     resources = container.get("resources") or {}
-    requests, limits = (resources.get(key) or {} for key in ("requests", "limits"))
+    requests, limits = (resources.get(key) or {} for key in ("requests", "limits")) if isinstance(resources, dict) \
+        else (None, None)
     if not isinstance(requests, dict) or not isinstance(limits, dict):
         return [(f"{path}.resources", "Invalid value: requests and limits must be maps of quantities")]
     amounts = {}
@@ -136,15 +137,16 @@ def _resize_problems(new: dict, old: dict, path: str) -> list[tuple[str, str]]:
     """validateContainerResize: requests and limits are not removed; a memory limit is neither lowered nor
     added unless the container restarts for memory."""
     causes = []
-    new_resources, old_resources = new.get("resources") or {}, old.get("resources") or {}
+    new_resources, old_resources = _mapping(new.get("resources")), _mapping(old.get("resources"))
     for key, word in (("requests", "requests"), ("limits", "limits")):
-        if set(old_resources.get(key) or {}) - set(new_resources.get(key) or {}):
+        if set(_mapping(old_resources.get(key))) - set(_mapping(new_resources.get(key))):
             causes.append((f"{path}.{key}", f"Forbidden: resource {word} cannot be removed"))
-    memory_policy = next((p.get("restartPolicy") for p in new.get("resizePolicy") or ()
+    policies = new.get("resizePolicy") if isinstance(new.get("resizePolicy"), list) else ()
+    memory_policy = next((p.get("restartPolicy") for p in policies
                           if isinstance(p, dict) and p.get("resourceName") == "memory"), "")
     if memory_policy in ("NotRequired", "", None):
-        new_limit = _amount((new_resources.get("limits") or {}).get("memory"))
-        old_limit = _amount((old_resources.get("limits") or {}).get("memory"))
+        new_limit = _amount(_mapping(new_resources.get("limits")).get("memory"))
+        old_limit = _amount(_mapping(old_resources.get("limits")).get("memory"))
         if new_limit is not None and old_limit is not None and new_limit < old_limit:
             causes.append((f"{path}.limits[memory]", "Forbidden: memory limits cannot be decreased unless "
                                                      "resizePolicy is RestartContainer"))
@@ -157,12 +159,12 @@ def _resize_problems(new: dict, old: dict, path: str) -> list[tuple[str, str]]:
 def _without_cpu_memory_changes(new: dict, old: dict) -> dict:
     """``new`` with its cpu and memory put back as ``old`` has them: what must then equal ``old``."""
     kept = clone(new)
-    new_resources, old_resources = new.get("resources") or {}, old.get("resources") or {}
+    new_resources, old_resources = _mapping(new.get("resources")), _mapping(old.get("resources"))
     resources = {}
     for key in ("limits", "requests"):
         if old_resources.get(key) is None:
             continue
-        values = {n: v for n, v in (new_resources.get(key) or {}).items() if n not in RESIZABLE}
+        values = {n: v for n, v in _mapping(new_resources.get(key)).items() if n not in RESIZABLE}
         values.update({n: v for n, v in old_resources[key].items() if n in RESIZABLE})
         resources[key] = values
     if resources or "resources" in old:
@@ -178,6 +180,10 @@ def _resize_supported(pod: dict) -> bool:
         if (status.get("state") or {}).get("running") is not None:
             return status.get("resources") is not None
     return True
+
+
+def _mapping(value) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def _amount(text) -> Fraction | None:

@@ -6,6 +6,8 @@ resize (``allocatedResources``, ``PodResizeInProgress``, the statuses' ``resourc
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.request
 
 import pytest
 from kubernetes import client
@@ -285,3 +287,47 @@ def test_an_update_may_change_an_init_containers_image(core):
         "initContainers": [{"name": "i", "image": "busybox:1"}], "containers": [{"name": "c", "image": "busybox"}]}})
     patched = core.patch_namespaced_pod("p", "default", {"spec": {"initContainers": [{"name": "i", "image": "busybox:2"}]}})
     assert patched.spec.init_containers[0].image == "busybox:2"
+
+
+@pytest.mark.parametrize("container, message", [
+    ({"name": "c", "resources": "lots"}, "Invalid value: requests and limits must be maps of quantities"),
+    ({"name": "c", "resources": {"requests": ["cpu"]}}, "Invalid value: requests and limits must be maps of quantities"),
+    ({"name": "c", "resources": {"requests": {"cpu": {"much": 1}}}}, "quantities must match the regular expression"),
+    ({"name": "c", "resources": {"requests": {"cpu": "-1"}}}, 'Invalid value: "-1": must be greater than or equal to 0'),
+    ({"name": "c", "resizePolicy": "x", "resources": {"requests": {"cpu": "1"}}}, "must be a list of resize policies"),
+    ({"name": "c", "resizePolicy": ["x"], "resources": {"requests": {"cpu": "1"}}}, "a resize policy must be an object"),
+])
+def test_a_resize_of_a_hostile_shape_is_refused_and_changes_nothing(sim, container, message):
+    core = _core(sim)
+    running(core, "p", {"cpu": "100m"})
+    before = core.read_namespaced_pod("p", "default").metadata.resource_version
+    code, said = post_patch(sim, "p", {"spec": {"containers": [container]}})
+    assert code == 422 and message in said
+    assert core.read_namespaced_pod("p", "default").metadata.resource_version == before
+    assert post_patch(sim, "p", {"spec": {"containers": "all"}}) == (
+        422, 'Pod "p" is invalid: spec.containers: Required value')
+    core.api_client.close()
+
+
+def post_patch(sim, name: str, body) -> tuple[int, str]:
+    """A merge patch of pods/resize as any client may send it (the official client checks types first)."""
+    request = urllib.request.Request(f"{sim.url}/api/v1/namespaces/default/pods/{name}/resize", method="PATCH",
+                                     data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/merge-patch+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, ""
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())["message"]
+
+
+def test_a_pod_created_with_resources_of_the_wrong_shape_is_refused(sim):
+    request = urllib.request.Request(f"{sim.url}/api/v1/namespaces/default/pods", method="POST", data=json.dumps(
+        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox", "resources": "lots"}]}}
+    ).encode(), headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(request, timeout=10)
+    assert raised.value.code == 422
+    assert json.loads(raised.value.read())["message"] == (
+        'Pod "p" is invalid: spec.containers[0].resources: Invalid value: requests and limits must be maps of '
+        "quantities")
