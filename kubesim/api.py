@@ -11,7 +11,7 @@ from fractions import Fraction
 
 from kubesim import deployments, disruption, errors, jobs, patch, priority, resize, volumes
 from kubesim.paging import Pager, parse_limit
-from kubesim.resources import BY_PLURAL, DEPLOYMENT, JOB, NAMESPACE, NODE, POD, REPLICA_SET, Kind
+from kubesim.resources import APPS_WORKLOADS, BY_PLURAL, CRON_JOB, JOB, NAMESPACE, NODE, POD, Kind
 from kubesim.selectors import combine, field_selector, label_selector
 from kubesim.store import Store, clone, now_rfc3339
 from si.quantity import parse_quantity
@@ -27,7 +27,7 @@ _UPDATABLE_POD_SPEC_FIELDS = ("`spec.containers[*].image`", "`spec.initContainer
                               "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously "
                               "negative)")
 _HAS_STATUS = {"pods", "nodes", "namespaces", "services", "poddisruptionbudgets", "persistentvolumeclaims",
-               "persistentvolumes", "jobs", "deployments", "replicasets"}
+               "persistentvolumes", "jobs", "deployments", "replicasets", "statefulsets", "daemonsets", "cronjobs"}
 POLICIES = ("Foreground", "Background", "Orphan")
 DEFAULT_GRACE_SECONDS = 30
 # What kube-apiserver answers to a batch/v1 Job deleted without a propagation policy: its pods stay.
@@ -113,9 +113,12 @@ class Api:
         elif kind is priority.PRIORITY_CLASS:
             priority.check_int32(kind, obj.get("value"), "PriorityClass", "value")
         causes = jobs.validate_job(obj) if kind is JOB else []
-        if kind is DEPLOYMENT or kind is REPLICA_SET:
+        if kind in APPS_WORKLOADS:
             deployments.default_workload(kind, obj)  # before validation, as kube-apiserver defaults on decoding
-            causes = deployments.validate_workload(obj)
+            causes = deployments.validate_workload(obj, kind)
+        elif kind is CRON_JOB:
+            jobs.default_cron_job(obj)
+            causes = jobs.validate_cron_job(obj)
         if causes:
             raise errors.invalid(kind, name, causes)
         if kind is POD:
@@ -153,8 +156,8 @@ class Api:
             obj.setdefault("status", {})
         elif kind is volumes.VOLUME or kind is volumes.CLAIM:
             obj["status"] = {"phase": "Pending"}
-        elif kind is DEPLOYMENT or kind is REPLICA_SET:
-            obj["status"] = {"replicas": 0} if kind is REPLICA_SET else {}  # a ReplicaSet's count is no omitempty
+        elif kind in APPS_WORKLOADS or kind is CRON_JOB:
+            obj["status"] = deployments.initial_status(kind)
         elif kind is priority.PRIORITY_CLASS:
             obj.setdefault("preemptionPolicy", priority.PREEMPT_LOWER)
 

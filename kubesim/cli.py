@@ -23,10 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubelet-delay", type=float, default=None,
                         help="seconds after binding until a pod runs (default: no kubelets)")
     parser.add_argument("--time-factor", type=float, default=1.0,
-                        help="multiplies the kubelets' run times (sleep N) and grace periods")
+                        help="multiplies the kubelets' run times (sleep N), grace periods and a CronJob schedule's minute")
     for component in ("priority-admission", "job-controller", "garbage-collector", "deployment-controller",
-                      "replicaset-controller", "volume-controller", "serviceaccount-controller",
-                      "admission-webhooks", "kubelet-resize"):
+                      "replicaset-controller", "statefulset-controller", "daemonset-controller",
+                      "cronjob-controller", "volume-controller", "serviceaccount-controller", "admission-webhooks",
+                      "kubelet-resize"):
         parser.add_argument(f"--{component}", action=argparse.BooleanOptionalAction, default=True,
                             help=f"play the {component.replace('-', ' ')} (default: on)")
     parser.add_argument("--log-level", default="WARNING")
@@ -42,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     sim = KubeSim(host=args.host, port=args.port, kubelet_delay=args.kubelet_delay, time_factor=args.time_factor,
                   priority_admission=args.priority_admission, job_controller=args.job_controller,
                   garbage_collector=args.garbage_collector, deployment_controller=args.deployment_controller,
-                  replicaset_controller=args.replicaset_controller, volume_controller=args.volume_controller,
+                  replicaset_controller=args.replicaset_controller, statefulset_controller=args.statefulset_controller,
+                  daemonset_controller=args.daemonset_controller, cronjob_controller=args.cronjob_controller,
+                  volume_controller=args.volume_controller,
                   serviceaccount_controller=args.serviceaccount_controller,
                   admission_webhooks=args.admission_webhooks, kubelet_resize=args.kubelet_resize).start()
     if args.nodes:

@@ -10,6 +10,8 @@ from kubesim import priority
 from kubesim.admission import Webhooks
 from kubesim.api import Api
 from kubesim.collector import GarbageCollector
+from kubesim.cronjobs import CronJobController
+from kubesim.daemonsets import DaemonSetController
 from kubesim.deployments import DeploymentController, ReplicaSetController
 from kubesim.faults import Faults
 from kubesim.jobs import JobController
@@ -17,6 +19,7 @@ from kubesim.kubelet import Kubelets, set_phase
 from kubesim.resources import NAMESPACE, NODE
 from kubesim.server import Server
 from kubesim.serviceaccounts import ServiceAccountController
+from kubesim.statefulsets import StatefulSetController
 from kubesim.store import Store, Watcher, clone, now_rfc3339
 from kubesim.volumes import PersistentVolumeController
 from kubesim.worker import Worker
@@ -40,9 +43,11 @@ class KubeSim:
                  job_controller: bool = True, garbage_collector: bool = True, deployment_controller: bool = True,
                  replicaset_controller: bool = True, volume_controller: bool = True,
                  serviceaccount_controller: bool = True, admission_webhooks: bool = True,
-                 kubelet_resize: bool = True) -> None:
+                 statefulset_controller: bool = True, daemonset_controller: bool = True,
+                 cronjob_controller: bool = True, kubelet_resize: bool = True) -> None:
         """``kubelet_delay``: seconds from binding until a pod runs (None: no kubelets, so pods never run
-        and a deletion is immediate); ``time_factor`` multiplies the kubelets' run times and grace periods;
+        and a deletion is immediate); ``time_factor`` multiplies the kubelets' run times and grace periods
+        and the length of a CronJob schedule's minute (``cronjobs.time_factor`` changes the latter later);
         ``kubelet_resize``: the kubelets apply in-place resizes; the other switches turn the Priority
         admission plugin and each controller on or off."""
         self.host = host
@@ -63,6 +68,13 @@ class KubeSim:
             self._controllers.append(DeploymentController(self.store, self.api))
         if replicaset_controller:
             self._controllers.append(ReplicaSetController(self.store, self.api))
+        if statefulset_controller:
+            self._controllers.append(StatefulSetController(self.store, self.api))
+        if daemonset_controller:
+            self._controllers.append(DaemonSetController(self.store, self.api))
+        self.cronjobs = CronJobController(self.store, self.api, time_factor) if cronjob_controller else None
+        if self.cronjobs is not None:
+            self._controllers.append(self.cronjobs)
         if volume_controller:
             self._controllers.append(PersistentVolumeController(self.store))
         if serviceaccount_controller:

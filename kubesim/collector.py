@@ -13,6 +13,7 @@ import logging
 import time
 
 from kubesim import errors
+from kubesim.api import DeleteOptions
 from kubesim.resources import BY_KIND, BY_PLURAL, Kind
 from kubesim.store import Event, Store, clone
 from kubesim.worker import Worker
@@ -137,8 +138,8 @@ class GarbageCollector(Worker):
             self._store.delete(BY_PLURAL[key[0]], key[1], key[2])
 
     def _delete(self, key: Key) -> None:
-        try:
-            self._api.delete(BY_PLURAL[key[0]], key[1], key[2])
+        try:  # in background, whatever the kind's default (a Job's would orphan its pods)
+            self._api.delete(BY_PLURAL[key[0]], key[1], key[2], DeleteOptions(propagation="Background"))
         except errors.ApiError as error:
             log.debug("garbage collection of %s: %s", key, error.message)
 

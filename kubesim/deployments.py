@@ -14,6 +14,9 @@ annotation. Scaling the Deployment scales its current ReplicaSet. A template cha
 its replicas once their pods are gone. The status adds ``updatedReplicas`` and ``unavailableReplicas``,
 and the ``Available`` and ``Progressing`` conditions. Pausing, revision history limits and progress
 deadlines are not played.
+
+The defaults and validation of every apps/v1 workload, and the base its controllers share (an owner
+syncing from its own events and its dependents'), are here too.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ import logging
 
 import orjson
 
-from kubesim import errors
-from kubesim.resources import DEPLOYMENT, POD, REPLICA_SET, Kind
+from kubesim import errors, priority
+from kubesim.resources import DAEMON_SET, DEPLOYMENT, POD, REPLICA_SET, STATEFUL_SET, Kind
 from kubesim.selectors import label_selector
 from kubesim.serviceaccounts import controller_user
 from kubesim.store import Event, Store, clone, now_rfc3339
@@ -38,17 +41,27 @@ _TERMINAL = ("Succeeded", "Failed")
 
 
 def default_workload(kind: Kind, obj: dict) -> None:
-    """The API server's defaults for a new Deployment or ReplicaSet (before validation)."""
+    """The API server's defaults for a new apps/v1 workload (before validation)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
-    spec.setdefault("replicas", 1)
-    spec.setdefault("minReadySeconds", 0)
+    if kind is not DAEMON_SET:
+        spec.setdefault("replicas", 1)
+    if kind is not STATEFUL_SET:
+        spec.setdefault("minReadySeconds", 0)
+    if kind is not REPLICA_SET:
+        spec.setdefault("revisionHistoryLimit", 10)
     if kind is DEPLOYMENT:
         spec.setdefault("strategy", {"type": "RollingUpdate",
                                      "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
-        spec.setdefault("revisionHistoryLimit", 10)
         spec.setdefault("progressDeadlineSeconds", 600)
+    elif kind is STATEFUL_SET:
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+        spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+    elif kind is DAEMON_SET:
+        spec.setdefault("updateStrategy", {"type": "RollingUpdate",
+                                           "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
     template = spec.get("template")
     if isinstance(template, dict) and isinstance(template.get("spec"), dict):
         template["spec"].setdefault("restartPolicy", "Always")
@@ -56,20 +69,95 @@ def default_workload(kind: Kind, obj: dict) -> None:
         template["spec"].setdefault("schedulerName", "default-scheduler")
 
 
-def validate_workload(obj: dict) -> list[tuple[str, str]]:
-    """Field errors of a Deployment or ReplicaSet (the API server's validation, for what the controllers read)."""
+def initial_status(kind: Kind) -> dict:
+    """A new workload's status: the counts its Go type does not omit when zero."""
+    if kind is REPLICA_SET or kind is STATEFUL_SET:
+        return {"replicas": 0, "availableReplicas": 0} if kind is STATEFUL_SET else {"replicas": 0}
+    if kind is DAEMON_SET:
+        return dict.fromkeys(("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled",
+                              "numberReady"), 0)
+    return {}
+
+
+# Where a field the controllers read must have its JSON type, or kube-apiserver cannot decode the object:
+# (path below spec, Python type, Go struct field's struct, Go type; a list's "[]" type applies to its items).
+_POD_TEMPLATE_SHAPES = (
+    (("template",), dict, "{kind}Spec", "v1.PodTemplateSpec"),
+    (("template", "metadata"), dict, "PodTemplateSpec", "v1.ObjectMeta"),
+    (("template", "metadata", "labels"), dict, "ObjectMeta", "map[string]string"),
+    (("template", "metadata", "annotations"), dict, "ObjectMeta", "map[string]string"),
+    (("template", "spec"), dict, "PodTemplateSpec", "v1.PodSpec"),
+    (("template", "spec", "nodeSelector"), dict, "PodSpec", "map[string]string"),
+    (("template", "spec", "tolerations"), list, "PodSpec", "[]v1.Toleration"),
+    (("template", "spec", "affinity"), dict, "PodSpec", "v1.Affinity"),
+    (("template", "spec", "affinity", "nodeAffinity"), dict, "Affinity", "v1.NodeAffinity"),
+    (("template", "spec", "volumes"), list, "PodSpec", "[]v1.Volume"),
+)
+_SHAPES = {
+    "StatefulSet": (
+        (("serviceName",), str, "StatefulSetSpec", "string"),
+        (("ordinals",), dict, "StatefulSetSpec", "v1.StatefulSetOrdinals"),
+        (("ordinals", "start"), int, "StatefulSetOrdinals", "int32"),
+        (("updateStrategy",), dict, "StatefulSetSpec", "v1.StatefulSetUpdateStrategy"),
+        (("updateStrategy", "rollingUpdate"), dict, "StatefulSetUpdateStrategy", "v1.RollingUpdateStatefulSetStrategy"),
+        (("updateStrategy", "rollingUpdate", "partition"), int, "RollingUpdateStatefulSetStrategy", "int32"),
+        (("volumeClaimTemplates",), list, "StatefulSetSpec", "[]v1.PersistentVolumeClaim"),
+    ),
+    "DaemonSet": ((("updateStrategy",), dict, "DaemonSetSpec", "v1.DaemonSetUpdateStrategy"),),
+}
+_SHAPES["CronJob"] = (
+    (("timeZone",), str, "CronJobSpec", "string"),
+    (("jobTemplate",), dict, "CronJobSpec", "v1.JobTemplateSpec"),
+    (("jobTemplate", "metadata"), dict, "JobTemplateSpec", "v1.ObjectMeta"),
+    (("jobTemplate", "metadata", "labels"), dict, "ObjectMeta", "map[string]string"),
+    (("jobTemplate", "metadata", "annotations"), dict, "ObjectMeta", "map[string]string"),
+    (("jobTemplate", "spec"), dict, "JobTemplateSpec", "v1.JobSpec"),
+    *((("jobTemplate", "spec", *path), wanted, "JobSpec" if struct == "{kind}Spec" else struct, go_type)
+      for path, wanted, struct, go_type in _POD_TEMPLATE_SHAPES),
+)
+_ITEM_TYPES = {"[]v1.Toleration": (dict, "v1.Toleration"), "[]v1.Volume": (dict, "v1.Volume"),
+               "[]v1.PersistentVolumeClaim": (dict, "v1.PersistentVolumeClaim"), "map[string]string": (str, "string")}
+_STRATEGIES = {"StatefulSet": ("OnDelete", "RollingUpdate"), "DaemonSet": ("OnDelete", "RollingUpdate")}
+
+
+def check_decodable(kind: Kind, spec: dict) -> None:
+    """kube-apiserver's 400 for a field the workload's controller reads that has the wrong JSON type."""
+    shapes = _SHAPES[kind.kind] if kind.kind == "CronJob" else _POD_TEMPLATE_SHAPES + _SHAPES.get(kind.kind, ())
+    for path, wanted, struct, go_type in shapes:
+        value = spec
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is None:
+            continue
+        field = f"{struct.format(kind=kind.kind)}.spec.{'.'.join(path)}"
+        item = _ITEM_TYPES.get(go_type)
+        if not isinstance(value, wanted) or wanted is int and isinstance(value, bool):
+            raise priority.undecodable(kind, value, field, go_type)
+        if item is not None:
+            for element in value.values() if isinstance(value, dict) else value:
+                if not isinstance(element, item[0]):
+                    raise priority.undecodable(kind, element, field, item[1])
+
+
+def validate_workload(obj: dict, kind: Kind = DEPLOYMENT) -> list[tuple[str, str]]:
+    """Field errors of an apps/v1 workload (the API server's validation, for what the controllers read)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return [("spec.selector", "Required value")]
-    causes = []
+    check_decodable(kind, spec)
+    causes = _strategy_errors(kind, spec)
     replicas = spec.get("replicas")
-    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+    if kind is not DAEMON_SET and (not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0):
         causes.append(("spec.replicas", f"Invalid value: {replicas!r}: must be greater than or equal to 0"))
+    if kind is STATEFUL_SET and spec.get("podManagementPolicy") not in ("OrderedReady", "Parallel"):
+        causes.append(("spec.podManagementPolicy", f'Unsupported value: "{spec.get("podManagementPolicy")}": '
+                                                   'supported values: "OrderedReady", "Parallel"'))
     selector = spec.get("selector")
     if not isinstance(selector, dict):
         return [*causes, ("spec.selector", "Required value")]
     if not (selector.get("matchLabels") or selector.get("matchExpressions")):
-        return [*causes, ("spec.selector", "Invalid value: {}: empty selector is invalid for deployment")]
+        named = "deployment" if kind is REPLICA_SET else kind.kind.lower()  # a ReplicaSet's says deployment too
+        return [*causes, ("spec.selector", f"Invalid value: {{}}: empty selector is invalid for {named}")]
     template = spec.get("template")
     if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
         return [*causes, ("spec.template.spec", "Required value")]
@@ -85,6 +173,24 @@ def validate_workload(obj: dict) -> list[tuple[str, str]]:
         causes.append(("spec.template.spec.containers", "Required value"))
     if template["spec"].get("restartPolicy", "Always") != "Always":
         causes.append(("spec.template.spec.restartPolicy", 'Unsupported value: supported values: "Always"'))
+    return causes
+
+
+def _strategy_errors(kind: Kind, spec: dict) -> list[tuple[str, str]]:
+    """The 422s of a StatefulSet's or DaemonSet's update strategy, ordinals and claim templates."""
+    causes = []
+    strategy = spec.get("updateStrategy") or {}
+    if kind.kind in _STRATEGIES and strategy.get("type") not in _STRATEGIES[kind.kind]:
+        causes.append(("spec.updateStrategy.type", f'Unsupported value: "{strategy.get("type")}": supported values: '
+                                                   '"OnDelete", "RollingUpdate"'))
+    for field, value in (("spec.ordinals.start", (spec.get("ordinals") or {}).get("start")),
+                         ("spec.updateStrategy.rollingUpdate.partition",
+                          (strategy.get("rollingUpdate") or {}).get("partition"))):
+        if kind is STATEFUL_SET and value is not None and value < 0:
+            causes.append((field, f"Invalid value: {value}: must be greater than or equal to 0"))
+    for index, claim in enumerate(spec.get("volumeClaimTemplates") or () if kind is STATEFUL_SET else ()):
+        if not isinstance(claim.get("metadata"), dict) or not claim["metadata"].get("name"):
+            causes.append((f"spec.volumeClaimTemplates[{index}].metadata.name", "Required value"))
     return causes
 
 
@@ -110,29 +216,44 @@ def _selector_text(selector: dict) -> str:
     return ",".join(parts)
 
 
-def _controller(meta: dict, kind: str) -> dict | None:
+def controller_ref(meta: dict, owner_kind: Kind) -> dict | None:
+    """The object's controller owner reference to an owner of ``owner_kind``, if it has one."""
     for ref in meta.get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller") is True and ref.get("kind") == kind \
-                and ref.get("apiVersion") == "apps/v1":
+        if isinstance(ref, dict) and ref.get("controller") is True and ref.get("kind") == owner_kind.kind \
+                and ref.get("apiVersion") == owner_kind.group_version:
             return ref
     return None
 
 
-def _owner_ref(owner: dict, kind: str) -> dict:
-    return {"apiVersion": "apps/v1", "kind": kind, "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
-            "controller": True, "blockOwnerDeletion": True}
+def owner_ref(owner: dict, owner_kind: Kind) -> dict:
+    return {"apiVersion": owner_kind.group_version, "kind": owner_kind.kind, "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
 
 
-def _ready(pod: dict) -> bool:
+def pod_ready(pod: dict) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in (pod.get("status") or {}).get("conditions") or ())
 
 
-def _active(pod: dict) -> bool:
+def pod_active(pod: dict) -> bool:
+    """Not finished and not terminating."""
     return (pod.get("status") or {}).get("phase") not in _TERMINAL and not pod["metadata"].get("deletionTimestamp")
 
 
-def _set_counts(status: dict, counts: dict[str, int]) -> None:
+def pod_from_template(owner: dict, owner_kind: Kind, name: str = "", labels: dict | None = None) -> dict:
+    """A pod of ``owner`` made from its template: the template's labels (and ``labels``) and annotations, a
+    controller owner reference, named ``name`` or else ``<owner>-<5 random characters>``."""
+    template = clone(owner["spec"]["template"])
+    template_meta = template.get("metadata") or {}
+    meta = {"name": name} if name else {"generateName": f"{owner['metadata']['name']}-"}
+    meta.update(labels={**(template_meta.get("labels") or {}), **(labels or {})},
+                ownerReferences=[owner_ref(owner, owner_kind)])
+    if template_meta.get("annotations"):
+        meta["annotations"] = template_meta["annotations"]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}
+
+
+def set_counts(status: dict, counts: dict[str, int]) -> None:
     """Counts as the API writes them: zero ones omitted, but ``replicas`` always there."""
     for field, value in counts.items():
         if value or field == "replicas":
@@ -141,7 +262,7 @@ def _set_counts(status: dict, counts: dict[str, int]) -> None:
             status.pop(field, None)
 
 
-class _Controller(Worker):
+class OwnerController(Worker):
     """Syncs one kind of owner (``owner_kind``) from its own events and those of its dependents."""
 
     owner_kind: Kind
@@ -158,7 +279,7 @@ class _Controller(Worker):
             for owner in self._store.list(self.owner_kind)[0]:
                 self.schedule((owner["metadata"]["namespace"], owner["metadata"]["name"]))
             for dependent in self._store.list(self.dependent_kind)[0]:
-                ref = _controller(dependent["metadata"], self.owner_kind.kind)
+                ref = controller_ref(dependent["metadata"], self.owner_kind)
                 if ref is not None:
                     self._owned.setdefault(ref["uid"], set()).add(dependent["metadata"]["name"])
             self._store.listeners.append(self._on_event)
@@ -173,8 +294,8 @@ class _Controller(Worker):
             else:
                 self.schedule((meta["namespace"], meta["name"]))
         elif event.kind is self.dependent_kind:
-            before = _controller(event.old["metadata"], self.owner_kind.kind) if event.old else None
-            owner = _controller(meta, self.owner_kind.kind)
+            before = controller_ref(event.old["metadata"], self.owner_kind) if event.old else None
+            owner = controller_ref(meta, self.owner_kind)
             if before is not None and (owner is None or event.type == "DELETED"):
                 self._owned.get(before["uid"], set()).discard(meta["name"])
             if owner is not None:
@@ -186,7 +307,7 @@ class _Controller(Worker):
         namespace, uid = owner["metadata"]["namespace"], owner["metadata"]["uid"]
         found = (self._store.find(self.dependent_kind, namespace, name) for name in self._owned.get(uid, ()))
         return [obj for obj in found
-                if obj is not None and (_controller(obj["metadata"], self.owner_kind.kind) or {}).get("uid") == uid]
+                if obj is not None and (controller_ref(obj["metadata"], self.owner_kind) or {}).get("uid") == uid]
 
     def _write_status(self, owner: dict, status: dict) -> None:
         status["observedGeneration"] = owner["metadata"].get("generation", 1)
@@ -196,13 +317,19 @@ class _Controller(Worker):
             self._store.replace(self.owner_kind, owner["metadata"]["namespace"], owner["metadata"]["name"],
                                 updated, None)
 
+    def _delete(self, dependent: dict) -> None:
+        try:
+            self._api.delete(self.dependent_kind, dependent["metadata"]["namespace"], dependent["metadata"]["name"])
+        except errors.ApiError:
+            pass  # already gone
+
     def _retry_later(self, owner: dict, error: errors.ApiError) -> None:
         meta = owner["metadata"]  # as kube-controller-manager, retry later (its event: FailedCreate)
         log.info("%s %s/%s: %s", self.owner_kind.kind, meta["namespace"], meta["name"], error.message)
         self.schedule((meta["namespace"], meta["name"]), RETRY_SECONDS)
 
 
-class ReplicaSetController(_Controller):
+class ReplicaSetController(OwnerController):
     owner_kind, dependent_kind = REPLICA_SET, POD
 
     def __init__(self, store: Store, api) -> None:
@@ -214,12 +341,12 @@ class ReplicaSetController(_Controller):
             replica_set = self._store.find(REPLICA_SET, namespace, name)
             if replica_set is None:
                 return
-            active = [pod for pod in self._dependents(replica_set) if _active(pod)]
+            active = [pod for pod in self._dependents(replica_set) if pod_active(pod)]
             wanted = replica_set["spec"].get("replicas", 1)
             if not replica_set["metadata"].get("deletionTimestamp"):
                 for _ in range(wanted - len(active)):
                     try:
-                        active.append(self._api.create(POD, namespace, self._pod(replica_set),
+                        active.append(self._api.create(POD, namespace, pod_from_template(replica_set, REPLICA_SET),
                                                        user=controller_user("replicaset-controller"))[1])
                     except errors.ApiError as error:
                         self._retry_later(replica_set, error)
@@ -228,27 +355,12 @@ class ReplicaSetController(_Controller):
                     self._delete(pod)
                     active.remove(pod)
             selector = (replica_set["spec"].get("template") or {}).get("metadata", {}).get("labels") or {}
-            ready = sum(1 for pod in active if _ready(pod))
+            ready = sum(1 for pod in active if pod_ready(pod))
             status = clone(replica_set.get("status") or {})
-            _set_counts(status, {"replicas": len(active), "fullyLabeledReplicas": sum(
+            set_counts(status, {"replicas": len(active), "fullyLabeledReplicas": sum(
                 1 for pod in active if selector.items() <= (pod["metadata"].get("labels") or {}).items()),
                 "readyReplicas": ready, "availableReplicas": ready})
             self._write_status(replica_set, status)
-
-    def _pod(self, replica_set: dict) -> dict:
-        template = clone(replica_set["spec"]["template"])
-        template_meta = template.get("metadata") or {}
-        meta = {"generateName": f"{replica_set['metadata']['name']}-", "labels": template_meta.get("labels") or {},
-                "ownerReferences": [_owner_ref(replica_set, "ReplicaSet")]}
-        if template_meta.get("annotations"):
-            meta["annotations"] = template_meta["annotations"]
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}
-
-    def _delete(self, pod: dict) -> None:
-        try:
-            self._api.delete(POD, pod["metadata"]["namespace"], pod["metadata"]["name"])
-        except errors.ApiError:
-            pass  # already gone
 
 
 def _deletion_rank(pod: dict) -> tuple:
@@ -256,11 +368,11 @@ def _deletion_rank(pod: dict) -> tuple:
     status = pod.get("status") or {}
     phase_rank = {"Pending": 0, "Unknown": 1, "Running": 2}.get(status.get("phase"), 0)
     created = pod["metadata"].get("creationTimestamp") or ""
-    return (bool(pod["spec"].get("nodeName")), phase_rank, _ready(pod),
+    return (bool(pod["spec"].get("nodeName")), phase_rank, pod_ready(pod),
             tuple(-ord(c) for c in created))  # the youngest first
 
 
-class DeploymentController(_Controller):
+class DeploymentController(OwnerController):
     owner_kind, dependent_kind = DEPLOYMENT, REPLICA_SET
 
     def __init__(self, store: Store, api) -> None:
@@ -302,7 +414,7 @@ class DeploymentController(_Controller):
                                     "annotations": {REVISION: str(revision),
                                                     "deployment.kubernetes.io/desired-replicas":
                                                         str(spec.get("replicas", 1))},
-                                    "ownerReferences": [_owner_ref(deployment, "Deployment")]},
+                                    "ownerReferences": [owner_ref(deployment, DEPLOYMENT)]},
                        "spec": {"replicas": replicas, "minReadySeconds": spec.get("minReadySeconds", 0),
                                 "selector": selector, "template": template}}
         try:
@@ -327,7 +439,7 @@ class DeploymentController(_Controller):
         updated = (current.get("status") or {}).get("replicas", 0) if current else 0
         wanted = deployment["spec"].get("replicas", 1)
         status = clone(deployment.get("status") or {})
-        _set_counts(status, {"replicas": replicas, "updatedReplicas": updated,
+        set_counts(status, {"replicas": replicas, "updatedReplicas": updated,
                              "readyReplicas": sum(s.get("readyReplicas", 0) for s in every),
                              "availableReplicas": available,
                              "unavailableReplicas": max(wanted - available, 0)})

@@ -8,14 +8,21 @@ reference with ``blockOwnerDeletion``. The status shows active, ready, terminati
 pods, ``startTime``, ``completionTime`` and the conditions kube-controller-manager 1.34 writes
 (``SuccessCriteriaMet`` then ``Complete``; ``FailureTarget`` then ``Failed``). Suspension, indexed
 completion, pod failure policies and deadlines are not played.
+
+A CronJob's defaults and validation (its schedule read with croniter) are here too; its controller is in
+``kubesim.cronjobs``.
 """
 
 from __future__ import annotations
 
 import logging
+import zoneinfo
+
+from croniter import croniter
 
 from kubesim import errors
-from kubesim.resources import JOB, POD
+from kubesim.deployments import check_decodable
+from kubesim.resources import CRON_JOB, JOB, POD
 from kubesim.serviceaccounts import controller_user
 from kubesim.store import Event, Store, clone, now_rfc3339
 from kubesim.worker import Worker
@@ -23,6 +30,11 @@ from kubesim.worker import Worker
 log = logging.getLogger(__name__)
 JOB_NAME, CONTROLLER_UID = "batch.kubernetes.io/job-name", "batch.kubernetes.io/controller-uid"
 RETRY_SECONDS = 1.0
+CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
+CRON_JOB_NAME_LIMIT = 52
+# robfig/cron's descriptors (kube-apiserver refuses its "@every").
+PREDEFINED_SCHEDULES = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
+                        "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
 _TERMINAL = ("Succeeded", "Failed")
 
 
@@ -67,6 +79,64 @@ def validate_job(job: dict) -> list[tuple[str, str]]:
         value = spec.get(field)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
             causes.append((f"spec.{field}", f"Invalid value: {value!r}: must be greater than or equal to 0"))
+    return causes
+
+
+def default_cron_job(cron_job: dict) -> None:
+    """The API server's defaults for a new CronJob (before validation)."""
+    spec = cron_job.get("spec")
+    if isinstance(spec, dict):
+        spec.setdefault("concurrencyPolicy", "Allow")
+        spec.setdefault("suspend", False)
+        spec.setdefault("successfulJobsHistoryLimit", 3)
+        spec.setdefault("failedJobsHistoryLimit", 1)
+
+
+def validate_cron_job(cron_job: dict) -> list[tuple[str, str]]:
+    """Field errors of a CronJob: its schedule, time zone and policies, and its Job template as a Job's."""
+    spec = cron_job.get("spec")
+    if not isinstance(spec, dict):
+        return [("spec.schedule", "Required value")]
+    check_decodable(CRON_JOB, spec)
+    causes = []
+    name = (cron_job.get("metadata") or {}).get("name") or ""
+    if len(name) > CRON_JOB_NAME_LIMIT:  # its Jobs' names add 11 characters, and a label value has 63
+        causes.append(("metadata.name", f'Invalid value: "{name}": must be no more than {CRON_JOB_NAME_LIMIT} '
+                                        "characters"))
+    causes += schedule_errors(spec.get("schedule"), spec.get("timeZone"))
+    if spec.get("concurrencyPolicy") not in CONCURRENCY_POLICIES:
+        supported = ", ".join(f'"{p}"' for p in CONCURRENCY_POLICIES)
+        causes.append(("spec.concurrencyPolicy",
+                       f'Unsupported value: "{spec.get("concurrencyPolicy")}": supported values: {supported}'))
+    for field in ("startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"):
+        value = spec.get(field)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            causes.append((f"spec.{field}", f"Invalid value: {value!r}: must be greater than or equal to 0"))
+    template = spec.get("jobTemplate")
+    if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+        return [*causes, ("spec.jobTemplate.spec.template.spec", "Required value")]
+    return causes + [(f"spec.jobTemplate.{field}", message) for field, message in validate_job(template)]
+
+
+def schedule_errors(schedule, time_zone) -> list[tuple[str, str]]:
+    """A CronJob's schedule as kube-apiserver reads it: five fields or a predefined ``@`` schedule."""
+    if not isinstance(schedule, str) or not schedule:
+        return [("spec.schedule", "Required value")]
+    causes = []
+    if "TZ" in schedule:
+        causes.append(("spec.schedule", f'Invalid value: "{schedule}": cannot use TZ or CRON_TZ in schedule, '
+                                        "use timeZone field instead"))
+    elif not (schedule.startswith("@") and schedule in PREDEFINED_SCHEDULES or len(schedule.split()) == 5
+              and croniter.is_valid(schedule)):
+        fields = len(schedule.split())
+        reason = f"expected exactly 5 fields, found {fields}" if fields != 5 and not schedule.startswith("@") \
+            else "unrecognized or invalid"
+        causes.append(("spec.schedule", f'Invalid value: "{schedule}": {reason}: {schedule}'))
+    if time_zone is not None:
+        try:
+            zoneinfo.ZoneInfo(time_zone)
+        except (ValueError, TypeError, zoneinfo.ZoneInfoNotFoundError):
+            causes.append(("spec.timeZone", f'Invalid value: "{time_zone}": unknown time zone {time_zone}'))
     return causes
 
 

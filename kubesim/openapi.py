@@ -39,7 +39,8 @@ _SPEC_STATUS = {"spec": _object("The desired behaviour of the object."),
 # The top-level fields of each kind besides apiVersion, kind and metadata.
 _FIELDS: dict[str, dict[str, dict]] = {
     "pods": _SPEC_STATUS, "nodes": _SPEC_STATUS, "namespaces": _SPEC_STATUS, "services": _SPEC_STATUS, "jobs": _SPEC_STATUS,
-    "deployments": _SPEC_STATUS, "replicasets": _SPEC_STATUS,
+    "deployments": _SPEC_STATUS, "replicasets": _SPEC_STATUS, "statefulsets": _SPEC_STATUS, "daemonsets": _SPEC_STATUS,
+    "cronjobs": _SPEC_STATUS,
     "poddisruptionbudgets": _SPEC_STATUS, "persistentvolumeclaims": _SPEC_STATUS, "persistentvolumes": _SPEC_STATUS,
     "storageclasses": {"provisioner": _field("string", "The volume plugin that provisions volumes of this class."),
                        "volumeBindingMode": _field("string", "Immediate or WaitForFirstConsumer."),

@@ -45,8 +45,11 @@ KINDS = (
     Kind("coordination.k8s.io", "v1", "leases", "Lease", True),
     Kind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("status",), ("pdb",)),
     Kind("batch", "v1", "jobs", "Job", True, ("status",)),
+    Kind("batch", "v1", "cronjobs", "CronJob", True, ("status",), ("cj",)),
     Kind("apps", "v1", "deployments", "Deployment", True, ("status",), ("deploy",)),
     Kind("apps", "v1", "replicasets", "ReplicaSet", True, ("status",), ("rs",)),
+    Kind("apps", "v1", "statefulsets", "StatefulSet", True, ("status",), ("sts",)),
+    Kind("apps", "v1", "daemonsets", "DaemonSet", True, ("status",), ("ds",)),
 )
 
 BY_PATH = {(k.group, k.version, k.plural): k for k in KINDS}
@@ -58,3 +61,7 @@ NAMESPACE = BY_PATH[("", "v1", "namespaces")]
 JOB = BY_PATH[("batch", "v1", "jobs")]
 DEPLOYMENT = BY_PATH[("apps", "v1", "deployments")]
 REPLICA_SET = BY_PATH[("apps", "v1", "replicasets")]
+STATEFUL_SET = BY_PATH[("apps", "v1", "statefulsets")]
+DAEMON_SET = BY_PATH[("apps", "v1", "daemonsets")]
+CRON_JOB = BY_PATH[("batch", "v1", "cronjobs")]
+APPS_WORKLOADS = (DEPLOYMENT, REPLICA_SET, STATEFUL_SET, DAEMON_SET)

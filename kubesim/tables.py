@@ -238,6 +238,26 @@ def _ready_of_wanted(obj: dict) -> str:
     return f"{(obj.get('status') or {}).get('readyReplicas', 0)}/{(obj.get('spec') or {}).get('replicas', 0)}"
 
 
+def _job_template_containers(field: str) -> Callable[[dict], str]:
+    cell = _template_containers(field)
+    return lambda cron_job: cell((cron_job.get("spec") or {}).get("jobTemplate") or {})
+
+
+def _node_selector(daemon_set: dict) -> str:
+    selector = ((((daemon_set.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeSelector")) or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or NONE
+
+
+def _suspend(cron_job: dict) -> str:
+    suspend = (cron_job.get("spec") or {}).get("suspend")
+    return "<unset>" if suspend is None else str(bool(suspend))
+
+
+def _last_schedule(cron_job: dict) -> str:
+    last = (cron_job.get("status") or {}).get("lastScheduleTime")
+    return since(last) if last else NONE
+
+
 def _spec(field: str, default: object = NONE) -> Callable[[dict], object]:
     return lambda obj: (obj.get("spec") or {}).get(field, default) or default
 
@@ -341,6 +361,49 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("Containers", "Names of each container in the template.", _template_containers("name"), 1),
         Column("Images", "Images referenced by each container in the template.", _template_containers("image"), 1),
         Column("Selector", "Label selector for pods.", _selector, 1),
+    ),
+    "statefulsets": (
+        NAME,
+        Column("Ready", "Number of the pod with ready state", _ready_of_wanted),
+        AGE,
+        Column("Containers", "Names of each container in the template.", _template_containers("name"), 1),
+        Column("Images", "Images referenced by each container in the template.", _template_containers("image"), 1),
+    ),
+    "daemonsets": (
+        NAME,
+        Column("Desired", "The total number of nodes that should be running the daemon pod.",
+               _status_count("desiredNumberScheduled"), type="integer"),
+        Column("Current", "The number of nodes that are running at least 1 daemon pod and are supposed to run the "
+                          "daemon pod.", _status_count("currentNumberScheduled"), type="integer"),
+        Column("Ready", "The number of nodes that should be running the daemon pod and have one or more of the "
+                        "daemon pod running with a Ready Condition.", _status_count("numberReady"), type="integer"),
+        Column("Up-to-date", "The total number of nodes that are running updated daemon pod",
+               _status_count("updatedNumberScheduled"), type="integer"),
+        Column("Available", "The number of nodes that should be running the daemon pod and have one or more of the "
+                            "daemon pod running and available.", _status_count("numberAvailable"), type="integer"),
+        Column("Node Selector", "NodeSelector is a selector which must be true for the pod to fit on a node.",
+               _node_selector),
+        AGE,
+        Column("Containers", "Names of each container in the template.", _template_containers("name"), 1),
+        Column("Images", "Images referenced by each container in the template.", _template_containers("image"), 1),
+        Column("Selector", "A label query over pods that are managed by the daemon set.", _selector, 1),
+    ),
+    "cronjobs": (
+        NAME,
+        Column("Schedule", "The schedule in Cron format.", _spec("schedule", "")),
+        Column("Timezone", "The time zone name for the given schedule.", _spec("timeZone")),
+        Column("Suspend", "This flag tells the controller to suspend subsequent executions.", _suspend,
+               type="boolean"),
+        Column("Active", "A list of pointers to currently running jobs.",
+               lambda cron_job: len((cron_job.get("status") or {}).get("active") or ()), type="integer"),
+        Column("Last Schedule", "Information when was the last time the job was successfully scheduled.",
+               _last_schedule),
+        AGE,
+        Column("Containers", "Names of each container in the template.", _job_template_containers("name"), 1),
+        Column("Images", "Images referenced by each container in the template.", _job_template_containers("image"),
+               1),
+        Column("Selector", "A label query over pods that should match the pod count.",
+               lambda cron_job: _selector((cron_job.get("spec") or {}).get("jobTemplate") or {}), 1),
     ),
     "priorityclasses": (
         NAME,

@@ -7,6 +7,7 @@ from actors.core.scheduler import Scheduler, Tuning
 from si import si_pb2
 from si.clock import VirtualClock
 from si.resources import Resource
+from tests.queues import partition, queue
 
 
 class RecordingCallback:
@@ -71,16 +72,8 @@ class RecordingCallback:
 
 
 # Like the default configuration, plus: a requested queue is used (and created) when it is given.
-OPEN_CONFIG = """
-partitions:
-  - name: default
-    placementrules:
-      - {name: provided, create: true}
-      - {name: tag, value: namespace, create: true}
-    queues:
-      - name: root
-        submitacl: '*'
-"""
+OPEN_CONFIG = partition(queue("root", submitacl="*"), placementrules=[
+    {"name": "provided", "create": True}, {"name": "tag", "value": "namespace", "create": True}])
 
 
 class Core:

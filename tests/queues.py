@@ -1,5 +1,6 @@
 """Queue configurations for tests, built instead of written out: ``config(queue("a", max={"vcore": 8}))``
-is the default partition placing applications in the queue they name, under a root anyone may submit to."""
+is the default partition placing applications in the queue they name, under a root anyone may submit to;
+``partition(queue("root", ...), placementrules=[...])`` spells out the root and the partition's keys."""
 
 import yaml
 
@@ -18,9 +19,14 @@ def queue(name: str, *children: dict, guaranteed: dict | None = None, max: dict 
     return built
 
 
-def config(*queues: dict, create: bool = True, **partition) -> str:
-    """The default partition with ``queues`` under root; applications go to the queue they name (created
-    when ``create``); ``partition`` adds keys such as ``preemption``."""
-    return yaml.safe_dump({"partitions": [{
-        "name": "default", "placementrules": [{"name": "provided", "create": create}], **partition,
-        "queues": [queue("root", *queues, submitacl="*")]}]}, sort_keys=False)
+def partition(root: dict, **keys) -> str:
+    """The default partition with the queue tree ``root``; ``keys`` are the partition's other keys as the YAML
+    spells them (``placementrules``, ``limits``, ``preemption``, ``nodesortpolicy``...)."""
+    return yaml.safe_dump({"partitions": [{"name": "default", **keys, "queues": [root]}]}, sort_keys=False)
+
+
+def config(*queues: dict, create: bool = True, **keys) -> str:
+    """The default partition with ``queues`` under a root anyone may submit to; applications go to the queue
+    they name (created when ``create``); ``keys`` adds partition keys such as ``preemption``."""
+    return partition(queue("root", *queues, submitacl="*"),
+                     placementrules=[{"name": "provided", "create": create}], **keys)

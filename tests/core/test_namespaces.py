@@ -5,6 +5,7 @@ import json
 
 from actors.core.config import DEFAULT_QUEUES_YAML
 from si.constants import RECOVERY_QUEUE
+from tests import queues as built
 
 
 def resources(**values) -> str:
@@ -66,18 +67,8 @@ def test_the_parent_queue_annotation_places_the_namespace_queue_under_it(core_fa
 
 
 def test_a_managed_queue_keeps_its_configuration(core_factory):
-    config = """
-partitions:
-  - name: default
-    placementrules:
-      - {name: tag, value: namespace, create: true}
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: team
-            resources: {max: {vcore: 8}}
-"""
+    config = built.partition(built.queue("root", built.queue("team", max={"vcore": 8}), submitacl="*"),
+                             placementrules=[{"name": "tag", "value": "namespace", "create": True}])
     core = core_factory(config)
     core.nodes(1)
     core.app("app", **QUOTA)
@@ -86,15 +77,7 @@ partitions:
 
 
 def test_the_recovery_queue_ignores_namespace_limits(core_factory):
-    config = """
-partitions:
-  - name: default
-    placementrules:
-      - {name: provided, create: false}
-    queues:
-      - name: root
-        submitacl: '*'
-"""
+    config = built.config(create=False)
     core = core_factory(config)
     core.nodes(1)
     core.app("recovered", queue="root.gone", **{"application.create.force": "true"}, **QUOTA)

@@ -6,7 +6,6 @@ import pytest
 from si import si_pb2
 from si.clock import VirtualClock
 from si.resources import Resource
-from tests.core.test_scheduling import queues
 from tests.queues import config, queue
 from tests.waiting import wait_for
 
@@ -14,24 +13,13 @@ GIB = 2**30
 E = si_pb2.EventRecord
 
 
-def two_queues(a="guaranteed: {vcore: 4}", b="guaranteed: {vcore: 0}", a_props="preemption.delay: 0s",
-               b_props="", preemption="") -> str:
-    return f"""
-partitions:
-  - name: default
-    placementrules: [{{name: provided, create: true}}]
-{preemption}
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            resources: {{{a}}}
-            properties: {{{a_props}}}
-          - name: b
-            resources: {{{b}}}
-            properties: {{{b_props}}}
-"""
+def two_queues(a: dict | None = None, b: dict | None = None, a_props: dict | None = None,
+               b_props: dict | None = None, **partition_keys) -> str:
+    """Queues a (4 vcores guaranteed, preempting without delay) and b (nothing guaranteed) under root; ``a`` and
+    ``b`` replace their resources, ``a_props`` and ``b_props`` their properties."""
+    return config(queue("a", **(a or {"guaranteed": {"vcore": 4}}),
+                        properties={"preemption.delay": "0s"} if a_props is None else a_props),
+                  queue("b", **(b or {"guaranteed": {"vcore": 0}}), properties=b_props), **partition_keys)
 
 
 def ask(core, app_id, key, vcore=1000, priority=0, policy=None, node=""):
@@ -99,7 +87,7 @@ def test_the_held_node_takes_no_other_ask_while_the_victims_leave(core_factory):
 
 
 def test_law_preemptor_queue_must_stay_within_its_guarantee(core_factory):
-    core = core_factory(two_queues(a="guaranteed: {vcore: 1}"))
+    core = core_factory(two_queues(a={"guaranteed": {"vcore": 1}}))
     full_cluster(core, b_pods=4)
     core.app("app-a", queue="root.a")
     ask(core, "app-a", "a-big", vcore=2000)  # 2 vcore would take root.a over its guarantee of 1
@@ -108,7 +96,7 @@ def test_law_preemptor_queue_must_stay_within_its_guarantee(core_factory):
 
 
 def test_law_a_queue_without_a_guarantee_never_preempts(core_factory):
-    core = core_factory(two_queues(a="max: {vcore: 100}"))
+    core = core_factory(two_queues(a={"max": {"vcore": 100}}))
     full_cluster(core, b_pods=4)
     core.app("app-a", queue="root.a")
     ask(core, "app-a", "a-0")
@@ -117,7 +105,7 @@ def test_law_a_queue_without_a_guarantee_never_preempts(core_factory):
 
 
 def test_law_victims_never_take_their_queue_below_its_guarantee(core_factory):
-    core = core_factory(two_queues(b="guaranteed: {vcore: 4}"))
+    core = core_factory(two_queues(b={"guaranteed": {"vcore": 4}}))
     full_cluster(core, b_pods=4)  # b uses exactly its guarantee
     core.app("app-a", queue="root.a")
     ask(core, "app-a", "a-0")
@@ -126,7 +114,7 @@ def test_law_victims_never_take_their_queue_below_its_guarantee(core_factory):
 
 
 def test_law_only_down_to_the_victim_queue_guarantee(core_factory):
-    core = core_factory(two_queues(b="guaranteed: {vcore: 3}"))
+    core = core_factory(two_queues(b={"guaranteed": {"vcore": 3}}))
     full_cluster(core, b_pods=4)  # one vcore above its guarantee
     core.app("app-a", queue="root.a")
     ask(core, "app-a", "a-0")
@@ -136,7 +124,7 @@ def test_law_only_down_to_the_victim_queue_guarantee(core_factory):
 
 
 def test_law_never_the_preemptor_own_application(core_factory):
-    core = core_factory(two_queues(a="guaranteed: {vcore: 8}"))
+    core = core_factory(two_queues(a={"guaranteed": {"vcore": 8}}))
     core.nodes(1, vcore=4000, memory=64 * GIB)
     core.app("app-a", queue="root.a")
     for i in range(4):
@@ -192,7 +180,7 @@ def test_the_fewest_victims_on_one_node_are_chosen(core_factory):
 
 
 def test_fence_keeps_outside_preemptors_away_from_the_fenced_queue(core_factory):
-    core = core_factory(two_queues(b_props="preemption.policy: fence"))
+    core = core_factory(two_queues(b_props={"preemption.policy": "fence"}))
     full_cluster(core, b_pods=4)
     core.app("app-a", queue="root.a")
     ask(core, "app-a", "a-0")
@@ -201,7 +189,7 @@ def test_fence_keeps_outside_preemptors_away_from_the_fenced_queue(core_factory)
 
 
 def test_a_fenced_preemptor_takes_no_victim_outside_its_fence(core_factory):
-    core = core_factory(two_queues(a_props="preemption.delay: 0s, preemption.policy: fence"))
+    core = core_factory(two_queues(a_props={"preemption.delay": "0s", "preemption.policy": "fence"}))
     full_cluster(core, b_pods=4)
     core.app("app-a", queue="root.a")
     ask(core, "app-a", "a-0")
@@ -210,7 +198,7 @@ def test_a_fenced_preemptor_takes_no_victim_outside_its_fence(core_factory):
 
 
 def test_disabled_queue_pods_are_never_victims(core_factory):
-    core = core_factory(two_queues(b_props="preemption.policy: disabled"))
+    core = core_factory(two_queues(b_props={"preemption.policy": "disabled"}))
     full_cluster(core, b_pods=4)
     core.app("app-a", queue="root.a")
     ask(core, "app-a", "a-0")
@@ -219,7 +207,7 @@ def test_disabled_queue_pods_are_never_victims(core_factory):
 
 
 def test_partition_preemption_disabled(core_factory):
-    core = core_factory(two_queues(preemption="    preemption: {enabled: false}"))
+    core = core_factory(two_queues(preemption={"enabled": False}))
     full_cluster(core, b_pods=4)
     core.app("app-a", queue="root.a")
     ask(core, "app-a", "a-0")
@@ -256,7 +244,7 @@ def test_foreign_pods_are_never_victims(core_factory):
 
 
 def test_preemption_delay_is_waited_for(core_factory):
-    core = core_factory(two_queues(a_props="preemption.delay: 1s"))
+    core = core_factory(two_queues(a_props={"preemption.delay": "1s"}))
     full_cluster(core, b_pods=4)
     core.app("app-a", queue="root.a")
     ask(core, "app-a", "a-0")
@@ -268,7 +256,7 @@ def test_preemption_delay_is_waited_for(core_factory):
 
 
 def test_at_most_ten_asks_of_a_queue_preempt_per_cycle(core_factory):
-    core = core_factory(two_queues(a="guaranteed: {vcore: 40}"))
+    core = core_factory(two_queues(a={"guaranteed": {"vcore": 40}}))
     core.nodes(20, vcore=1000, memory=64 * GIB)
     core.app("app-b", queue="root.b")
     for i in range(20):
@@ -321,8 +309,8 @@ def test_a_cancelled_preemptor_frees_its_node(core_factory):
 @pytest.mark.parametrize("policy", ["default", "fence"])
 def test_two_queues_regain_their_guarantees(core_factory, policy):
     """The README's example: root.a and root.b guaranteed half each; b fills the cluster, a takes its half back."""
-    core = core_factory(two_queues(a="guaranteed: {vcore: 4}", b="guaranteed: {vcore: 4}",
-                                   b_props="preemption.delay: 0s"))
+    core = core_factory(two_queues(a={"guaranteed": {"vcore": 4}}, b={"guaranteed": {"vcore": 4}},
+                                   b_props={"preemption.delay": "0s"}))
     full_cluster(core, b_pods=8, nodes=2)
     core.app("app-a", queue="root.a")
     for i in range(8):
@@ -389,23 +377,9 @@ def test_quota_change_preemption_needs_the_partition_switch_and_a_delay(enabled,
 
 
 def test_queues_that_only_share_a_guaranteed_parent_never_preempt_each_other(core_factory):
-    core = core_factory("""
-partitions:
-  - name: default
-    placementrules: [{name: provided, create: true}]
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: x
-            resources: {guaranteed: {vcore: 2}}
-            queues:
-              - name: a
-                properties: {preemption.delay: 0s}
-              - name: b
-                properties: {preemption.delay: 0s}
-          - name: c
-""")
+    no_delay = {"preemption.delay": "0s"}
+    core = core_factory(config(queue("x", queue("a", properties=no_delay), queue("b", properties=no_delay),
+                                     guaranteed={"vcore": 2}), queue("c")))
     core.nodes(1, vcore=4000, memory=64 * GIB)
     core.app("app-c", queue="root.c")
     for i in range(4):
@@ -422,17 +396,12 @@ partitions:
     assert {r.applicationID for r in preempted(core)} == {"app-c"}
 
 
-PRIORITY_QUEUES = queues("""          - name: parent
-            resources: {max: {vcore: 3}}
-            queues:
-              - name: sandbox
-                resources: {guaranteed: {vcore: 1}}
-              - name: high
-                resources: {guaranteed: {vcore: 1}}
-                properties: {preemption.delay: 0s, priority.offset: "100"}
-              - name: low
-                resources: {guaranteed: {vcore: 1}}
-                properties: {preemption.delay: 0s, priority.offset: "-100"}""")
+PRIORITY_QUEUES = config(queue(
+    "parent",
+    queue("sandbox", guaranteed={"vcore": 1}),
+    queue("high", guaranteed={"vcore": 1}, properties={"preemption.delay": "0s", "priority.offset": "100"}),
+    queue("low", guaranteed={"vcore": 1}, properties={"preemption.delay": "0s", "priority.offset": "-100"}),
+    max={"vcore": 3}))
 
 
 def allocation_log(core, app_id, key):

@@ -10,6 +10,8 @@ from actors.core import config as cfg
 from actors.core.partition import Partition, Timing
 from si import si_pb2
 from si.resources import Resource
+from tests.queues import config as built_config
+from tests.queues import queue
 
 LEAVES = ("root.x.a", "root.x.b", "root.c")
 POLICIES = ("default", "default", "fence", "disabled")
@@ -17,35 +19,16 @@ POLICIES = ("default", "default", "fence", "disabled")
 
 def config(guarantees, policies) -> cfg.PartitionConfig:
     def leaf(name, index):
-        g = guarantees[index]
-        resources = f"resources: {{guaranteed: {{vcore: {g}}}}}" if g is not None else ""
-        return (f"- name: {name}\n  {resources}\n  properties: {{preemption.delay: 0s, "
-                f"preemption.policy: {policies[index]}}}")
-
-    def indent(text, by):
-        return "\n".join(" " * by + line for line in text.splitlines())
+        guaranteed = None if guarantees[index] is None else {"vcore": guarantees[index]}
+        return queue(name, guaranteed=guaranteed,
+                     properties={"preemption.delay": "0s", "preemption.policy": policies[index]})
 
     x_guarantee = guarantees[3]
     if x_guarantee is not None:  # a parent guarantees at least what its children do
         x_guarantee += (guarantees[0] or 0) + (guarantees[1] or 0)
-    x_resources = f"resources: {{guaranteed: {{vcore: {x_guarantee}}}}}" if x_guarantee is not None else ""
-    text = f"""
-partitions:
-  - name: default
-    placementrules: [{{name: provided, create: true}}]
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: x
-            {x_resources}
-            properties: {{preemption.policy: {policies[3]}}}
-            queues:
-{indent(leaf("a", 0), 14)}
-{indent(leaf("b", 1), 14)}
-{indent(leaf("c", 2), 10)}
-"""
-    return cfg.parse(text).partitions[0]
+    x = queue("x", leaf("a", 0), leaf("b", 1), guaranteed=None if x_guarantee is None else {"vcore": x_guarantee},
+              properties={"preemption.policy": policies[3]})
+    return cfg.parse(built_config(x, leaf("c", 2))).partitions[0]
 
 
 class Checked(Partition):

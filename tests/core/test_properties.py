@@ -9,21 +9,11 @@ from actors.core import health
 from actors.core.partition import Partition
 from si import si_pb2
 from si.resources import Resource
+from tests.queues import config, queue
 
-CONFIGS = [cfg.parse(f"""
-partitions:
-  - name: default
-    placementrules: [{{name: provided, create: true}}]
-    nodesortpolicy: {{type: {policy}}}
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            resources: {{max: {{vcore: {a_max}}}}}
-          - name: b
-            resources: {{max: {{vcore: {b_max}, memory: 8Gi}}}}
-""").partitions[0] for policy, a_max, b_max in (("fair", 4, 6), ("binpacking", 2, 10), ("fair", 8, 3))]
+CONFIGS = [cfg.parse(config(queue("a", max={"vcore": a_max}), queue("b", max={"vcore": b_max, "memory": "8Gi"}),
+                            nodesortpolicy={"type": policy})).partitions[0]
+           for policy, a_max, b_max in (("fair", 4, 6), ("binpacking", 2, 10), ("fair", 8, 3))]
 
 asks = st.tuples(st.just("ask"), st.integers(0, 3), st.integers(1, 3), st.integers(0, 2))
 operations = st.lists(st.one_of(

@@ -2,31 +2,18 @@
 
 from actors.core import config as cfg
 from actors.core.queue import QueueTree
-
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        properties: {{preemption.delay: 45s}}
-        queues:
-          - name: parent
-            properties:
-              quota.preemption.delay: {parent_delay}
-              priority.offset: "7"
-              priority.policy: fence
-              preemption.policy: {parent_policy}
-            childtemplate: {{properties: {{application.sort.policy: fair}}}}
-            queues:
-              - name: plain
-              - name: own
-                properties: {{quota.preemption.delay: 5s, preemption.delay: 10s}}
-"""
+from tests.queues import partition, queue
 
 
 def tree_of(parent_delay: str = "20s", parent_policy: str = "fence") -> tuple[QueueTree, cfg.PartitionConfig]:
-    partition = cfg.parse(CONFIG.format(parent_delay=parent_delay, parent_policy=parent_policy)).partitions[0]
-    return QueueTree(partition), partition
+    parent = queue("parent", queue("plain"), queue("own", properties={"quota.preemption.delay": "5s",
+                                                                      "preemption.delay": "10s"}),
+                   properties={"quota.preemption.delay": parent_delay, "priority.offset": "7",
+                               "priority.policy": "fence", "preemption.policy": parent_policy},
+                   childtemplate={"properties": {"application.sort.policy": "fair"}})
+    text = partition(queue("root", parent, properties={"preemption.delay": "45s"}))
+    partition_config = cfg.parse(text).partitions[0]
+    return QueueTree(partition_config), partition_config
 
 
 def test_a_child_takes_its_parents_properties_and_its_own_win():

@@ -6,6 +6,7 @@ from actors.core.scheduler import Tuning
 from si import si_pb2
 from si.constants import TAG_REQUIRED_NODE
 from si.resources import Resource
+from tests.queues import config, queue
 
 GIB = 2**30
 TICK = 0.05  # the core's timers' period in the tests
@@ -169,19 +170,9 @@ def test_a_daemonset_pod_takes_a_pod_of_equal_priority_and_an_opted_out_one_last
 
 
 def test_an_ask_that_reserved_a_node_preempts_there_once_its_delay_ends(core_factory):
-    core = core_factory("""
-partitions:
-  - name: default
-    placementrules: [{name: provided, create: true}]
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            resources: {guaranteed: {vcore: 4}}
-            properties: {preemption.delay: 600ms}
-          - name: q
-""", tuning=Tuning(timing=Timing(completing=0.2, retention=0.5, reservation_delay=0.1)))
+    core = core_factory(config(queue("a", guaranteed={"vcore": 4}, properties={"preemption.delay": "600ms"}),
+                               queue("q")),
+                        tuning=Tuning(timing=Timing(completing=0.2, retention=0.5, reservation_delay=0.1)))
     full_cluster(core, nodes=1)
     core.app("a", queue="root.a")
     core.asks("a", 1, vcore=2000, memory=GIB, prefix="a-")

@@ -8,22 +8,10 @@ from actors.core.snapshot import ALL_AREAS, HEALTH, NODES
 from si import si_pb2
 from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
 from si.resources import Resource
+from tests.queues import config, partition, queue
 from tests.waiting import wait_for
 
 GIB = 2**30
-
-
-def queues(body: str, extra: str = "    placementrules: [{name: provided, create: true}]") -> str:
-    return f"""
-partitions:
-  - name: default
-{extra}
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-{body}
-"""
 
 
 def per_node(core):
@@ -43,7 +31,7 @@ def test_asks_are_placed_and_answered_in_one_response_per_batch(core_factory):
 
 
 def test_queue_max_is_never_exceeded_and_the_wait_names_the_queue(core_factory):
-    core = core_factory(queues("          - name: small\n            resources: {max: {vcore: 3}}"))
+    core = core_factory(config(queue("small", max={"vcore": 3})))
     core.nodes(4)
     core.app("app", queue="root.small")
     keys = core.asks("app", 10)
@@ -51,18 +39,15 @@ def test_queue_max_is_never_exceeded_and_the_wait_names_the_queue(core_factory):
     assert len(core.callback.new()) == 3
     waiting = [k for k in keys if k not in {a.allocationKey for a in core.callback.new()}]
     assert core.callback.failures(waiting[0]) == ["queue root.small: max vcore 3000 reached (vcore in use 3000)"]
-    queue = core.snapshot().partitions[0].root_queue.find("root.small")
-    assert queue.allocated_resource["vcore"] == 3000 and queue.headroom["vcore"] == 0
+    small = core.snapshot().partitions[0].root_queue.find("root.small")
+    assert small.allocated_resource["vcore"] == 3000 and small.headroom["vcore"] == 0
     core.release("app", core.callback.new()[0].allocationKey)
     core.settle()
     assert len(core.callback.new()) == 4, "a release makes room for exactly one more"
 
 
 def test_guaranteed_shares_are_honoured_under_contention(core_factory):
-    core = core_factory(queues("""          - name: a
-            resources: {guaranteed: {vcore: 4}}
-          - name: b
-            resources: {guaranteed: {vcore: 12}}"""))
+    core = core_factory(config(queue("a", guaranteed={"vcore": 4}), queue("b", guaranteed={"vcore": 12})))
     core.app("app-a", queue="root.a")
     core.app("app-b", queue="root.b")
     core.asks("app-a", 40)
@@ -75,7 +60,7 @@ def test_guaranteed_shares_are_honoured_under_contention(core_factory):
 
 
 def test_fifo_serves_the_oldest_application_first(core_factory):
-    core = core_factory(queues("          - name: q\n            properties: {application.sort.policy: fifo}"))
+    core = core_factory(config(queue("q", properties={"application.sort.policy": "fifo"})))
     core.app("first", queue="root.q")
     core.app("second", queue="root.q")
     core.settle()
@@ -88,7 +73,7 @@ def test_fifo_serves_the_oldest_application_first(core_factory):
 
 
 def test_fair_serves_the_least_used_application_first(core_factory):
-    core = core_factory(queues("          - name: q\n            properties: {application.sort.policy: fair}"))
+    core = core_factory(config(queue("q", properties={"application.sort.policy": "fair"})))
     core.app("first", queue="root.q")
     core.app("second", queue="root.q")
     core.settle()
@@ -101,7 +86,7 @@ def test_fair_serves_the_least_used_application_first(core_factory):
 
 
 def test_stateaware_lets_one_application_start_at_a_time(core_factory):
-    core = core_factory(queues("          - name: q\n            properties: {application.sort.policy: stateaware}"))
+    core = core_factory(config(queue("q", properties={"application.sort.policy": "stateaware"})))
     core.nodes(2)
     core.app("one", queue="root.q")
     core.app("two", queue="root.q")
@@ -122,7 +107,7 @@ def test_stateaware_lets_one_application_start_at_a_time(core_factory):
 
 
 def test_binpacking_fills_a_node_before_the_next_and_fair_spreads(core_factory):
-    packed = core_factory(queues("          - name: q", "    placementrules: [{name: provided}]\n    nodesortpolicy: {type: binpacking}"))
+    packed = core_factory(config(queue("q"), create=False, nodesortpolicy={"type": "binpacking"}))
     packed.nodes(3)
     packed.app("app", queue="root.q")
     packed.settle()
@@ -130,7 +115,7 @@ def test_binpacking_fills_a_node_before_the_next_and_fair_spreads(core_factory):
         packed.asks("app", 1, prefix=f"p{i}-")
         packed.settle()
     assert sorted(per_node(packed).values()) == [4]
-    spread = core_factory(queues("          - name: q"))
+    spread = core_factory(config(queue("q")))
     spread.nodes(3)
     spread.app("app", queue="root.q")
     spread.settle()
@@ -141,19 +126,8 @@ def test_binpacking_fills_a_node_before_the_next_and_fair_spreads(core_factory):
 
 
 def test_placement_rules_and_acl_rejections_carry_reasons(core_factory):
-    core = core_factory("""
-partitions:
-  - name: default
-    placementrules: [{name: provided}]
-    queues:
-      - name: root
-        submitacl: ' '
-        queues:
-          - name: open
-            submitacl: '*'
-          - name: closed
-            submitacl: 'alice'
-""")
+    core = core_factory(partition(queue("root", queue("open", submitacl="*"), queue("closed", submitacl="alice"), submitacl=" "),
+                                  placementrules=[{"name": "provided"}]))
     core.app("ok", queue="root.open", user="bob")
     core.app("denied", queue="root.closed", user="bob", groups=("dev",))
     core.app("nowhere", queue="root.missing", user="bob")
@@ -167,14 +141,10 @@ partitions:
 
 
 def test_tag_rule_creates_queues_and_user_rule_replaces_dots(core_factory):
-    core = core_factory(queues("          - name: users\n            parent: true", """    placementrules:
-      - name: user
-        create: true
-        parent: {name: fixed, value: users}
-        filter: {type: allow, users: ['john.*']}
-      - name: tag
-        value: namespace
-        create: true"""))
+    core = core_factory(partition(queue("root", queue("users", parent=True), submitacl="*"), placementrules=[
+        {"name": "user", "create": True, "parent": {"name": "fixed", "value": "users"},
+         "filter": {"type": "allow", "users": ["john.*"]}},
+        {"name": "tag", "value": "namespace", "create": True}]))
     core.app("a1", user="john.doe")
     core.app("a2", user="mary", namespace="team-x")
     core.settle()
@@ -183,10 +153,9 @@ def test_tag_rule_creates_queues_and_user_rule_replaces_dots(core_factory):
 
 
 def test_user_limits_hold_and_extra_apps_wait(core_factory):
-    core = core_factory(queues("""          - name: q
-            limits:
-              - {limit: one app each, users: ['*'], maxapplications: 1}
-              - {limit: bob cap, users: [bob], maxresources: {vcore: 2}}"""))
+    core = core_factory(config(queue("q", limits=[
+        {"limit": "one app each", "users": ["*"], "maxapplications": 1},
+        {"limit": "bob cap", "users": ["bob"], "maxresources": {"vcore": 2}}])))
     core.nodes(4)
     for app, user in (("bob-1", "bob"), ("bob-2", "bob"), ("eve-1", "eve"), ("eve-2", "eve")):
         core.app(app, queue="root.q", user=user)
@@ -210,9 +179,8 @@ def test_user_limits_hold_and_extra_apps_wait(core_factory):
 def test_a_completing_application_no_longer_runs_for_its_user_and_queue(core_factory):
     """As yunikorn-core's ugm: the application's last allocation gone, it leaves its user's and group's
     runningApplications (and its queue's running count) while it waits in Completing."""
-    core = core_factory(queues("""          - name: q
-            limits:
-              - {limit: one app, users: [bob], groups: [dev], maxapplications: 1}"""),
+    core = core_factory(config(queue("q", limits=[
+        {"limit": "one app", "users": ["bob"], "groups": ["dev"], "maxapplications": 1}])),
                         tuning=Tuning(timing=Timing(completing=60.0, retention=60.0)))
     core.nodes(1)
     core.app("bob-1", queue="root.q", user="bob", groups=["dev"])
@@ -260,7 +228,7 @@ def test_foreign_allocations_occupy_nodes_and_are_released(core_factory):
 
 
 def test_existing_allocations_are_accepted_even_over_quota(core_factory):
-    core = core_factory(queues("          - name: q\n            resources: {max: {vcore: 1}}"))
+    core = core_factory(config(queue("q", max={"vcore": 1})))
     core.nodes(1)
     core.app("app", queue="root.q")
     core.asks("app", 3, node="node-0")
@@ -356,7 +324,7 @@ def test_application_life_cycle_with_timers(core_factory):
 
 
 def test_hot_reload_adds_drains_and_changes_queues(core_factory):
-    core = core_factory(queues("          - name: old\n          - name: capped\n            resources: {max: {vcore: 1}}"))
+    core = core_factory(config(queue("old"), queue("capped", max={"vcore": 1})))
     core.nodes(2)
     core.app("app", queue="root.capped")
     core.app("old-app", queue="root.old")
@@ -364,7 +332,7 @@ def test_hot_reload_adds_drains_and_changes_queues(core_factory):
     core.asks("old-app", 1)
     core.settle()
     assert Counter(a.applicationID for a in core.callback.new()) == {"app": 1, "old-app": 1}
-    assert core.configure(queues("          - name: new\n          - name: capped\n            resources: {max: {vcore: 2}}")) is None
+    assert core.configure(config(queue("new"), queue("capped", max={"vcore": 2}))) is None
     core.settle()
     root = core.snapshot().partitions[0].root_queue
     assert root.find("root.new") is not None and root.find("root.old").status == "Draining"
@@ -377,8 +345,8 @@ def test_hot_reload_adds_drains_and_changes_queues(core_factory):
 
 
 def test_a_refused_reload_keeps_the_running_config(core_factory):
-    core = core_factory(queues("          - name: capped\n            resources: {max: {vcore: 1}}"))
-    reason = core.configure(queues("          - name: capped\n            resources: {max: {vcore: many}}"))
+    core = core_factory(config(queue("capped", max={"vcore": 1})))
+    reason = core.configure(config(queue("capped", max={"vcore": "many"})))
     assert reason.startswith("partitions[0].queues.root.queues.capped.resources.max.vcore")
     core.nodes(1)
     core.app("app", queue="root.capped")
@@ -398,7 +366,7 @@ def test_registering_again_resets_the_core(core_factory):
 
 
 def test_priority_orders_asks_within_and_across_applications(core_factory):
-    core = core_factory(queues("          - name: q"))
+    core = core_factory(config(queue("q")))
     core.app("low", queue="root.q")
     core.app("high", queue="root.q")
     core.settle()

@@ -6,6 +6,7 @@ import os
 import pwd
 
 from actors.core.usergroups import GroupResolver
+from tests.queues import partition, queue
 
 USER = pwd.getpwuid(os.getuid()).pw_name
 PRIMARY = grp.getgrgid(pwd.getpwuid(os.getuid()).pw_gid).gr_name
@@ -13,17 +14,8 @@ SUPPLEMENTARY = {g.gr_name for g in grp.getgrall() if USER in g.gr_mem}
 
 
 def config(resolver: str) -> str:
-    return f"""
-partitions:
-  - name: default
-    usergroupresolver: {{type: "{resolver}"}}
-    placementrules: [{{name: provided}}]
-    queues:
-      - name: root
-        queues:
-          - name: members
-            submitacl: " {PRIMARY}"
-"""
+    return partition(queue("root", queue("members", submitacl=f" {PRIMARY}")),
+                     usergroupresolver={"type": resolver}, placementrules=[{"name": "provided"}])
 
 
 def test_the_os_resolver_gives_the_primary_then_the_supplementary_groups():

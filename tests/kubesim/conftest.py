@@ -24,3 +24,18 @@ def sim():
 def sim_api(sim):
     with sim.api_client() as made:
         yield made
+
+
+@pytest.fixture
+def sim_core(sim_api):
+    return client.CoreV1Api(sim_api)
+
+
+@pytest.fixture
+def apps(sim_api):
+    return client.AppsV1Api(sim_api)
+
+
+@pytest.fixture
+def batch(sim_api):
+    return client.BatchV1Api(sim_api)

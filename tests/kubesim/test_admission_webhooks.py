@@ -223,3 +223,36 @@ def test_a_controllers_write_names_its_service_account(sim, hook, admission, cor
     assert sorted((r["request"]["kind"]["kind"], r["request"]["userInfo"]["username"]) for r in hook.reviews) == [
         ("Pod", "kubernetes-admin"), ("Pod", "system:serviceaccount:kube-system:replicaset-controller"),
         ("ReplicaSet", "system:serviceaccount:kube-system:deployment-controller")]
+
+
+def test_the_workload_controllers_write_as_their_service_accounts(sim, hook, admission, core, sim_api):
+    """StatefulSets, DaemonSets and CronJobs are sent as a client's writes; the pods of the first two and the
+    Jobs of the third come from their controllers' service accounts, the Jobs' pods from the Job controller's."""
+    admission.create_validating_webhook_configuration({"metadata": {"name": "workloads.example.com"}, "webhooks": [{
+        "name": "workloads.example.com", "clientConfig": {
+            "service": {"name": "hook", "namespace": "default", "path": "/workloads", "port": 443},
+            "caBundle": hook.bundle},
+        "rules": [{"operations": ["CREATE"], "apiGroups": ["", "apps", "batch"], "apiVersions": ["v1"],
+                   "resources": ["pods", "statefulsets", "daemonsets", "jobs", "cronjobs"]}],
+        "sideEffects": "None", "admissionReviewVersions": ["v1"]}]})
+    template = {"metadata": {"labels": {"app": "w"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    apps = client.AppsV1Api(sim_api)
+    apps.create_namespaced_stateful_set("default", {"metadata": {"name": "sts"}, "spec": {
+        "replicas": 1, "selector": {"matchLabels": {"app": "w"}}, "template": template}})
+    apps.create_namespaced_daemon_set("default", {"metadata": {"name": "ds"}, "spec": {
+        "selector": {"matchLabels": {"app": "w"}}, "template": template}})
+    client.BatchV1Api(sim_api).create_namespaced_cron_job("default", {"metadata": {"name": "cj"}, "spec": {
+        "schedule": "* * * * *", "jobTemplate": {"spec": {"template": {
+            "spec": {**template["spec"], "restartPolicy": "Never"}}}}}})
+
+    def by_kind() -> dict[str, set[str]]:
+        seen: dict[str, set[str]] = {}
+        for review in list(hook.reviews):
+            user = review["request"]["userInfo"]["username"].removeprefix("system:serviceaccount:kube-system:")
+            seen.setdefault(review["request"]["kind"]["kind"], set()).add(user)
+        return seen
+    wait_for(lambda: len(by_kind().get("Pod", ())) == 3 and "Job" in by_kind(), timeout=10,
+             message="pods from each controller and a Job from the CronJob controller")
+    assert by_kind() == {"StatefulSet": {"kubernetes-admin"}, "DaemonSet": {"kubernetes-admin"},
+                         "CronJob": {"kubernetes-admin"}, "Job": {"cronjob-controller"},
+                         "Pod": {"statefulset-controller", "daemon-set-controller", "job-controller"}}

@@ -10,13 +10,8 @@ import pytest
 from kubernetes import client
 
 from kubesim import KubeSim
-from tests.kubesim.test_jobs import bind_all
+from tests.kubesim.test_jobs import bind_all, run_marker_job
 from tests.waiting import wait_for
-
-
-@pytest.fixture
-def apps(sim_api):
-    return client.AppsV1Api(sim_api)
 
 
 @pytest.fixture
@@ -167,10 +162,7 @@ def test_the_controllers_are_switched_off():
         apps = client.AppsV1Api(api)
         apps.create_namespaced_deployment("default", deployment("web"))
         apps.create_namespaced_replica_set("default", deployment("solo"))
-        # a Job is made by a controller left on: once its pod exists, ours had their turn
-        client.BatchV1Api(api).create_namespaced_job("default", {"metadata": {"name": "marker"}, "spec": {
-            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}})
-        wait_for(lambda: sim.objects("pods"), timeout=5, message="the Job's pod")
+        run_marker_job(sim, api)
         assert [rs["metadata"]["name"] for rs in sim.objects("replicasets")] == ["solo"]
         assert [p["metadata"]["name"].startswith("marker-") for p in sim.objects("pods")] == [True]
 

@@ -16,11 +16,6 @@ from tests.waiting import wait_for
 
 
 @pytest.fixture
-def batch(sim_api):
-    return client.BatchV1Api(sim_api)
-
-
-@pytest.fixture
 def core(sim_api):
     return client.CoreV1Api(sim_api)
 
@@ -39,6 +34,13 @@ def job(name: str, command: list[str], completions: int | None = 1, parallelism:
 def job_pods(sim, name: str) -> list[dict]:
     return [p for p in sim.objects("pods", "default")
             if (p["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name") == name]
+
+
+def run_marker_job(sim, api) -> None:
+    """Make a Job and wait for its pod: by then the controllers left on have had their turn."""
+    client.BatchV1Api(api).create_namespaced_job("default", {"metadata": {"name": "marker"}, "spec": {
+        "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}})
+    wait_for(lambda: sim.objects("pods"), timeout=5, message="the marker Job's pod")
 
 
 def bind_all(sim, core) -> None:
@@ -154,7 +156,7 @@ def test_placeholders_go_with_their_originator_and_dangling_dependents_are_colle
         "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
     assert shared.metadata.name == "shared"
     core.create_namespaced_pod("default", {"metadata": {"name": "foreign", "ownerReferences": [
-        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "rs", "uid": "rs-1"}]},
+        {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication", "name": "spark", "uid": "spark-1"}]},
         "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
     core.delete_namespaced_pod("driver", "default")
     wait_for(lambda: {p["metadata"]["name"] for p in sim.objects("pods")} == {"foreign"}, timeout=5,

@@ -340,3 +340,80 @@ def test_kubectl_waits_for_the_rollout_and_gets_the_counts(sim, sim_api, kubectl
     lines = kubectl_on_sim("get", "replicasets").stdout.split("\n")
     assert lines[0].split() == ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
     assert lines[1].split()[1:4] == ["2", "2", "2"]
+
+
+WORKLOADS = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: c, image: postgres}]}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      nodeSelector: {kubernetes.io/os: linux}
+      containers: [{name: c, image: agent}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: tick}
+spec:
+  schedule: "*/5 * * * *"
+  timeZone: Europe/Paris
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: c, image: busybox, command: [sleep, "1"]}]
+"""
+
+
+def test_kubectl_applies_and_gets_statefulsets_daemonsets_and_cronjobs(kubectl_on_sim, sim, sim_api, tmp_path):
+    kubectl, core = kubectl_on_sim, client.CoreV1Api(sim_api)
+    (tmp_path / "workloads.yaml").write_text(WORKLOADS)
+    assert kubectl("apply", "-f", str(tmp_path / "workloads.yaml")).stdout.split("\n")[:3] == [
+        "statefulset.apps/db created", "daemonset.apps/agent created", "cronjob.batch/tick created"]
+
+    def bound() -> list[str]:
+        for pod in sim.objects("pods"):
+            if not pod["spec"].get("nodeName"):
+                terms = ((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get(
+                    "requiredDuringSchedulingIgnoredDuringExecution")
+                node = terms["nodeSelectorTerms"][0]["matchFields"][0]["values"][0] if terms else "node-00000"
+                name = pod["metadata"]["name"]
+                core.create_namespaced_pod_binding(name, "default", {"metadata": {"name": name},
+                                                                     "target": {"name": node}}, _preload_content=False)
+        return lines(kubectl("get", "statefulsets").stdout)[1:]
+    wait_for(lambda: bound()[0][:2] == ["db", "2/2"], timeout=15, message="kubectl shows both db pods ready")
+    assert "partitioned roll out complete: 2 new pods have been updated" in kubectl(
+        "rollout", "status", "statefulset/db", "--timeout=10s").stdout
+    assert lines(kubectl("get", "sts").stdout)[0] == ["NAME", "READY", "AGE"]
+    header, *rows = lines(kubectl("get", "statefulsets", "-o", "wide").stdout)
+    assert header == ["NAME", "READY", "AGE", "CONTAINERS", "IMAGES"] and rows[0][3:] == ["c", "postgres"]
+    wait_for(lambda: lines(kubectl("get", "ds").stdout)[1][1:6] == ["2"] * 5, timeout=10,
+             message="kubectl shows a ready agent on each node")
+    assert 'daemon set "agent" successfully rolled out' in kubectl("rollout", "status", "daemonset/agent",
+                                                                   "--timeout=10s").stdout
+    header, *rows = lines(kubectl("get", "daemonsets", "-o", "wide").stdout)
+    assert header == ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE",
+                      "CONTAINERS", "IMAGES", "SELECTOR"]
+    assert rows[0][6] == "kubernetes.io/os=linux" and rows[0][8:] == ["c", "agent", "app=agent"]
+    header, *rows = lines(kubectl("get", "cj").stdout)
+    assert header == ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"]
+    assert rows[0][:4] == ["tick", "*/5 * * * *", "Europe/Paris", "False"]
+    wait_for(lambda: lines(kubectl("get", "cronjobs").stdout)[1][5] != "<none>", timeout=10,
+             message="kubectl shows when the CronJob last made a Job")
+    assert kubectl("get", "jobs", "--no-headers").stdout.startswith("tick-")
+    assert kubectl("delete", "cronjob", "tick").stdout.strip() == 'cronjob.batch "tick" deleted from default namespace'
+    wait_for(lambda: not sim.objects("jobs"), timeout=10, message="the CronJob's Jobs collected")

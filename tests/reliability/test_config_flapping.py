@@ -3,24 +3,13 @@ hostile one is refused with an event, scheduling goes on under the last good one
 
 import threading
 
+from tests.queues import config, queue
 from tests.reliability.hostile import ALIAS_BOMB, DEEP_BRACKETS, HUGE_EXPONENT
 from tests.reliability.invariants import HEALTH_ON_READ, assert_invariants, get_json
 from tests.reliability.workload import burst
 from tests.waiting import wait_for
 
-GOOD = """
-partitions:
-  - name: default
-    placementrules:
-      - {name: provided, create: false}
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: capped
-            resources: {max: {vcore: 1}}  # one core: ten pods of 100m
-          - name: open
-"""
+GOOD = config(queue("capped", max={"vcore": 1}), queue("open"), create=False)  # capped: one core, ten pods of 100m
 HOSTILE = (HUGE_EXPONENT, DEEP_BRACKETS, ALIAS_BOMB)
 # What each refusal names (identical refusals aggregate into one event with a count).
 REFUSED_FOR = ("longer than 100 characters", "nested deeper than 100 levels", "aliases expand")

@@ -13,6 +13,7 @@ import pytest
 
 from actors.shim.election import LEADER_LABEL
 from kubesim.resources import BY_PATH, POD
+from tests.queues import config, queue
 from tests.reliability.invariants import HEALTH_ON_READ, assert_invariants, get_json
 from tests.reliability.process import SchedulerProcess
 from tests.reliability.wiretap import WireTap
@@ -24,20 +25,7 @@ pytestmark = pytest.mark.slow  # scheduler processes killed, leases expiring
 # Short leases, so a takeover after expiry costs seconds.
 FAST = ("--leader-elect", "--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1500ms",
         "--leader-elect-retry-period", "0.25s", "--bind-workers", "4")
-CAPPED_CONFIG = """
-partitions:
-  - name: default
-    placementrules:
-      - {name: provided, create: false}
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: open
-          - name: capped
-            resources:
-              max: {vcore: 3}
-"""
+CAPPED_CONFIG = config(queue("open"), queue("capped", max={"vcore": 3}), create=False)
 EXPECTED = (53, 7)  # (bound, pending) of ``_workload``: 2 oversized and 5 beyond the capped queue's maximum
 
 

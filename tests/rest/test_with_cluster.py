@@ -18,24 +18,12 @@ from rest.app import SchedulerView
 from rest.server import RestServer
 from si.kubernetes import ANNOTATION_USER_INFO
 from si.quantity import from_kubernetes
+from tests import queues as built
 from tests.shim.cluster import Cluster
 from tests.waiting import wait_for
 
-QUEUES = """\
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: false
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: small
-            resources:
-              max: {vcore: 1}
-          - name: big
-"""
+SMALL_AND_BIG = (built.queue("small", max={"vcore": 1}), built.queue("big"))
+QUEUES = built.config(*SMALL_AND_BIG, create=False)
 NODES = ("node-a", "node-b", "node-c", "node-d")
 SMALL = [f"small-{i}" for i in range(4)]  # 4 x 400m in a queue of 1 vcore: two wait
 BIG = [f"big-{i}" for i in range(5)]
@@ -292,16 +280,9 @@ def test_a_gang_shows_its_placeholders_and_their_replacement(tmp_path):
         assert queue["allocatedResource"]["vcore"] == 1000  # the placeholder left counts in the queue
 
 
-FRESHNESS_QUEUES = QUEUES + """\
-          - name: team
-            limits:
-              - limit: developers
-                groups: [developers]
-                maxresources: {vcore: 100}
-              - limit: every other group
-                groups: ['*']
-                maxresources: {vcore: 100}
-"""
+FRESHNESS_QUEUES = built.config(*SMALL_AND_BIG, built.queue("team", limits=[
+    {"limit": "developers", "groups": ["developers"], "maxresources": {"vcore": 100}},
+    {"limit": "every other group", "groups": ["*"], "maxresources": {"vcore": 100}}]), create=False)
 
 
 def test_a_read_right_after_a_pod_runs_sees_its_usage(tmp_path):

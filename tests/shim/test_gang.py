@@ -6,24 +6,16 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from tests.queues import config, queue
 from tests.shim.doubles import wait_for
 
 SPARK = [{"name": "driver", "minMember": 1, "minResource": {"cpu": "1", "memory": "1Gi"}},
          {"name": "executor", "minMember": 10, "minResource": {"cpu": "1", "memory": "1Gi"}}]
-QUEUES = """\
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: false
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: batch
-            resources:
-              max: {{vcore: {max_vcore}}}
-"""
+
+
+def batch_queue(max_vcore: int) -> str:
+    """One queue, batch, of ``max_vcore`` vcores at most; pods name their queue."""
+    return config(queue("batch", max={"vcore": max_vcore}), create=False)
 
 
 def gang_pod(cluster, name: str, app: str, group: str, task_groups: list | None = None, cpu: str = "1",
@@ -65,7 +57,7 @@ def phase(cluster, name: str) -> str:
 def start(cluster, max_vcore: int = 100, nodes: int = 3, cpu: str = "4", **extra: str) -> None:
     for i in range(nodes):
         cluster.node(f"n{i}", cpu=cpu, memory="64Gi")
-    cluster.configure(QUEUES.format(max_vcore=max_vcore), **extra)
+    cluster.configure(batch_queue(max_vcore), **extra)
     cluster.start_scheduler()
 
 
@@ -218,7 +210,7 @@ def test_placeholder_settings_shape_the_placeholder_pods(cluster):
 
 def test_a_bad_placeholder_setting_refuses_the_configuration(cluster):
     start(cluster)
-    cluster.configure(QUEUES.format(max_vcore=100), **{"service.placeholderRunAsUser": "root"})
+    cluster.configure(batch_queue(100), **{"service.placeholderRunAsUser": "root"})
     events = wait_for(lambda: cluster.events("ConfigurationRefused"))
     assert "service.placeholderRunAsUser" in events[0].message
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from tests.shim.doubles import wait_for
-from tests.shim.test_gang import QUEUES, bound_placeholders, gang_pod, start
+from tests.shim.test_gang import batch_queue, bound_placeholders, gang_pod, start
 
 
 def pods_created(cluster) -> int:
@@ -34,7 +34,7 @@ def test_a_gang_of_a_million_makes_no_more_placeholders_than_the_cluster_has_pod
         cluster.core_api.create_node({"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
                                       "status": {"capacity": capacity, "allocatable": capacity,
                                                  "conditions": [{"type": "Ready", "status": "True"}]}})
-    cluster.configure(QUEUES.format(max_vcore=1_000_000_000))
+    cluster.configure(batch_queue(1_000_000_000))
     cluster.start_scheduler()
     groups = [{"name": "w", "minMember": 1_000_000, "minResource": {"cpu": "1m", "memory": "1Mi"}}]
     gang_pod(cluster, "huge-0", "million", "w", groups, cpu="1m")

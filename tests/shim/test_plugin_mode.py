@@ -16,7 +16,7 @@ from rest.app import SchedulerView
 from rest.server import RestServer
 from tests.shim.cluster import Cluster
 from tests.shim.doubles import wait_for
-from tests.shim.test_scheduling import QUEUES
+from tests.shim.test_scheduling import small_and_big
 
 FILTER = "/scheduler/extender/filter"
 BIND = "/scheduler/extender/bind"
@@ -198,7 +198,7 @@ def test_a_failing_extender_bind_is_followed_by_a_new_placement(plugin):
 
 def test_the_extender_binds_only_what_the_core_decided_to_the_node_it_decided(plugin):
     cluster, start = plugin
-    kube = start(QUEUES.format(small=1))
+    kube = start(small_and_big(1))
     names = ["q0", "q1", "q2"]
     for name in names:
         cluster.pod(name, cpu="400m", labels={"applicationId": "quota", "queue": "root.small"})
@@ -232,7 +232,7 @@ def test_the_extender_binds_only_what_the_core_decided_to_the_node_it_decided(pl
 
 def test_queue_quota_is_enforced_and_its_reason_is_the_filter_answer(plugin):
     cluster, start = plugin
-    kube = start(QUEUES.format(small=1))
+    kube = start(small_and_big(1))
     names = [f"q{i}" for i in range(4)]
     for name in names:
         cluster.pod(name, cpu="400m", labels={"applicationId": "quota", "queue": "root.small"})
@@ -276,7 +276,7 @@ def test_kube_schedulers_loop_places_200_pods_across_queues_like_normal_mode(kub
     kubesim.write_kubeconfig(str(path))
     cluster = Cluster(kubesim, str(path))
     kubesim.seed_nodes(10, cpu="4")
-    cluster.configure(QUEUES.format(small=6))
+    cluster.configure(small_and_big(6))
     service = cluster.start_scheduler(plugin_mode=True)
     rest = RestServer(SchedulerView(cluster.scheduler, extender=service.extender), host="127.0.0.1", port=0)
     try:

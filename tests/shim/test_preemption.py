@@ -3,21 +3,11 @@
 
 from kubernetes import client as k8s
 
+from tests.queues import config, queue
 from tests.shim.doubles import wait_for
 
-QUEUES = """\
-partitions:
-  - name: default
-    placementrules: [{name: provided, create: false}]
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            resources: {guaranteed: {vcore: 1}}
-            properties: {preemption.delay: 0s}
-          - name: b
-"""
+A_AND_B = (queue("a", guaranteed={"vcore": 1}, properties={"preemption.delay": "0s"}), queue("b"))
+QUEUES = config(*A_AND_B, create=False)
 
 
 def fill(cluster, names, queue, app, **labels):
@@ -121,19 +111,12 @@ def test_a_daemonset_pod_on_a_full_node_evicts_a_lower_priority_pod_and_runs_the
     cluster.assert_consistent()
 
 
-PRIORITY_QUEUES = QUEUES + """\
-          - name: parent
-            resources: {max: {vcore: 1500m}}
-            queues:
-              - name: sandbox
-                resources: {guaranteed: {vcore: 500m}}
-              - name: high
-                resources: {guaranteed: {vcore: 500m}}
-                properties: {preemption.delay: 1s, priority.offset: "100"}
-              - name: low
-                resources: {guaranteed: {vcore: 500m}}
-                properties: {preemption.delay: 1s, priority.offset: "-100"}
-"""
+PRIORITY_QUEUES = config(*A_AND_B, queue(
+    "parent",
+    queue("sandbox", guaranteed={"vcore": "500m"}),
+    queue("high", guaranteed={"vcore": "500m"}, properties={"preemption.delay": "1s", "priority.offset": "100"}),
+    queue("low", guaranteed={"vcore": "500m"}, properties={"preemption.delay": "1s", "priority.offset": "-100"}),
+    max={"vcore": "1500m"}), create=False)
 
 
 def test_a_full_parent_max_gives_room_to_the_queue_of_higher_priority_only(cluster):

@@ -3,23 +3,13 @@ through the Kubernetes API (official client) and kubesim's request log."""
 
 import pytest
 
+from tests.queues import config, queue
 from tests.shim.doubles import wait_for
 
-QUEUES = """\
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: false
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: small
-            resources:
-              max: {{vcore: {small}}}
-          - name: big
-"""
+
+def small_and_big(small: int) -> str:
+    """Queues small (``small`` vcores at most) and big under root; pods name their queue."""
+    return config(queue("small", max={"vcore": small}), queue("big"), create=False)
 
 
 def test_pods_are_bound_once_with_events(cluster):
@@ -39,7 +29,7 @@ def test_pods_are_bound_once_with_events(cluster):
 
 def test_queue_quota_keeps_extra_pods_pending_with_a_reason(cluster):
     cluster.sim.seed_nodes(2)
-    cluster.configure(QUEUES.format(small=1))
+    cluster.configure(small_and_big(1))
     cluster.start_scheduler()
     names = [f"q{i}" for i in range(5)]
     for name in names:
@@ -61,7 +51,7 @@ def test_queue_quota_keeps_extra_pods_pending_with_a_reason(cluster):
 
 def test_hot_reload_changes_scheduling_and_a_bad_config_keeps_the_old_one(cluster):
     cluster.sim.seed_nodes(2)
-    cluster.configure(QUEUES.format(small=1))
+    cluster.configure(small_and_big(1))
     cluster.start_scheduler()
     names = [f"h{i}" for i in range(4)]
     for name in names:
@@ -70,7 +60,7 @@ def test_hot_reload_changes_scheduling_and_a_bad_config_keeps_the_old_one(cluste
     cluster.configure("partitions: [this is not a queue config")
     wait_for(lambda: cluster.events("ConfigurationRefused"))
     assert sum(cluster.bound(n) for n in names) == 2  # the old limit still holds
-    cluster.configure(QUEUES.format(small=4))
+    cluster.configure(small_and_big(4))
     cluster.wait_bound(*names)
     cluster.assert_consistent()
 

@@ -14,17 +14,11 @@ from actors import loglevels
 from rest.app import SchedulerView
 from rest.server import RestServer
 from si.clock import REAL_CLOCK, VirtualClock
+from tests.queues import partition, queue
 from tests.rest.test_with_cluster import Http
 from tests.waiting import wait_for
 
-QUEUES = """\
-partitions:
-  - name: default
-    placementrules: [{name: tag, value: namespace, create: true}]
-    queues:
-      - name: root
-        submitacl: '*'
-"""
+QUEUES = partition(queue("root", submitacl="*"), placementrules=[{"name": "tag", "value": "namespace", "create": True}])
 
 
 @pytest.fixture

@@ -7,22 +7,6 @@ from simulate.engine import Settings, Simulation
 from simulate.inputs import parse_cluster, parse_trace_line
 
 
-def queues(*leaves: str, extra: str = "") -> str:
-    """A queues.yaml with leaf queues under root given as YAML flow mappings."""
-    body = "\n".join(f"          - {leaf}" for leaf in leaves)
-    return f"""
-partitions:
-  - name: default
-    placementrules:
-      - {{name: provided, create: true}}
-{extra}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-{body}
-"""
-
-
 def run(config: str, nodes: list[dict], lines: list[dict], **settings):
     partition = cfg.parse(config).partitions[0]
     cluster = parse_cluster({"nodes": nodes}, "cluster")

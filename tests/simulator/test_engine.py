@@ -2,11 +2,12 @@
 core allocates them and end after their duration, victims leave after their grace period and come back,
 gangs get placeholders that real pods replace, and a run is a function of its inputs and seed."""
 
-from tests.simulator.simrun import pods, queues, run
+from tests import queues as built
+from tests.simulator.simrun import pods, run
 
-FIFO = queues("{name: a}", "{name: b}")
-GUARANTEED = queues("{name: a, resources: {guaranteed: {vcore: 2, memory: 2Gi}}}",
-                    "{name: b, resources: {guaranteed: {vcore: 2, memory: 2Gi}}}")
+FIFO = built.config(built.queue("a"), built.queue("b"))
+GUARANTEED = built.config(built.queue("a", guaranteed={"vcore": 2, "memory": "2Gi"}),
+                          built.queue("b", guaranteed={"vcore": 2, "memory": "2Gi"}))
 NODE = {"count": 1, "cpu": "2", "memory": "8Gi"}
 
 
@@ -90,7 +91,7 @@ def test_node_selectors_and_taints_choose_the_nodes():
 
 
 def test_a_queue_max_holds_pods_back_with_its_reason():
-    outcome = run(queues("{name: a, resources: {max: {vcore: 1, memory: 8Gi}}}"), [NODE],
+    outcome = run(built.config(built.queue("a", max={"vcore": 1, "memory": "8Gi"})), [NODE],
                   [app("a1", 0, count=2, duration=10)])
     by_key = pods(outcome)
     assert (by_key["a1-0-0"].start, by_key["a1-0-1"].start) == (0.0, 10.0)

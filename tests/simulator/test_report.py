@@ -6,7 +6,8 @@ import json
 import re
 
 from simulate import report
-from tests.simulator.simrun import queues, run
+from tests import queues as built
+from tests.simulator.simrun import run
 from tests.simulator.test_engine import GUARANTEED, app
 
 NODE = {"count": 1, "cpu": "4", "memory": "4Gi"}
@@ -19,8 +20,8 @@ def test_percentiles_are_nearest_rank():
 
 
 def test_waits_usage_and_limits_per_queue_and_user():
-    outcome = run(queues("{name: a, resources: {max: {vcore: 2, memory: 4Gi}, guaranteed: {vcore: 1, memory: 1Gi}}}",
-                         "{name: b}"), [NODE],
+    outcome = run(built.config(built.queue("a", max={"vcore": 2, "memory": "4Gi"}, guaranteed={"vcore": 1, "memory": "1Gi"}),
+                               built.queue("b")), [NODE],
                   [app("a1", 0, count=4, duration=10, user="ann"), app("b1", 0, count=1, duration=30, queue="root.b",
                                                                        user="bob")])
     summary = report.summarise(outcome)

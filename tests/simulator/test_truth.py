@@ -20,12 +20,13 @@ import pytest
 from actors.core.partition import Timing
 from kubesim import KubeSim
 from kubesim.kubelet import RUN_SECONDS
+from tests import queues as built
 from tests.shim.cluster import Cluster
-from tests.simulator.simrun import queues, run
+from tests.simulator.simrun import run
 from tests.waiting import wait_for
 
 TOLERANCE = 1.0  # seconds between a pod's wait on the virtual clock and for real
-QUEUES = queues("{name: a}", "{name: b}")
+QUEUES = built.config(built.queue("a"), built.queue("b"))
 NODE = {"count": 1, "cpu": "2", "memory": "4Gi", "name": "node"}
 # (submit, app, queue, pods, cpu, duration): a1 fills the node; b1 and a2 wait for it; a3 needs the whole
 # node and reserves it once it has waited 2 s, so b2, arriving after that, waits for a3 to end.

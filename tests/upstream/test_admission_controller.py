@@ -3,8 +3,7 @@ admission_controller_suite_test.go: BeforeSuite keeps the configmap and makes th
 removes them; BeforeEach makes a namespace, AfterEach tears it down and wants no failed health check). The
 ``yunikorn-admission-controller`` command runs beside the scheduler and kubesim calls its webhooks.
 
-Not ported: "Check that annotation is added to a StatefulSet", "... a DaemonSet" and "... a CronJob": kubesim
-serves no StatefulSet, DaemonSet or CronJob API. "Check that
+Not ported: "Check that
 deployment is rejected when controller users are not trusted", "Check that deployment is rejected when external
 user is not trusted" and "Check that replicaset is not modified if submitted by system user" change the
 controller's trust settings and send requests as other users; kubesim authenticates and impersonates no one (every
@@ -12,7 +11,11 @@ client request reaches the webhook as the admin user; only its own controllers a
 
 Ported with one step less: "Verifying a pod is created in the bypass namespace" waits for the pod to run, which
 the default scheduler does and the emulator has none; the pod is still checked as upstream checks it (its
-scheduler is not yunikorn)."""
+scheduler is not yunikorn).
+
+Ported on a faster clock: "Check that annotation is added to a CronJob" waits up to 65 s for the first Job of a
+``* * * * *`` schedule; here kubesim's CronJob controller runs a schedule's minute in one second (its time factor,
+set for that spec alone), and the wait is 65 such seconds plus the suite's usual 10."""
 
 from __future__ import annotations
 
@@ -23,10 +26,14 @@ import pytest
 from kubernetes import client as k8s
 
 from tests.upstream.framework import CONFIG_MAP, rand_seq
+from tests.waiting import wait_for
 
 APP_NAME = "sleep"
 BYPASS_NS = "kube-system"
 NON_EXISTENT_NODE = "non-existent-node"
+DEFAULT_POD_TIMEOUT = 10
+CRON_JOB_POD_TIMEOUT = 65
+CRON_TIME_FACTOR = 1 / 60
 USER_INFO = "yunikorn.apache.org/user.info"
 ALLOW_PREEMPTION = "yunikorn.apache.org/allow-preemption"
 PRIORITY_CLASSES = {  # name: (allow-preemption annotation, value, preemption policy)
@@ -164,12 +171,29 @@ def pod_template(restart_policy: str) -> dict:
     return pod
 
 
-def run_workload_test(yk, ns: str) -> None:
+def run_workload_test(yk, ns: str, pod_timeout: float = DEFAULT_POD_TIMEOUT) -> None:
     """runWorkloadTest: a pod of the workload appears, with user.info."""
-    yk.kube.wait_for_pod_by_selector(ns, f"app={APP_NAME}", timeout=10)
+    yk.kube.wait_for_pod_by_selector(ns, f"app={APP_NAME}", timeout=pod_timeout)
     pods = yk.kube.get_pods(ns)
     pod = yk.kube.get_pod(pods.items[0].metadata.name, ns)
     assert pod.metadata.annotations[USER_INFO]
+
+
+def test_object(spec: dict) -> dict:
+    """An upstream test workload: testPod's ObjectMeta and ``spec``."""
+    return {"metadata": {"name": "sleepjob", "labels": {"app": APP_NAME}}, "spec": spec}
+
+
+test_object.__test__ = False  # upstream's test objects' shape, not a test
+
+
+def delete_workload_and_pods(yk, ns: str, delete) -> None:
+    """DeleteWorkloadAndPods (runWorkloadTest's defer): the workload deleted at once (``delete``), the pods
+    left deleted, none left after 10 s."""
+    delete("sleepjob", ns, grace_period_seconds=0)
+    for pod in yk.kube.get_pods(ns).items:
+        yk.kube.delete_pod(pod.metadata.name, ns)
+    wait_for(lambda: not yk.kube.get_pods(ns).items, timeout=10, interval=0.1, message=f"no pods left in {ns}")
 
 
 def test_check_that_annotation_is_added_to_a_deployment(admission_suite, ns):
@@ -196,3 +220,45 @@ def test_check_that_annotation_is_added_to_a_replicaset(admission_suite, ns):
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": APP_NAME}},
                  "template": pod_template("Always")}})
     run_workload_test(admission_suite, ns)
+
+
+def test_check_that_annotation_is_added_to_a_statefulset(admission_suite, ns):
+    """It("Check that annotation is added to a StatefulSet")"""
+    apps = k8s.AppsV1Api(admission_suite.kube.core.api_client)
+    apps.create_namespaced_stateful_set(ns, test_object({
+        "selector": {"matchLabels": {"app": APP_NAME}}, "template": pod_template("Always")}))
+    try:
+        run_workload_test(admission_suite, ns)
+    finally:
+        delete_workload_and_pods(admission_suite, ns, apps.delete_namespaced_stateful_set)
+
+
+def test_check_that_annotation_is_added_to_a_daemonset(admission_suite, ns):
+    """It("Check that annotation is added to a DaemonSet")"""
+    apps = k8s.AppsV1Api(admission_suite.kube.core.api_client)
+    apps.create_namespaced_daemon_set(ns, test_object({
+        "selector": {"matchLabels": {"app": APP_NAME}}, "template": pod_template("Always")}))
+    try:
+        run_workload_test(admission_suite, ns)
+    finally:
+        delete_workload_and_pods(admission_suite, ns, apps.delete_namespaced_daemon_set)
+
+
+@pytest.fixture
+def fast_cron(admission_suite):
+    """A schedule's minute lasts a second (see the module's docstring)."""
+    controller = admission_suite.sim.cronjobs
+    before, controller.time_factor = controller.time_factor, CRON_TIME_FACTOR
+    yield
+    controller.time_factor = before
+
+
+def test_check_that_annotation_is_added_to_a_cronjob(admission_suite, ns, fast_cron):
+    """It("Check that annotation is added to a CronJob")"""
+    batch = admission_suite.kube.batch
+    batch.create_namespaced_cron_job(ns, test_object({"schedule": "* * * * *", "jobTemplate": test_object({
+        "parallelism": 1, "completions": 1, "template": pod_template("Never")})}))
+    try:
+        run_workload_test(admission_suite, ns, CRON_JOB_POD_TIMEOUT * CRON_TIME_FACTOR + DEFAULT_POD_TIMEOUT)
+    finally:
+        delete_workload_and_pods(admission_suite, ns, batch.delete_namespaced_cron_job)
