@@ -284,13 +284,9 @@ def _container(pod: dict, name) -> dict | None:
 
 
 def _applied(container: dict) -> dict:
-    """A container status's ``resources``: the cpu and memory requests and limits the runtime applied."""
-    applied = {}
-    for key in ("requests", "limits"):
-        values = {name: value for name, value in _resources(container, key).items() if name in _RESIZED}
-        if values:
-            applied[key] = clone(values)
-    return applied
+    """A container status's ``resources``: the requests and limits the runtime applied (the kubelet reads cpu
+    and memory back from the runtime and copies the others from what it allocated)."""
+    return {key: clone(values) for key in ("requests", "limits") if (values := _resources(container, key))}
 
 
 def _set_condition(status: dict, kind: str, reason: str | None, message: str = "") -> None:

@@ -331,3 +331,11 @@ def test_a_pod_created_with_resources_of_the_wrong_shape_is_refused(sim):
     assert json.loads(raised.value.read())["message"] == (
         'Pod "p" is invalid: spec.containers[0].resources: Invalid value: requests and limits must be maps of '
         "quantities")
+
+
+def test_the_statuses_report_every_resource_the_container_was_given(core):
+    running(core, "p", {"cpu": "1", "ephemeral-storage": "1Gi"}, {"cpu": "2", "ephemeral-storage": "2Gi"})
+    statuses = status(core, "p").container_statuses[0]
+    assert statuses.allocated_resources == {"cpu": "1", "ephemeral-storage": "1Gi"}
+    assert (statuses.resources.requests, statuses.resources.limits) == (
+        {"cpu": "1", "ephemeral-storage": "1Gi"}, {"cpu": "2", "ephemeral-storage": "2Gi"})
