@@ -3,20 +3,24 @@
 Starts a kubesim and the real ``yunikorn-admission-controller``, measures ``/mutate`` latency on new
 TLS connections, then opens ``--stalled`` connections spread over five kinds (TCP only; TLS handshake
 then silent; half a request head; a head and part of the body; one byte a second) and measures again
-while they are open, and a third time once the controller should have cut them. A review slower than
-10 s counts as failed: that is when the API server gives up on the webhook. With ``--reference REV`` the
-same runs first against the controller of that git revision, then against this tree.
-Run: ``python benchmarks/admission_slow_clients.py [--stalled 200 --workers 2 --threads 16 --reviews 20 --reference HEAD~1]``.
+while they connect, while they are open, and once the controller should have cut them. The stalled
+clients run in a process of their own, as an attacker runs apart from the API server. A review slower
+than 10 s counts as failed: that is when the API server gives up on the webhook. The controller's CPU
+seconds over the whole run are printed too. With ``--bursts N`` the stalled clients connect N times
+(those of all but the last leave again), reviews going on each time: one burst's slowest review says
+little on a machine shared with other work. With ``--reference REV`` the same runs first against the
+controller of that git revision, then against this tree.
+Run: ``python benchmarks/admission_slow_clients.py [--stalled 200 --bursts 1 --workers 2 --threads 16 --reviews 20 --reference HEAD~1]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import multiprocessing
 import socket
 import ssl
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,11 +33,13 @@ from admission_throughput import (  # noqa: E402
     LeanConnection,
     _context,
     checkout,
+    process_tree_cpu,
     running_controller,
     spark_executor_review,
 )
 
 API_SERVER_TIMEOUT = 10.0
+LATE = 0.2  # the goal: every review on a new connection answered within it
 HEAD = b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n"
 
 
@@ -50,22 +56,32 @@ def _open(port: int, context: ssl.SSLContext, kind: int) -> socket.socket | None
         return None
 
 
-def _dribble(socks: list[socket.socket], stop: threading.Event) -> None:
-    """One byte a second on each socket until the server cuts it."""
-    alive, position = list(socks), 0
-    while alive and not stop.wait(1.0):
+def _attacker(port: int, bundle: bytes, count: int, opened, stop) -> None:
+    """The stalled clients, in a process of their own: ``count`` connections opened at once from many
+    threads, as an attacker would; then one byte a second on the dribbling kind until ``stop``."""
+    context = _context(bundle)
+    opened.send(0)  # started
+    with ThreadPoolExecutor(64) as pool:
+        socks = [sock for sock in pool.map(lambda n: _open(port, context, n % 5), range(count)) if sock]
+    opened.send(len(socks))
+    alive, position = [s for n, s in enumerate(socks) if n % 5 == 4], 0
+    while not stop.wait(1.0):
         for sock in list(alive):
             try:
                 sock.sendall(HEAD[position % len(HEAD):][:1])
             except OSError:
                 alive.remove(sock)
         position += 1
+    for sock in socks:
+        sock.close()
 
 
-def _reviews(port: int, context: ssl.SSLContext, count: int) -> tuple[list[float], int]:
-    """``count`` reviews one after the other, each on a new connection: latencies (s) and failures."""
-    latencies, failures = [], 0
-    for index in range(count):
+def _reviews(port: int, context: ssl.SSLContext, count: int, until=lambda: True) -> tuple[list[float], int]:
+    """``count`` reviews one after the other (more until ``until()``), each on a new connection: latencies
+    (s) and failures."""
+    latencies, failures, index = [], 0, 0
+    while index < count or not until():
+        index += 1
         started = time.perf_counter()
         try:
             connection = LeanConnection(port, context)
@@ -88,18 +104,18 @@ def _report(label: str, latencies: list[float], failures: int) -> None:
     if not latencies:
         print(f"{label}: every review failed ({failures})")
         return
-    p50 = latencies[len(latencies) // 2] * 1000
-    print(f"{label}: p50 {p50:.1f} ms, max {latencies[-1] * 1000:.1f} ms, "
-          f"{len(latencies)} answered, {failures} failed (over {API_SERVER_TIMEOUT:.0f} s or cut)")
+    p50, p99 = (latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000 for p in (0.5, 0.99))
+    late = sum(latency > LATE for latency in latencies)
+    print(f"{label}: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1] * 1000:.1f} ms, {len(latencies)} "
+          f"answered ({late} after {LATE * 1000:.0f} ms), {failures} failed (over {API_SERVER_TIMEOUT:.0f} s or cut)")
+
+
+PHASES = ("no stalled clients", "while stalled clients connect", "stalled clients open", "after the request timeout")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stalled", type=int, default=200, help="stalled connections, spread over 5 kinds")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=16)
-    parser.add_argument("--reviews", type=int, default=20, help="reviews per measurement")
-    parser.add_argument("--request-timeout", type=float, default=10.0)
+    add_arguments(parser)
     parser.add_argument("--reference", metavar="REV", help="git revision to measure first, for comparison")
     args = parser.parse_args()
 
@@ -114,30 +130,58 @@ def main() -> int:
     return 0
 
 
-def measure(args, source: Path) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stalled", type=int, default=200, help="stalled connections, spread over 5 kinds")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=16)
+    parser.add_argument("--reviews", type=int, default=20, help="reviews per measurement (at least)")
+    parser.add_argument("--bursts", type=int, default=1,
+                        help="times the stalled clients connect at once (the last ones stay), reviews going on")
+    parser.add_argument("--request-timeout", type=float, default=10.0)
+
+
+def measure(args, source: Path) -> dict:
+    """One controller run from ``source``: per phase (:data:`PHASES`), (latencies, failures); and under
+    ``"server CPU s"`` the controller's CPU seconds over the run."""
+    results: dict = {}
     with running_controller(args.workers, args.threads, "--request-timeout", str(args.request_timeout),
-                            source=source) as (_, port, bundle), contextlib.ExitStack() as stack:
+                            source=source) as (controller, port, bundle), contextlib.ExitStack() as stack:
+        cpu = process_tree_cpu(controller.pid)
         context = _context(bundle)
-        _report("no stalled clients", *_reviews(port, context, args.reviews))
-        stop = threading.Event()
 
-        # All at once from many threads, as an attacker would; the reviews start meanwhile.
-        pool = ThreadPoolExecutor(64)
-        started = time.monotonic()
-        opening = [pool.submit(_open, port, context, n % 5) for n in range(args.stalled)]
-        _report("while stalled clients connect", *_reviews(port, context, args.reviews))
-        socks = [stack.enter_context(sock) for future in opening if (sock := future.result())]
-        pool.shutdown()
-        opened = time.monotonic()
-        print(f"  opening the stalled connections took {opened - started:.1f} s; {len(socks)} got as far as meant")
-        dribbler = threading.Thread(target=_dribble, args=([s for n, s in enumerate(socks) if n % 5 == 4], stop))
-        dribbler.start()
-        stack.callback(dribbler.join)
+        def phase(name: str, until=lambda: True) -> None:
+            results[name] = _reviews(port, context, args.reviews, until)
+            _report(name, *results[name])
+
+        phase(PHASES[0])
+        processes = multiprocessing.get_context("fork")
+        connecting: tuple[list[float], int] = ([], 0)
+        for burst in range(1, args.bursts + 1):  # the stalled clients of all but the last burst then leave
+            opened, report = processes.Pipe(duplex=False)
+            stop = processes.Event()
+            attacker = processes.Process(target=_attacker, args=(port, bundle, args.stalled, report, stop))
+            started = time.monotonic()
+            attacker.start()
+            opened.recv()
+            latencies, failures = _reviews(port, context, args.reviews, until=opened.poll)  # while they connect
+            connecting = (connecting[0] + latencies, connecting[1] + failures)
+            count = opened.recv()
+            opened_at = time.monotonic()
+            print(f"  burst {burst}: opening the stalled connections took {opened_at - started:.1f} s; "
+                  f"{count} got as far as meant")
+            if burst < args.bursts:
+                stop.set()
+                attacker.join()
+        stack.callback(attacker.join)
         stack.callback(stop.set)
-        _report("stalled clients open", *_reviews(port, context, args.reviews))
-
-        time.sleep(max(0.0, opened + args.request_timeout + 2 - time.monotonic()))
-        _report("after the request timeout", *_reviews(port, context, args.reviews))
+        results[PHASES[1]] = connecting
+        _report(PHASES[1], *connecting)
+        phase(PHASES[2])
+        time.sleep(max(0.0, opened_at + args.request_timeout + 2 - time.monotonic()))
+        phase(PHASES[3])
+        results["server CPU s"] = process_tree_cpu(controller.pid) - cpu
+        print(f"  controller CPU over the run: {results['server CPU s']:.2f} s")
+    return results
 
 
 if __name__ == "__main__":

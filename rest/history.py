@@ -25,7 +25,7 @@ from actors.core.snapshot import (
     HealthReport,
     PlaceholderSnapshot,
 )
-from actors.history.store import ApplicationQuery, HistoryStore, HistoryUnavailable, UsageRow
+from actors.history.store import PERCENTILES, ApplicationQuery, HistoryStore, HistoryUnavailable, UsageRow
 from rest import metrics
 from si.history import FinishedApplication
 from si.resources import Resource
@@ -192,8 +192,7 @@ def _usage(row: UsageRow) -> dict:
     return {"key": row.key, "applications": row.applications, "completed": row.by_state.get("Completed", 0),
             "failed": row.by_state.get("Failed", 0), "rejected": row.by_state.get("Rejected", 0),
             "coreHours": round(row.core_hours, 6), "memoryGiBHours": round(row.memory_gib_hours, 6),
-            "waitP50Seconds": row.wait_percentile(0.5), "waitP90Seconds": row.wait_percentile(0.9),
-            "waitP99Seconds": row.wait_percentile(0.99)}
+            **{f"waitP{percent}Seconds": row.wait_percentile(percent) for percent in PERCENTILES}}
 
 
 def with_store(report: HealthReport, history: History | None) -> HealthReport:

@@ -1,14 +1,17 @@
 """Serving the webhook app with gunicorn: HTTPS, threads only for whole requests, certificates re-read.
 
 Each worker's main loop reads each request without blocking (:class:`IntakeWorker`), and hands each
-step of a TLS handshake to the pool of threads, which compute it without the GIL; only a request that has fully arrived, head and body, is served. A small review
-or health check is answered on the main loop itself (the app's work for it is pure computation of a few
-tens of microseconds, less than handing it to a thread costs); anything else goes to the pool of threads
-running the app. A stalled or dribbling client therefore holds a socket, never a thread, and is
-cut once its request has taken ``--request-timeout`` seconds (10) to arrive. What a request may be is
-decided from its head (:mod:`webhook.framing`: 413, 431, 411 before its body is kept) and then by
-gunicorn's parser (400/431), which a plain head answered on the main loop skips (:mod:`webhook.fastpath`); what all arriving requests may hold together, by ``--max-buffered-mib``
-per worker (503 beyond).
+first step of a TLS handshake to threads of its own (``--threads`` of them), which compute it without the GIL;
+only a request that has fully arrived, head and body, is served. A small review or health check is
+answered on the main loop itself (the app's work for it is pure computation of a few tens of
+microseconds, less than handing it to a thread costs); anything else goes to the pool of threads
+running the app. A stalled or dribbling client therefore holds a socket, never a thread, and is cut
+once its request has taken ``--request-timeout`` seconds (10) to arrive; requests that hold the app's
+threads (a ``/validate-conf`` waiting on the scheduler) never delay a new connection's handshake.
+What a request may be is decided from its head (:mod:`webhook.framing`: 413, 431, 411 before its body
+is kept) and then by gunicorn's parser (400/431), which a plain head answered on the main loop skips
+(:mod:`webhook.fastpath`); what all arriving requests may hold together, by ``--max-buffered-mib`` per
+worker (503 beyond).
 
 The parent (arbiter) process has done the startup work before :meth:`WebhookServer.run`; each worker
 builds its own cluster view, informers and Falcon app after the fork (:meth:`WebhookServer.load`),
@@ -23,6 +26,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
+from concurrent import futures
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -51,6 +55,7 @@ _STOP_LINGER = 2.0  # how long a stopping worker waits for requests still to arr
 # asks the scheduler), go to a thread so the loop keeps taking other connections meanwhile.
 _INLINE_PATHS = frozenset({c.MUTATE_PATH.encode(), c.HEALTH_PATH.encode()})
 _INLINE_MAX = 64 * 1024
+_ACCEPT_BATCH = 16
 
 
 class _Connection(TConn):
@@ -61,6 +66,7 @@ class _Connection(TConn):
         self.initialized = self.data_ready = True  # gunicorn's blocking handshake is never used
         self.parser = http.get_parser(cfg, sock, client)
         self.handshaken = False
+        self.stepped = False  # the first step of its handshake is done: the rest is the main loop's
         self.shaking = False  # a step of its handshake runs on a thread: the main loop leaves it alone
         self.received = bytearray()
         self.length: int | None = None  # of the request at the start of ``received``, once its head is in
@@ -111,10 +117,11 @@ class _InlineRequest:
 class IntakeWorker(ThreadWorker):
     """gunicorn's gthread worker, but a connection gets a thread only with a whole request in hand.
 
-    The main loop accepts and reads with non-blocking sockets, one poller for all connections; each
-    step of a handshake runs on a thread, the socket out of the poller meanwhile. A new connection has ``request_timeout`` seconds for the handshake and its first
-    request; a kept-alive one waits ``keepalive`` seconds for the next request's first byte, then has
-    ``request_timeout`` seconds for the rest. A refused request (see :mod:`webhook.framing`) is answered
+    The main loop accepts and reads with non-blocking sockets, one poller for all connections; the
+    first step of a handshake runs on a handshake thread, the socket out of the poller meanwhile. A new
+    connection has ``request_timeout`` seconds for the handshake and its first request; a kept-alive one
+    waits ``keepalive`` seconds for the next request's first byte, then has ``request_timeout`` seconds
+    for the rest. A refused request (see :mod:`webhook.framing`) is answered
     at once, and so is a small ``/mutate`` or ``/health`` request, its answer sent without blocking (what
     the client does not take waits in the poller, and is cut ``request_timeout`` seconds after the
     request arrived). A thread writes the answer of any other request; if that has not finished
@@ -134,16 +141,36 @@ class IntakeWorker(ThreadWorker):
         self._arriving: set[_Connection] = set()
         self._serving: dict[_Connection, float] = {}
         self._buffered = 0  # bytes received and not yet handed to a thread, over all connections
+        self._notified = 0.0
+        # Handshakes have threads of their own: requests that hold the app's (a /validate-conf waiting on
+        # the scheduler) never delay a new connection.
+        self._handshakes = futures.ThreadPoolExecutor(self.cfg.threads, thread_name_prefix="handshake")
         super().init_process()
+
+    def notify(self) -> None:
+        """Tell the arbiter this worker is alive, at most once a second: the base worker does it on every
+        turn of the main loop, a file's timestamp written each time, a sixth of the loop's work under load."""
+        now = time.monotonic()
+        if now >= self._notified + 1.0:
+            self._notified = now
+            super().notify()
 
     # Main loop: connections until their request is whole.
     def accept(self, listener) -> None:
-        try:
-            sock, client = listener.accept()
-        except OSError as error:
-            if error.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.ECONNABORTED):
+        """Take the connections waiting in the listen backlog, up to ``_ACCEPT_BATCH`` and the worker's
+        connection limit: one a turn would leave a new connection queued behind a burst's for many turns."""
+        for _ in range(_ACCEPT_BATCH):
+            if self.nr_conns >= self.worker_connections:
                 return
-            raise
+            try:
+                sock, client = listener.accept()
+            except OSError as error:
+                if error.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.ECONNABORTED):
+                    return
+                raise
+            self._take(listener, sock, client)
+
+    def _take(self, listener, sock: socket.socket, client) -> None:
         self.nr_conns += 1
         sock.setblocking(False)
         # An answer is one write, sent as soon as it is made: never held back for the client's acknowledgement
@@ -161,12 +188,14 @@ class IntakeWorker(ThreadWorker):
         self._watch(conn, selectors.EVENT_READ)  # its handshake starts on a thread once the ClientHello is in
 
     def _shake(self, conn: _Connection) -> None:
-        """Run the next step of the connection's handshake on a thread: the key exchange and signature are
-        most of a new connection's cost, and OpenSSL computes them without the GIL, so the main loop
-        meanwhile answers the reviews of other connections."""
+        """Run the first step of the connection's handshake on a handshake thread: its key exchange and
+        signature are most of a new connection's cost, and OpenSSL computes them without the GIL, so the
+        main loop meanwhile answers the reviews of other connections. What follows (the client's Finished,
+        under TLS 1.2 its key share too) takes tens of microseconds, less than a hand-off, so the main loop
+        does it rather than queue it again behind the first steps of a burst."""
         self._unwatch(conn)
         conn.shaking = True
-        future = self.tpool.submit(_handshake_step, conn.sock)
+        future = self._handshakes.submit(_handshake_step, conn.sock)
         future.add_done_callback(lambda done: self.method_queue.defer(self._shaken, conn, done))
 
     def _shaken(self, conn: _Connection, future) -> None:
@@ -177,6 +206,7 @@ class IntakeWorker(ThreadWorker):
             wanted = future.result()
         except (OSError, ValueError):  # TLS errors included; ValueError: a socket closed under us
             return self._close(conn)
+        conn.stepped = True
         if wanted:
             return self._watch(conn, wanted)
         conn.handshaken = True
@@ -189,7 +219,10 @@ class IntakeWorker(ThreadWorker):
             return self._drain(conn)
         try:
             if not conn.handshaken:
-                return self._shake(conn)
+                if not conn.stepped:
+                    return self._shake(conn)
+                conn.sock.do_handshake()  # SSLWantReadError / SSLWantWriteError until it is done
+                conn.handshaken = True
             if conn.unsent:
                 self._send(conn)
                 if conn.last:

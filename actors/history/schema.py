@@ -7,7 +7,18 @@ beside it are what the paged lists filter on and the usage report sums.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Float, Index, Integer, MetaData, Table, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 
 metadata = MetaData()
 # A 64-bit key on PostgreSQL; SQLite numbers its rows only through a column declared INTEGER.
@@ -28,7 +39,8 @@ applications = Table(
     Column("memory_seconds", Float, nullable=False),  # byte-seconds
     Column("document", Text, nullable=False),
     UniqueConstraint("partition", "application_id", "submitted_at", name="uq_applications_run"),
-    # The usage report reads indexes alone: by time range, or grouped by queue or user in index order.
+    # The usage report reads the edges of its range from the first index alone; lists filtered by queue or
+    # user page through the other two.
     Index("ix_applications_finished", "finished_at", "queue", "user_name", "state", "wait_bucket",
           "vcore_seconds", "memory_seconds"),
     Index("ix_applications_queue", "queue", "state", "wait_bucket", "finished_at", "vcore_seconds",
@@ -37,6 +49,34 @@ applications = Table(
           "memory_seconds"),
     Index("ix_applications_id", "application_id"),
 )
+
+# The usage report's rollups, kept by the writer in the transaction that stores the applications: per
+# period of each length in ``actors.history.store.ROLLUP_PERIODS`` (seconds, periods aligned on the
+# epoch, by finish time), per queue and per user ("grouping"), what finished in it. A report over a range
+# sums the whole periods it covers, coarsest first, and reads only its ragged edges from ``applications``.
+
+
+def _rollup(table: str, key: Column, *sums: Column) -> Table:
+    """A rollup keyed by grouping, period and name, then ``key``."""
+    return Table(
+        table, metadata,
+        Column("grouping", Text, nullable=False),  # queue or user
+        Column("period_seconds", Integer, nullable=False),
+        Column("period_start", BigInteger, nullable=False),
+        Column("name", Text, nullable=False),  # the queue or the user
+        key, *sums,
+        PrimaryKeyConstraint("grouping", "period_seconds", "period_start", "name", key.name),
+        sqlite_with_rowid=False,
+    )
+
+
+usage_totals = _rollup("usage_totals", Column("state", Text, nullable=False),
+                       Column("applications", BigInteger, nullable=False),
+                       Column("vcore_seconds", Float, nullable=False),
+                       Column("memory_seconds", Float, nullable=False))
+# Beside them, the wait histogram: applications per wait bucket (those ever allocated).
+usage_waits = _rollup("usage_waits", Column("wait_bucket", Integer, nullable=False),
+                      Column("applications", BigInteger, nullable=False))
 
 cluster_samples = Table(
     "cluster_samples", metadata,

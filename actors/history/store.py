@@ -19,8 +19,25 @@ from dataclasses import dataclass, field
 import orjson
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, and_, create_engine, delete, event, func, select, text
+from sqlalchemy import (
+    BigInteger,
+    Engine,
+    and_,
+    any_,
+    bindparam,
+    case,
+    cast,
+    create_engine,
+    delete,
+    event,
+    func,
+    literal,
+    select,
+    text,
+    union_all,
+)
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import make_url
 
 from actors.history import schema
@@ -38,7 +55,12 @@ log = logging.getLogger(__name__)
 MIGRATIONS = pathlib.Path(__file__).with_name("migrations")
 MIGRATION_LOCK = 0x79756E69  # PostgreSQL advisory lock: replicas starting together migrate one at a time
 WAIT_STEP = math.log(1.1)  # wait-time buckets 10% wide: percentiles from a histogram, on any database
+PERCENTILES = (50, 90, 99)  # the wait percentiles the usage report gives
 NS = 1_000_000_000
+# The usage rollups' period lengths (seconds; each divides the next), finest first. A report sums whole
+# periods, coarsest first, and reads what is left at its two edges (under an hour each) from the
+# applications. Changing them takes a migration that rebuilds the rollups.
+ROLLUP_PERIODS = (3600, 86400, 7 * 86400, 28 * 86400)
 
 
 class HistoryUnavailable(Exception):
@@ -90,7 +112,7 @@ class UsageRow:
     by_state: dict[str, int] = field(default_factory=dict)
     vcore_seconds: float = 0.0  # millicore-seconds
     memory_seconds: float = 0.0  # byte-seconds
-    waits: dict[int, int] = field(default_factory=dict)  # wait bucket -> applications
+    wait_buckets: dict[int, int] = field(default_factory=dict)  # percentile (of PERCENTILES) -> wait bucket
 
     @property
     def core_hours(self) -> float:
@@ -100,19 +122,11 @@ class UsageRow:
     def memory_gib_hours(self) -> float:
         return self.memory_seconds / 2**30 / 3600
 
-    def wait_percentile(self, fraction: float) -> float | None:
-        """Seconds from submission to the first allocation that ``fraction`` of the applications waited at
+    def wait_percentile(self, percent: int) -> float | None:
+        """Seconds from submission to the first allocation that ``percent`` % of the applications waited at
         most (within 5%: the middle of a 10% bucket), None when none was allocated."""
-        total = sum(self.waits.values())
-        if not total:
-            return None
-        rank = max(math.ceil(fraction * total), 1)
-        seen = 0
-        for bucket in sorted(self.waits):
-            seen += self.waits[bucket]
-            if seen >= rank:
-                return round(bucket_seconds(bucket), 3)
-        return None
+        bucket = self.wait_buckets.get(percent)
+        return None if bucket is None else round(bucket_seconds(bucket), 3)
 
 
 @dataclass(frozen=True)
@@ -134,9 +148,15 @@ class HistoryStore:
             self.engine = create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,
                                         pool_recycle=1800)
         self.dialect = self.engine.dialect.name
+        apps = schema.applications
+        # Built once: the writer runs them for every batch, and compiling them again costs more than running.
+        self._add_stored = self._roll_ups(self._among(apps.c.id, "ids"), 1)
+        self._take_pruned = self._roll_ups(apps.c.finished_at < bindparam("cutoff"), -1)
+        self._runs_of = select(apps.c.partition, apps.c.application_id, apps.c.submitted_at, apps.c.finished_at) \
+            .where(self._among(apps.c.application_id, "application_ids"))
 
-    def migrate(self) -> HistoryStore:
-        """Bring the schema to the latest revision. Processes starting together migrate one at a time: on
+    def migrate(self, revision: str = "head") -> HistoryStore:
+        """Bring the schema to ``revision``, by default the latest. Processes starting together migrate one at a time: on
         PostgreSQL under an advisory lock, on SQLite under a lock file beside the database."""
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS))
@@ -149,7 +169,7 @@ class HistoryStore:
                 if self.dialect == "postgresql":
                     connection.execute(select(func.pg_advisory_xact_lock(MIGRATION_LOCK)))
                 config.attributes["connection"] = connection
-                command.upgrade(config, "head")
+                command.upgrade(config, revision)
         return self
 
     def close(self) -> None:
@@ -167,9 +187,16 @@ class HistoryStore:
         rows = [_event_row(e) for e in events]
         insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
         with self.engine.begin() as connection:
+            apps = self._unseen(connection, apps)
             if apps:
-                connection.execute(insert(schema.applications).on_conflict_do_nothing(
-                    index_elements=["partition", "application_id", "submitted_at"]), apps)
+                table = schema.applications
+                # Only what was not stored before counts (a batch may be written again after a failover).
+                stored = connection.execute(insert(table).on_conflict_do_nothing(
+                    index_elements=["partition", "application_id", "submitted_at"]).returning(table.c.id), apps)
+                ids = [row.id for row in stored]
+                if ids:
+                    for statement in self._add_stored:
+                        connection.execute(statement, {"ids": ids})
             if clusters:
                 connection.execute(insert(schema.cluster_samples).on_conflict_do_nothing(index_elements=["at"]),
                                    clusters)
@@ -178,22 +205,74 @@ class HistoryStore:
             if rows:
                 connection.execute(schema.events.insert(), rows)
 
+    def _among(self, column, name: str):
+        """``column IN`` the list given as parameter ``name``; PostgreSQL takes it as one array rather than a
+        parameter each."""
+        if self.dialect == "postgresql":
+            return column == any_(bindparam(name, type_=ARRAY(column.type)))
+        return column.in_(bindparam(name, expanding=True))
+
+    def _unseen(self, connection, apps: list[dict]) -> list[dict]:
+        """``apps`` but the runs already stored under another submission time: a standby that recovered an
+        application, and finished it once it led, saw the run the old leader stored. Two runs of one id
+        never overlap in time (a new run starts once the last one completed), so an overlap is the same run."""
+        if not apps:
+            return apps
+        stored: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        for partition, app_id, submitted, finished in connection.execute(
+                self._runs_of, {"application_ids": sorted({app["application_id"] for app in apps})}):
+            stored.setdefault((partition, app_id), []).append((submitted, finished))
+        return [app for app in apps if not any(
+            submitted != app["submitted_at"] and submitted <= app["finished_at"] and app["submitted_at"] <= finished
+            for submitted, finished in stored.get((app["partition"], app["application_id"]), ()))]
+
+    def _roll_ups(self, which, sign: int) -> list:
+        """The statements that add (``sign`` 1) or take away (-1) the applications ``which`` selects in the
+        usage rollups: one upsert per rollup, of the applications grouped per period length and grouping."""
+        apps = schema.applications
+        insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
+        totals, waits = [], []
+        for seconds in ROLLUP_PERIODS:
+            start = apps.c.finished_at // (seconds * NS) * (seconds * NS)
+            for grouping, name in (("queue", apps.c.queue), ("user", apps.c.user_name)):
+                fixed = (literal(grouping), literal(seconds), start, name)
+                totals.append(select(*fixed, apps.c.state, sign * func.count(), sign * func.sum(apps.c.vcore_seconds),
+                                     sign * func.sum(apps.c.memory_seconds))
+                              .where(which).group_by(start, name, apps.c.state))
+                waits.append(select(*fixed, apps.c.wait_bucket, sign * func.count())
+                             .where(which, apps.c.wait_bucket.is_not(None)).group_by(start, name, apps.c.wait_bucket))
+        statements = []
+        for table, rolled in ((schema.usage_totals, totals), (schema.usage_waits, waits)):
+            key = [column.name for column in table.primary_key]
+            sums = [column.name for column in table.columns if column.name not in key]
+            upsert = insert(table).from_select(key + sums, union_all(*rolled))
+            statements.append(upsert.on_conflict_do_update(
+                index_elements=key, set_={column: table.c[column] + upsert.excluded[column] for column in sums}))
+        return statements
+
     def maintain(self) -> None:
         """Refresh the planner's statistics (SQLite keeps none unless asked) and, on PostgreSQL, the
-        visibility map that lets the usage report read its indexes alone (autovacuum's work, done now)."""
+        visibility map that lets the usage report read its indexes alone, and the room of the rollups'
+        rows that every stored application updates (autovacuum's work, done now)."""
         if self.dialect == "postgresql":
             with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-                connection.execute(text("VACUUM ANALYZE applications"))
+                connection.execute(text("VACUUM ANALYZE applications, usage_totals, usage_waits"))
         else:
             with self.engine.begin() as connection:
                 connection.execute(text("ANALYZE"))
 
     def prune(self, retention: Retention, now: int) -> int:
-        """Delete what is older than its retention; the rows deleted."""
-        deleted = 0
+        """Delete what is older than its retention (the applications leave the rollups too); the rows
+        deleted."""
         with self.engine.begin() as connection:
+            table = schema.applications
+            cutoff = now - int(retention.applications * NS)
+            for statement in self._take_pruned:
+                connection.execute(statement, {"cutoff": cutoff})
+            for rollup in (schema.usage_totals, schema.usage_waits):
+                connection.execute(delete(rollup).where(rollup.c.period_start < cutoff, rollup.c.applications <= 0))
+            deleted = connection.execute(delete(table).where(table.c.finished_at < cutoff)).rowcount
             for table, column, seconds in (
-                    (schema.applications, schema.applications.c.finished_at, retention.applications),
                     (schema.cluster_samples, schema.cluster_samples.c.at, retention.samples),
                     (schema.queue_samples, schema.queue_samples.c.at, retention.samples),
                     (schema.events, schema.events.c.at, retention.events)):
@@ -241,24 +320,22 @@ class HistoryStore:
         return [{**r._asdict(), "resource": orjson.loads(r.resource)} for r in rows]
 
     def usage(self, group_by: str, since: int | None, until: int | None) -> list[UsageRow]:
-        """Per queue or per user, the applications that finished in [since, until)."""
-        table = schema.applications
-        key = {"queue": table.c.queue, "user": table.c.user_name}[group_by]
-        statement = (select(key, table.c.state, table.c.wait_bucket, func.count(), func.sum(table.c.vcore_seconds),
-                            func.sum(table.c.memory_seconds))
-                     .where(_time_filter(table.c.finished_at, since, until))
-                     .group_by(key, table.c.state, table.c.wait_bucket))
+        """Per queue or per user, the applications that finished in [since, until): the whole rollup periods
+        the range covers and its edges from the applications, summed and ranked in one statement."""
+        statement = _usage_statement(group_by, *_cover(since, until)) if since is None or until is None or \
+            since < until else None
+        if statement is None:
+            return []
         rows: dict[str, UsageRow] = {}
         # PostgreSQL hashes the groups (a user's wait buckets: ~100 each) in memory rather than on disk.
         setup = (text("SET LOCAL work_mem = '64MB'"),) if self.dialect == "postgresql" else ()
-        for name, state, bucket, count, vcore, memory in self._rows(statement, setup):
-            row = rows.get(name) or rows.setdefault(name, UsageRow(name))
+        for name, state, count, vcore, memory, *buckets in self._rows(statement, setup):
+            row = rows.get(name) or rows.setdefault(name, UsageRow(
+                name, wait_buckets={p: b for p, b in zip(PERCENTILES, buckets, strict=True) if b is not None}))
             row.applications += count
             row.by_state[state] = row.by_state.get(state, 0) + count
-            row.vcore_seconds += vcore or 0.0
-            row.memory_seconds += memory or 0.0
-            if bucket is not None:
-                row.waits[bucket] = row.waits.get(bucket, 0) + count
+            row.vcore_seconds += vcore
+            row.memory_seconds += memory
         return [rows[name] for name in sorted(rows)]
 
     def _rows(self, statement, setup: Sequence = ()) -> list:
@@ -298,6 +375,79 @@ def _time_filter(column, since: int | None, until: int | None):
     if until is not None:
         conditions.append(column < until)
     return and_(True, *conditions)
+
+
+def _cover(since: int | None, until: int | None) -> tuple[list[tuple[int, int | None, int | None]],
+                                                          list[tuple[int | None, int | None]]]:
+    """[since, until) as whole rollup periods, coarsest first ((period seconds, first start, end), None for
+    unbounded), and the edges no whole finest period covers ((since, until) of applications)."""
+    periods: list[tuple[int, int | None, int | None]] = []
+    edges: list[tuple[int | None, int | None]] = []
+
+    def split(low: int | None, high: int | None, level: int) -> None:
+        if level < 0:
+            edges.append((low, high))
+            return
+        size = ROLLUP_PERIODS[level] * NS
+        first = None if low is None else -(-low // size) * size
+        end = None if high is None else high // size * size
+        if first is not None and end is not None and first >= end:
+            split(low, high, level - 1)
+            return
+        periods.append((ROLLUP_PERIODS[level], first, end))
+        if low is not None and low < first:
+            split(low, first, level - 1)
+        if high is not None and end < high:
+            split(end, high, level - 1)
+
+    split(since, until, len(ROLLUP_PERIODS) - 1)
+    return periods, edges
+
+
+def _usage_statement(group_by: str, periods, edges):
+    """One row per queue or user and final state: its applications, vcore- and memory-seconds, and the wait
+    buckets of its PERCENTILES (alike on each of its rows)."""
+    totals, waits, apps = schema.usage_totals, schema.usage_waits, schema.applications
+    name = {"queue": apps.c.queue, "user": apps.c.user_name}[group_by]
+
+    def whole(table, *columns):
+        return [select(table.c.name, *columns).where(
+            table.c.grouping == group_by, table.c.period_seconds == seconds,
+            _time_filter(table.c.period_start, first, end)) for seconds, first, end in periods]
+
+    def parts(selects):
+        return (selects[0] if len(selects) == 1 else union_all(*selects)).subquery()
+
+    counted = parts([*whole(totals, totals.c.state, totals.c.applications, totals.c.vcore_seconds,
+                            totals.c.memory_seconds),
+                     *[select(name.label("name"), apps.c.state, func.count().label("applications"),
+                              func.sum(apps.c.vcore_seconds).label("vcore_seconds"),
+                              func.sum(apps.c.memory_seconds).label("memory_seconds"))
+                       .where(_time_filter(apps.c.finished_at, low, high)).group_by(name, apps.c.state)
+                       for low, high in edges]])
+    by_state = (select(counted.c.name, counted.c.state, func.sum(counted.c.applications).label("applications"),
+                       func.sum(counted.c.vcore_seconds).label("vcore_seconds"),
+                       func.sum(counted.c.memory_seconds).label("memory_seconds"))
+                .group_by(counted.c.name, counted.c.state).subquery())
+    waited = parts([*whole(waits, waits.c.wait_bucket, waits.c.applications),
+                    *[select(name.label("name"), apps.c.wait_bucket, func.count().label("applications"))
+                      .where(_time_filter(apps.c.finished_at, low, high), apps.c.wait_bucket.is_not(None))
+                      .group_by(name, apps.c.wait_bucket) for low, high in edges]])
+    histogram = (select(waited.c.name, waited.c.wait_bucket, func.sum(waited.c.applications).label("count"))
+                 .group_by(waited.c.name, waited.c.wait_bucket).subquery())
+    running = select(histogram.c.name, histogram.c.wait_bucket,
+                     func.sum(histogram.c.count).over(partition_by=histogram.c.name, order_by=histogram.c.wait_bucket,
+                                                      rows=(None, 0)).label("below"),
+                     func.sum(histogram.c.count).over(partition_by=histogram.c.name).label("total")).subquery()
+    # The p-th percentile is the first bucket holding the ceil(p% of total)-th application.
+    ranked = (select(running.c.name, *[func.min(case((running.c.below * 100 >= running.c.total * percent,
+                                                      running.c.wait_bucket))).label(f"p{percent}")
+                                       for percent in PERCENTILES])
+              .group_by(running.c.name).subquery())
+    return (select(by_state.c.name, by_state.c.state, cast(by_state.c.applications, BigInteger),
+                   func.coalesce(by_state.c.vcore_seconds, 0.0), func.coalesce(by_state.c.memory_seconds, 0.0),
+                   *[ranked.c[f"p{percent}"] for percent in PERCENTILES])
+            .join_from(by_state, ranked, ranked.c.name == by_state.c.name, isouter=True))
 
 
 def _application_filter(query: ApplicationQuery):

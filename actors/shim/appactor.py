@@ -99,34 +99,33 @@ _GANG_ENDS = {si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT}
 
 
 class Task:
-    """A pod of ours and its state; its view on the board follows every transition."""
+    """A pod of ours and its state (under ``TASK_TRANSITIONS``); its view on the board follows every
+    transition. One per pod: it keeps its state itself rather than in a ``StateMachine`` of its own."""
 
-    __slots__ = ("pod", "priority", "machine", "node", "placed_by_core", "_board")
+    __slots__ = ("pod", "priority", "state", "node", "placed_by_core", "_board")
 
     def __init__(self, pod: PodRecord, priority: int, board: StateBoard) -> None:
         self.pod = pod
         self.priority = priority
-        self.machine = StateMachine(TASK_TRANSITIONS, TaskState.NEW, f"task {pod.full_name}")
+        self.state = TaskState.NEW
         self.node = ""
         self.placed_by_core = False
         self._board = board
         self._show()
 
-    @property
-    def state(self) -> str:
-        return self.machine.state
-
     def can(self, event: TaskEvent) -> bool:
-        return self.machine.can(event)
+        return TASK_TRANSITIONS.allows(self.state, event)
 
     def fire(self, event: TaskEvent, node: str | None = None) -> str:
         """Fire ``event`` (see ``lifecycle``); ``node`` sets the node the pod is placed on."""
-        state = self.machine.fire(event)
+        if not TASK_TRANSITIONS.allows(self.state, event):
+            TASK_TRANSITIONS.target(self.state, event, f"task {self.pod.full_name}")  # raises, naming the task
+        self.state = TASK_TRANSITIONS.target(self.state, event, "")
         if node is not None:
             self.node = node
             self.placed_by_core = event is TaskEvent.ALLOCATE
         self._show()
-        return state
+        return self.state
 
     def holds_core_request(self) -> bool:
         """Whether the core holds an ask or allocation of this task that the application must release."""
@@ -135,8 +134,7 @@ class Task:
 
     def _show(self) -> None:
         pod = self.pod
-        self._board.pods.show(PodView(pod.uid, pod.namespace, pod.name, pod.app_id, self.machine.state, self.node,
-                                      False))
+        self._board.pods.show(PodView(pod.uid, pod.namespace, pod.name, pod.app_id, self.state, self.node, False))
 
 
 class ApplicationActor(PooledActor):

@@ -60,8 +60,7 @@ class BinderStats:
 
 @message
 class _Finished:
-    outcome: BindOutcome
-    at: float
+    """A worker's doorbell: outcomes wait in the binder's ``_outcomes`` (told once per batch, not per bind)."""
 
 
 @message
@@ -85,6 +84,7 @@ class _ClaimsDue:
 
 
 CLAIM_CHECK_INTERVAL = 0.2
+BIND_BATCH = 16  # binds a worker sends together at most
 
 
 class Binder(Actor):
@@ -110,6 +110,10 @@ class Binder(Actor):
         self._alarms: Alarms | None = None  # claims waiting for their provisioner are checked again
         self._claim_waits: dict[str, _ClaimsWait] = {}  # pod uid -> its wait, between two checks
         self._placeholder_stops: dict[str, threading.Event] = {}  # application actor urn -> set to stop making
+        # Outcomes the workers finished, with when, for the actor to take: one doorbell per batch, so a
+        # busy binder is told once per batch instead of once per bind.
+        self._outcomes: list[tuple[BindOutcome, float]] = []
+        self._outcomes_lock = threading.Lock()
 
     def on_VolumeBindTimeout(self, message: VolumeBindTimeout) -> None:
         self._volume_bind_timeout = message.seconds
@@ -140,7 +144,10 @@ class Binder(Actor):
         self._accept(message)
 
     def on__Finished(self, message: _Finished) -> None:
-        self._finished(message)
+        with self._outcomes_lock:
+            outcomes, self._outcomes = self._outcomes, []
+        for outcome, at in outcomes:
+            self._finished(outcome, at)
 
     def on_DeletePod(self, message: DeletePod) -> None:
         if not self._draining:
@@ -199,18 +206,16 @@ class Binder(Actor):
     def _give_up(self, wait: _ClaimsWait, reason: str) -> None:
         self._claim_waits.pop(wait.request.uid, None)
         request = wait.request
-        self._finished(_Finished(BindOutcome(request.uid, request.node, False, reason=reason, volumes=True),
-                                 time.monotonic()))
+        self._finished(BindOutcome(request.uid, request.node, False, reason=reason, volumes=True), time.monotonic())
 
     def on_BinderStatsRequest(self, message: BinderStatsRequest) -> BinderStats:
         return BinderStats(self._bound, self._failed, len(self._in_flight), self._last_bound_at)
 
-    def _finished(self, message: _Finished) -> None:
-        outcome = message.outcome
+    def _finished(self, outcome: BindOutcome, at: float) -> None:
         reply_to = self._in_flight.pop(outcome.uid, None) or self._listener
         if outcome.bound:
             self._bound += 1
-            self._last_bound_at = message.at
+            self._last_bound_at = at
         else:
             self._failed += 1
         tell_if_alive(reply_to, outcome)  # a stopped application has lost interest in its pod
@@ -271,10 +276,18 @@ class Binder(Actor):
         self._report(outcome)
 
     def _report(self, outcome: BindOutcome) -> None:
+        with self._outcomes_lock:
+            self._outcomes.append((outcome, time.monotonic()))
+            first = len(self._outcomes) == 1
+        if not first:
+            return  # the doorbell for the batch is already on its way
         try:
-            self.actor_ref.tell(_Finished(outcome, time.monotonic()))
-        except pykka.ActorDeadError:
-            self._listener.tell(outcome)  # draining: the binder thread is gone, report directly
+            self.actor_ref.tell(_Finished())
+        except pykka.ActorDeadError:  # draining: the binder thread is gone, report directly
+            with self._outcomes_lock:
+                outcomes, self._outcomes = self._outcomes, []
+            for finished, _ in outcomes:
+                self._listener.tell(finished)
 
     def _delete(self, request: DeletePod) -> None:
         try:
@@ -328,7 +341,34 @@ class Binder(Actor):
     def _serve(self) -> None:
         while (item := self._work.get()) is not None:
             function, message = item
-            function(message)
+            if function != self._bind or message.claims:
+                function(message)
+                continue
+            # Binds waiting behind this one go with it, pipelined on one connection (``bind_all``).
+            binds = [message]
+            while len(binds) < BIND_BATCH:
+                try:
+                    later = self._work.get_nowait()
+                except queue.Empty:
+                    break
+                if later is None or later[0] != self._bind or later[1].claims:
+                    self._work.put(later)  # other work (or a worker's stop) goes back, behind what waits
+                    break
+                binds.append(later[1])
+            self._bind_all(binds)
+
+    def _bind_all(self, requests: list[BindRequest]) -> None:
+        """Bind pods without claims together (see ``KubeClient.bind_all``); each outcome as ``_bind_pod``'s."""
+        try:
+            errors = self._client.bind_all([(r.namespace, r.name, r.node, r.uid) for r in requests])
+        except Exception:  # whatever went wrong, each pod gets its own outcome
+            log.exception("binding %d pods together failed unexpectedly; binding them one by one", len(requests))
+            for request in requests:
+                self._bind_pod(request)
+            return
+        for request, error in zip(requests, errors, strict=True):
+            self._report(BindOutcome(request.uid, request.node, True) if error is None else
+                         BindOutcome(request.uid, request.node, False, gone=error.gone, reason=str(error)))
 
     def _stop_workers(self) -> None:
         """Let the workers finish what was accepted, then end them."""

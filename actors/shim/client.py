@@ -15,6 +15,7 @@ passes the client's write fence (``fence``): with leader election only the leade
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -235,17 +236,27 @@ class KubeClient:
     def list(self, path: str, page_size: int = 5000) -> tuple[list[dict], str]:
         """Every object under ``path`` (following ``continue`` tokens) and the list's resourceVersion."""
         items: list[dict] = []
+        resource_version = ""
+        for page, version in self.pages(path, page_size):
+            items.extend(page)
+            resource_version = version
+        return items, resource_version
+
+    def pages(self, path: str, page_size: int = 5000) -> Iterator[tuple[list[dict], str]]:
+        """The objects under ``path`` one page at a time (following ``continue`` tokens), each with the
+        list's resourceVersion once known (``""`` until the last page): a reader that keeps only what
+        it makes of each page never holds the whole list at once."""
         token = ""
         while True:
             query = [("limit", str(page_size))]
             if token:
                 query.append(("continue", token))
             page = self.request_retrying("GET", path, query=query)
-            items.extend(page.get("items") or ())
             metadata = page.get("metadata") or {}
             token = metadata.get("continue") or ""
+            yield page.get("items") or [], "" if token else metadata.get("resourceVersion", "")
             if not token:
-                return items, metadata.get("resourceVersion", "")
+                return
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int, read_timeout: float) -> WatchStream:
         """Open a watch from ``resource_version`` with bookmarks; the server ends it after
@@ -283,6 +294,60 @@ class KubeClient:
             raise BindError(f"binding {namespace}/{name} to {node} failed: {error}") from None
         except (*CONNECTION_ERRORS, Fenced) as error:
             raise BindError(f"binding {namespace}/{name} to {node} failed: {error}") from None
+
+    def bind_all(self, binds: list[tuple[str, str, str, str]]) -> list[BindError | None]:
+        """Bind each ``(namespace, name, node, uid)``, the requests pipelined on one connection (one
+        write, the answers read in order): what ``bind`` does for each, at a fraction of the system
+        calls. ``None`` for a pod bound, else its ``BindError``. A request the fence refuses fails
+        alone; one answered with a transient failure, or cut off by a broken connection, goes through
+        ``bind`` (its retry policy; a pod already bound there counts as bound)."""
+        if self._transport is None or len(binds) < 2:
+            return [self._bind_error(self.bind, *bind) for bind in binds]
+        results: list[BindError | None] = [None] * len(binds)
+        sent: list[int] = []
+        requests = []
+        with contextlib.ExitStack() as admitted:
+            for index, (namespace, name, node, uid) in enumerate(binds):
+                path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
+                try:
+                    admitted.enter_context(self.fence.admit("POST", path))
+                except Fenced as error:
+                    results[index] = BindError(f"binding {namespace}/{name} to {node} failed: {error}")
+                    continue
+                self.rate.wait()
+                body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
+                        "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+                if uid:
+                    body["metadata"]["uid"] = uid
+                requests.append(("POST", path, None, orjson.dumps(body), {"Accept": JSON, "Content-Type": JSON}))
+                sent.append(index)
+            answers, _ = self._transport.exchange_all(requests) if requests else ([], None)
+        for position, index in enumerate(sent):
+            namespace, name, node, uid = binds[index]
+            if position >= len(answers):  # cut off by a broken connection
+                results[index] = self._bind_error(self.bind, namespace, name, node, uid)
+                continue
+            status, reason, retry_after, data = answers[position]
+            if 200 <= status <= 299:
+                continue
+            error = _error(status, reason, data, retry_after)
+            if is_transient(error):
+                results[index] = self._bind_error(self.bind, namespace, name, node, uid)
+            elif status == 404:
+                results[index] = BindError(f"pod {namespace}/{name} no longer exists", gone=True)
+            elif status == 409:
+                results[index] = self._bind_error(self._confirm_bound, namespace, name, node, uid, error)
+            else:
+                results[index] = BindError(f"binding {namespace}/{name} to {node} failed: {error}")
+        return results
+
+    @staticmethod
+    def _bind_error(bind: Any, *args: Any) -> BindError | None:
+        try:
+            bind(*args)
+        except BindError as error:
+            return error
+        return None
 
     def _confirm_bound(self, namespace: str, name: str, node: str, uid: str, conflict: ApiError) -> None:
         try:

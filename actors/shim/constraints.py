@@ -202,7 +202,7 @@ def encode(spec: Mapping, namespace: str, labels: Mapping[str, str] | None = Non
     if not document:
         return ""
     if len(document) == 1 and "nodeName" in document:
-        return _bound_only(document["nodeName"])
+        return bound_only(document["nodeName"])
     return _checked(document)
 
 
@@ -213,7 +213,7 @@ def _checked(document: dict) -> str:
 
 
 @functools.lru_cache(maxsize=16384)
-def _bound_only(node_name: str) -> str:
+def bound_only(node_name: str) -> str:
     """The tag of a pod whose only constraint is the node it is bound to: most pods of a recovery."""
     return _checked({"nodeName": node_name})
 

@@ -451,9 +451,10 @@ class ShimContext(Actor):
 
     def _recovery_done(self) -> None:
         self._fire(SchedulerEvent.RECOVERED)
-        for pod in sorted(self._pods.values(), key=_age):
-            if not pod.assigned and not pod.terminated and self._managed(pod) and pod.uid not in self._pod_app:
-                self._contained(kinds.PODS, pod, self._to_app, pod)
+        pending = [pod for pod in self._pods.values()  # a recovered cluster's pods are mostly on nodes: sort the rest
+                   if not pod.assigned and not pod.terminated and self._managed(pod) and pod.uid not in self._pod_app]
+        for pod in sorted(pending, key=_age):
+            self._contained(kinds.PODS, pod, self._to_app, pod)
         if self._settings.await_lead:  # a standby's applications may now write what they could not
             self._flush()
             for ref in self._apps.values():

@@ -132,10 +132,14 @@ class AllocationHandoff(Binder):
             self._waiting.pop(request.uid, None)
         super()._accept(request)
 
-    def _finished(self, message) -> None:
-        if not message.outcome.bound:
-            self._pending.pop(message.outcome.uid, None)
-        super()._finished(message)
+    def _finished(self, outcome: BindOutcome, at: float) -> None:
+        if not outcome.bound:
+            self._pending.pop(outcome.uid, None)
+        super()._finished(outcome, at)
+
+    def _bind_all(self, requests: list[BindRequest]) -> None:
+        for request in requests:
+            self._bind(request)
 
     def _bind(self, request: BindRequest) -> None:
         """Announce the decision on the pod, so that kube-scheduler re-evaluates it."""

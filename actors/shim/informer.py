@@ -162,14 +162,15 @@ class Informer(Actor):
                 self._stream = None
 
     def _list(self, store: dict[str, Any], first: bool) -> str:
-        items, resource_version = self._client.list(self._kind.path)
-        fresh = {}
-        for raw in items:
-            record = self._parse(raw)
-            if record is None:
-                record = store.get(_stored_key(store, raw))  # unreadable now: its last version stands
-            if record is not None:
-                fresh[record.key] = record
+        fresh, resource_version = {}, ""
+        for items, version in self._client.pages(self._kind.path):  # parsed page by page
+            resource_version = version
+            for raw in items:
+                record = self._parse(raw)
+                if record is None:
+                    record = store.get(_stored_key(store, raw))  # unreadable now: its last version stands
+                if record is not None:
+                    fresh[record.key] = record
         if first:
             store.update(fresh)
             self._listener.tell(Listed(self._kind.name, tuple(fresh.values())))

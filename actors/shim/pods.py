@@ -10,10 +10,15 @@ reason in ``invalid`` and the shim rejects the task with that reason.
 from __future__ import annotations
 
 import functools
+import sys
+import threading
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
+
+import orjson
 
 from actors.shim import constraints, keys
 from si import gojson
@@ -24,6 +29,7 @@ from si.kubernetes import (
     ANNOTATION_USER_INFO,
     LABEL_DISABLE_STATE_AWARE,
     SCHEDULER_NAME,
+    UNIQUE_AUTOGEN_SUFFIX,
     application_id,
     named_application_id,
     named_queue,
@@ -123,14 +129,79 @@ def parse_pod(raw: Mapping) -> PodRecord:
     if not (uid and namespace and name and isinstance(uid, str) and isinstance(namespace, str)
             and isinstance(name, str)):
         raise ValueError(f"pod without uid, namespace or name: {shown(metadata)}")
-    problems = []
     spec = raw.get("spec") or {}
+    node = spec.get("nodeName") if isinstance(spec, Mapping) else None
+    facts = _shared_facts(metadata, spec, namespace) if node is None or isinstance(node, str) else None
+    if node and facts is not None and not facts.constraints:
+        constraint_tag = constraints.bound_only(node)
+    else:
+        if node:  # the node is part of its other constraints (or of the wrong type): read for this pod
+            facts = _read_facts(metadata, spec, namespace)
+        constraint_tag = facts.constraints
+    fields = facts.fields
+    resized = _resized_resource(spec, raw.get("status")) if not fields["invalid"] else None
+    if resized is not None:
+        fields = {**fields, "resource": resized}
+    return PodRecord(
+        uid=uid,
+        name=name,
+        resource_version=gojson.text(metadata.get("resourceVersion")),
+        node_name=sys.intern(node) if node and isinstance(node, str) else "",
+        phase=sys.intern(gojson.text(gojson.mapping(raw.get("status")).get("phase")) or "Pending"),
+        deleting=bool(metadata.get("deletionTimestamp")),
+        app_id=facts.app_id + uid if facts.app_id_per_pod else facts.app_id,
+        created=_timestamp(metadata.get("creationTimestamp")),
+        constraints=constraint_tag,
+        **fields,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What a pod's record reads from its labels, annotations, owners and spec (its node aside): the
+    same for every pod of a workload, and for every version of one pod, so it is read once for all
+    of them and shared (``_shared_facts``). ``fields`` are the record's fields that it gives as they are."""
+
+    fields: Mapping[str, Any]
+    app_id: str
+    app_id_per_pod: bool  # a unique autogen id: completed with each pod's uid
+    constraints: str  # without the pod's node
+
+
+# Facts by the JSON of what they are read from: a workload's pods (and a pod's versions) share one.
+# Bounded: when full, the oldest goes (a cache miss costs one full read).
+FACTS_KEPT = 4096
+_facts: dict[bytes, _Facts] = {}
+_facts_lock = threading.Lock()
+
+
+def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
+    """The facts of a pod read without its node (``spec.nodeName``, a string when present)."""
+    if isinstance(spec, Mapping) and "nodeName" in spec:
+        spec = {k: v for k, v in spec.items() if k != "nodeName"}
+    try:
+        key = orjson.dumps((namespace, metadata.get("labels"), metadata.get("annotations"),
+                            metadata.get("ownerReferences"), spec))
+    except TypeError:  # not plain JSON (orjson.JSONEncodeError is a TypeError): read, not shared
+        return _read_facts(metadata, spec, namespace)
+    facts = _facts.get(key)
+    if facts is None:
+        facts = _read_facts(metadata, spec, namespace)
+        with _facts_lock:
+            while len(_facts) >= FACTS_KEPT:
+                del _facts[next(iter(_facts))]
+            _facts[key] = facts
+    return facts
+
+
+def _read_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
+    problems = []
     if not isinstance(spec, Mapping):
         problems.append("spec is not an object")
         spec = {}
     labels, annotations = (_strings(metadata, field, problems) for field in ("labels", "annotations"))
     try:
-        resource = pod_resource(spec, raw.get("status"))
+        resource = pod_resource(spec)
     except (QuantityError, TypeError, AttributeError) as error:
         problems.append(f"invalid resources: {error}")
         resource = Resource({PODS: 1})
@@ -155,28 +226,20 @@ def parse_pod(raw: Mapping) -> PodRecord:
     if priority is not None and not in_range(priority, INT32_MIN, INT32_MAX):
         problems.append(f"priority must be a whole number of {INT32_MIN} to {INT32_MAX}, not {shown(priority)}")
         priority = None
-    return PodRecord(
-        uid=uid,
-        namespace=namespace,
-        name=name,
-        resource_version=gojson.text(metadata.get("resourceVersion")),
-        scheduler_name=gojson.text(spec.get("schedulerName")) or "default-scheduler",
-        node_name=gojson.text(spec.get("nodeName")),
-        phase=gojson.text(gojson.mapping(raw.get("status")).get("phase")) or "Pending",
-        deleting=bool(metadata.get("deletionTimestamp")),
+    named = named_application_id(labels, annotations)
+    fields = dict(
+        namespace=sys.intern(namespace),
+        scheduler_name=sys.intern(gojson.text(spec.get("schedulerName")) or "default-scheduler"),
         labels=types.MappingProxyType(dict(labels)) if labels else _EMPTY,
-        app_id=application_id(labels, annotations, namespace, uid),
-        app_id_named=bool(named_application_id(labels, annotations)),
-        queue=named_queue(labels, annotations),
-        user=user,
+        app_id_named=bool(named),
+        queue=sys.intern(named_queue(labels, annotations)),
+        user=sys.intern(user),
         groups=groups,
         disable_state_aware=labels.get(LABEL_DISABLE_STATE_AWARE) == "true",
         resource=resource,
         priority=priority,
         priority_class=gojson.text(spec.get("priorityClassName")),
         static=static,
-        created=_timestamp(metadata.get("creationTimestamp")),
-        constraints=constraint_tag,
         required_node=required_node,
         ignored=ignored,
         claims=claims,
@@ -191,6 +254,8 @@ def parse_pod(raw: Mapping) -> PodRecord:
         allow_preemption=keys.allow_preemption(annotations),
         preempts=spec.get("preemptionPolicy") != "Never",
     )
+    return _Facts(types.MappingProxyType(fields), sys.intern(application_id(labels, annotations, namespace, "")),
+                  named.endswith(UNIQUE_AUTOGEN_SUFFIX), constraint_tag)
 
 
 def user_info(annotations: Mapping[str, str]) -> tuple[str, tuple[str, ...]]:
@@ -260,20 +325,53 @@ def _container_statuses(status: object) -> tuple[Mapping[str, dict], Mapping]:
     return found, status
 
 
+def _resized_resource(spec: object, status: object) -> Resource | None:
+    """The pod's size when its container statuses report other resources than its spec asks (an in-place
+    resize under way); None in the usual case, where the size read from the spec (and shared) stands. Run on
+    every update of a running pod, so it looks no further than it must."""
+    if type(status) is not dict or not isinstance(spec, dict):
+        return None
+    for field, statuses in (("containers", status.get("containerStatuses")),
+                            ("initContainers", status.get("initContainerStatuses"))):
+        if not statuses or type(statuses) is not list:
+            continue
+        containers = spec.get(field) or ()
+        for i, entry in enumerate(statuses):
+            if type(entry) is not dict or ("allocatedResources" not in entry and "resources" not in entry):
+                continue
+            name = entry.get("name")  # the kubelet reports its containers in the spec's order
+            container = containers[i] if i < len(containers) and isinstance(containers[i], dict) \
+                and containers[i].get("name") == name else next(
+                (c for c in containers if isinstance(c, dict) and c.get("name") == name), {})
+            if not _as_asked(container, entry):
+                try:
+                    return pod_resource(spec, status)
+                except (QuantityError, TypeError, AttributeError):  # the spec's size stands; this status does not
+                    return None
+    return None
+
+
+def _as_asked(container: Mapping, status: dict | None) -> bool:
+    """The container's status reports what its spec requests (or nothing)."""
+    if status is None:
+        return True
+    asked = (container.get("resources") or {}).get("requests")
+    applied = status.get("resources")
+    applied_requests = applied.get("requests") if isinstance(applied, dict) else None
+    return status.get("allocatedResources") == asked and applied_requests == asked
+
+
 def _container_usage(container: Mapping, statuses: tuple[Mapping[str, dict], Mapping]) -> dict[str, int]:
     """computeContainerResource: the container's request, raised to what its status says was allocated and
     applied; only what was applied when the resize is infeasible."""
     request = container_request(container)
     by_name, pod_status = statuses
     status = by_name.get(container.get("name")) if by_name else None
-    if status is None:
+    if _as_asked(container, status):  # no resize under way: the usual case, read no further
         return request
-    asked = (container.get("resources") or {}).get("requests")
     applied = status.get("resources")
     applied_requests = applied.get("requests") if isinstance(applied, dict) else None
     allocated = status.get("allocatedResources")
-    if allocated == asked and applied_requests == asked:  # no resize under way: the usual case, read no further
-        return request
     if isinstance(applied, dict) and _infeasible(pod_status):
         return _quantities(applied_requests if isinstance(applied_requests, dict) else {})
     for reported in (allocated, applied_requests):
@@ -342,6 +440,12 @@ def _strings(metadata: Mapping, field: str, problems: list[str]) -> Mapping[str,
 def _timestamp(text: object) -> float:
     if not text or not isinstance(text, str):
         return 0.0
+    return _parsed_time(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_time(text: str) -> float:
+    """Creation times repeat (whole seconds, many pods created in each): parse each once."""
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:

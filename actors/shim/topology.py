@@ -14,6 +14,8 @@ The index is plain state of its partition's actor: it is only called from that a
 
 from __future__ import annotations
 
+import sys
+import types
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rul
 SPREAD = "node(s) didn't match pod topology spread constraints"
 SPREAD_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
 _PREFIX = len(TAG_LABEL_PREFIX)
+LABEL_SETS_KEPT = 4096
 
 # Whether a node passes an ask's node affinity and selector (when the first flag is set) and its
 # tolerations (the second): the node filters a spread's nodeAffinityPolicy / nodeTaintsPolicy honour.
@@ -94,13 +97,16 @@ def resolve_namespaces(text: str, namespace_labels: Mapping[str, Mapping[str, st
 
 
 class _Pod:
+    """A pod as the index keeps it; its labels are shared with the other pods that have the same
+    (``TopologyIndex._shared_labels``: read only), as are its namespace and node strings."""
+
     __slots__ = ("key", "node_id", "namespace", "labels", "constraints")
 
-    def __init__(self, key: str, node_id: str, tags: Mapping[str, str]) -> None:
+    def __init__(self, key: str, node_id: str, tags: Mapping[str, str], labels: Mapping[str, str]) -> None:
         self.key = key
-        self.node_id = node_id
-        self.namespace = tags.get(TAG_NAMESPACE, "")
-        self.labels = labels_of(tags)
+        self.node_id = sys.intern(node_id)
+        self.namespace = sys.intern(tags.get(TAG_NAMESPACE, ""))
+        self.labels = labels
         try:
             self.constraints = c.decode(tags.get(TAG_CONSTRAINTS, ""))
         except c.ConstraintError:
@@ -147,6 +153,7 @@ class TopologyIndex:
         self.node_version = 0
         self._cached: tuple | None = None
         self._eligible: dict = {}
+        self._label_sets: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}  # shared by the pods that have them
 
     # ---- told by the core ------------------------------------------------------------------------
 
@@ -180,11 +187,23 @@ class TopologyIndex:
     def allocation_added(self, node_id: str, key: str, tags: Mapping[str, str]) -> None:
         if key in self.pods:
             self.allocation_removed(self.pods[key].node_id, key)
-        pod = _Pod(key, node_id, tags)
+        pod = _Pod(key, node_id, tags, self._shared_labels(tags))
         self.pods[key] = pod
         self.node_pods.setdefault(node_id, set()).add(key)
         self._index(pod)
         self.version += 1
+
+    def _shared_labels(self, tags: Mapping[str, str]) -> Mapping[str, str]:
+        """The pod's labels, one read-only mapping for every pod with the same (the pods of a workload);
+        at most ``LABEL_SETS_KEPT`` sets are remembered, the oldest forgotten first."""
+        labels = labels_of(tags)
+        key = tuple(labels.items())
+        shared = self._label_sets.get(key)
+        if shared is None:
+            while len(self._label_sets) >= LABEL_SETS_KEPT:
+                del self._label_sets[next(iter(self._label_sets))]
+            shared = self._label_sets[key] = types.MappingProxyType(labels)
+        return shared
 
     def allocation_removed(self, node_id: str, key: str) -> None:
         pod = self.pods.pop(key, None)

@@ -28,34 +28,35 @@ class TransportError(Exception):
     """The connection failed before a whole answer arrived (refused, reset, timed out, closed, garbled)."""
 
 
-class _Response:
-    """Collects one response from the parser's callbacks."""
+class _Answers:
+    """Collects the responses on one connection from the parser's callbacks, in order (several when
+    requests were pipelined)."""
 
-    __slots__ = ("parser", "reason", "retry_after", "chunks", "keep_alive", "complete")
+    __slots__ = ("parser", "done", "_status", "_reason", "_retry_after", "_chunks", "_keep_alive")
 
     def __init__(self) -> None:
         self.parser = httptools.HttpResponseParser(self)
-        self.reason = ""
-        self.retry_after: str | None = None
-        self.chunks: list[bytes] = []
-        self.keep_alive = False
-        self.complete = False
+        self.done: list[tuple[int, str, str | None, bytes, bool]] = []  # status, reason, Retry-After, body, keep-alive
+
+    def on_message_begin(self) -> None:
+        self._reason, self._retry_after, self._chunks, self._keep_alive = "", None, [], False
 
     def on_status(self, reason: bytes) -> None:
-        self.reason += reason.decode("iso-8859-1")
+        self._reason += reason.decode("iso-8859-1")
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if name.lower() == b"retry-after":
-            self.retry_after = value.decode("iso-8859-1")
+            self._retry_after = value.decode("iso-8859-1")
 
     def on_headers_complete(self) -> None:
-        self.keep_alive = self.parser.should_keep_alive()  # the parser forgets it once the message ends
+        self._status = self.parser.get_status_code()
+        self._keep_alive = self.parser.should_keep_alive()  # the parser forgets it once the message ends
 
     def on_body(self, data: bytes) -> None:
-        self.chunks.append(data)
+        self._chunks.append(data)
 
     def on_message_complete(self) -> None:
-        self.complete = True
+        self.done.append((self._status, self._reason, self._retry_after, b"".join(self._chunks), self._keep_alive))
 
 
 class FastTransport:
@@ -82,29 +83,45 @@ class FastTransport:
     def exchange(self, method: str, path: str, query: list[tuple[str, str]] | None, body: bytes | None,
                  headers: dict[str, str]) -> tuple[int, str, str | None, bytes]:
         """Send one request; ``(status, reason, Retry-After header, body)``."""
-        headers = {**self._api_client.default_headers, **headers}
-        self._api_client.update_params_for_auth(headers, [], ["BearerToken"], path, method, body)
-        target = self._prefix + path + ("?" + urlencode(query) if query else "")
-        lines = [f"{method} {target} HTTP/1.1\r\n".encode("ascii"), self._host_header]
-        lines.extend(f"{name}: {value}\r\n".encode("latin-1") for name, value in headers.items())
-        lines.append(b"Content-Length: %d\r\n\r\n" % len(body) if body is not None else b"\r\n")
-        if body is not None:
-            lines.append(body)
-        response = _Response()
+        answers, error = self.exchange_all([(method, path, query, body, headers)])
+        if error is not None:
+            raise error
+        return answers[0]
+
+    def exchange_all(self, requests: list[tuple[str, str, list[tuple[str, str]] | None, bytes | None, dict[str, str]]]
+                     ) -> tuple[list[tuple[int, str, str | None, bytes]], TransportError | None]:
+        """Send ``requests`` (method, path, query, body, headers) pipelined on the calling thread's
+        connection, in one write, and read their answers in order: the answers received, and the
+        error that cut the rest off (``None`` when every request was answered)."""
+        data = []
+        for method, path, query, body, headers in requests:
+            headers = {**self._api_client.default_headers, **headers}
+            self._api_client.update_params_for_auth(headers, [], ["BearerToken"], path, method, body)
+            target = self._prefix + path + ("?" + urlencode(query) if query else "")
+            data.append(f"{method} {target} HTTP/1.1\r\n".encode("ascii"))
+            data.append(self._host_header)
+            data.extend(f"{name}: {value}\r\n".encode("latin-1") for name, value in headers.items())
+            data.append(b"Content-Length: %d\r\n\r\n" % len(body) if body is not None else b"\r\n")
+            if body is not None:
+                data.append(body)
+        answers = _Answers()
         try:
             connection = self._connection()
-            connection.sendall(b"".join(lines))
-            while not response.complete:
-                data = connection.recv(RECEIVE_SIZE)
-                if not data:
+            connection.sendall(b"".join(data))
+            while len(answers.done) < len(requests):
+                received = connection.recv(RECEIVE_SIZE)
+                if not received:
                     raise ConnectionResetError("the server closed the connection")
-                response.parser.feed_data(data)
+                answers.parser.feed_data(received)
+                if answers.done and not answers.done[-1][4] and len(answers.done) < len(requests):
+                    raise ConnectionResetError("the server closed the connection after an answer")
         except (OSError, httptools.HttpParserError) as error:
             self.close()
-            raise TransportError(f"{method} {path}: {type(error).__name__}: {error}") from None
-        if not response.keep_alive:
+            method, path = requests[len(answers.done)][:2] if len(answers.done) < len(requests) else requests[-1][:2]
+            return [a[:4] for a in answers.done], TransportError(f"{method} {path}: {type(error).__name__}: {error}")
+        if not answers.done[-1][4]:
             self.close()
-        return response.parser.get_status_code(), response.reason, response.retry_after, b"".join(response.chunks)
+        return [a[:4] for a in answers.done], None
 
     def close(self) -> None:
         """Close the calling thread's connection (others close when their threads end)."""

@@ -15,9 +15,9 @@ from tests.coreharness import Core
 class HistoryCore:
     """A :class:`Core` writing to ``dsn`` through a writer; ``rest`` is its REST API (snapshots never stale)."""
 
-    def __init__(self, dsn: str, fence=None, capacity: int = 100_000, **options) -> None:
+    def __init__(self, dsn: str, capacity: int = 100_000, **options) -> None:
         self.store = HistoryStore(dsn).migrate()
-        self.writer = HistoryWriter(self.store, fence, capacity=capacity)
+        self.writer = HistoryWriter(self.store, capacity=capacity)
         # Real time: the writer's batches and retries run on it, and applications complete on the core's timer.
         self.core = Core(history_store=self.writer.publish, **{"clock": REAL_CLOCK, **options})
         self.writer.start(events=self.core.scheduler.events)

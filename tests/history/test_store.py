@@ -25,6 +25,19 @@ def test_an_application_is_read_back_whole_and_a_second_write_changes_nothing(ds
     store.close()
 
 
+def test_a_run_stored_by_one_scheduler_is_not_stored_again_by_the_next_leader(dsn):
+    """The new leader recovered the application as a standby (so its submission time is its own) and
+    finished it once it led: the run overlaps the stored one, and is the same run. A later run is new."""
+    store = open_store(dsn)
+    store.write([finished("app-1", submitted=T0, runtime=60)])
+    store.write([finished("app-1", submitted=T0 + 5 * S, runtime=60)])  # the new leader's view of it
+    assert store.count() == 1 and store.application("default", "app-1").submission_time == T0
+    assert [row.applications for row in store.usage("queue", None, None)] == [1]
+    store.write([finished("app-1", submitted=T0 + 3600 * S)])  # the id runs again, later
+    assert store.count() == 2 and store.count(distinct_ids=True) == 1
+    store.close()
+
+
 def test_migrating_again_keeps_the_rows(dsn):
     store = open_store(dsn)
     store.write([finished("app-1")])
@@ -67,11 +80,11 @@ def test_usage_sums_core_and_memory_hours_and_ranks_waits_per_queue_and_user(dsn
     a, b = by_queue["root.a"], by_queue["root.b"]
     assert (a.applications, a.by_state) == (10, {"Completed": 10})
     assert a.core_hours == 20.0 and a.memory_gib_hours == 20.0
-    for fraction, expected in ((0.5, 5.0), (0.9, 9.0), (0.99, 10.0)):
-        assert abs(a.wait_percentile(fraction) - expected) <= 0.05 * expected
+    for percent, expected in ((50, 5.0), (90, 9.0), (99, 10.0)):
+        assert abs(a.wait_percentile(percent) - expected) <= 0.05 * expected
     assert (b.applications, b.by_state) == (2, {"Failed": 1, "Rejected": 1})
     assert b.core_hours == 0.25
-    assert abs(b.wait_percentile(0.5) - 30) <= 1.5  # the rejected one never waited for a pod
+    assert abs(b.wait_percentile(50) - 30) <= 1.5  # the rejected one never waited for a pod
     by_user = {row.key: row for row in store.usage("user", None, None)}
     assert by_user["alice"].applications == 5 and by_user["bob"].applications == 7
     assert by_user["alice"].core_hours == 10.0

@@ -223,3 +223,26 @@ def test_a_pod_waiting_for_its_claims_provisioner_holds_no_worker(shim_client, c
     wait_for(lambda: any(o.uid == abandoned and not o.bound and o.volumes for o in inbox_messages(inbox, BindOutcome)))
     binder.stop()
     inbox.stop()
+
+
+def test_binds_sent_together_end_each_as_it_would_alone(core_api, shim_client, nodes):
+    fresh = [make_pod(core_api, f"p{i}") for i in range(3)]
+    bound_here, bound_there = make_pod(core_api, "here"), make_pod(core_api, "there")
+    assert shim_client.bind_all([("default", "here", nodes[0], bound_here),
+                                 ("default", "there", nodes[1], bound_there)]) == [None, None]
+    errors = shim_client.bind_all([
+        ("default", "p0", nodes[0], fresh[0]), ("default", "ghost", nodes[0], "uid-x"),
+        ("default", "here", nodes[0], bound_here), ("default", "there", nodes[0], bound_there),
+        ("default", "p1", nodes[1], fresh[1]), ("default", "p2", nodes[0], fresh[2])])
+    assert [error is None for error in errors] == [True, False, True, False, True, True]
+    assert errors[1].gone and not errors[3].gone and nodes[1] in str(errors[3])
+    assert [node_of(core_api, name) for name in ("p0", "p1", "p2", "there")] == [nodes[0], nodes[1], nodes[0],
+                                                                                  nodes[1]]
+
+
+def test_a_transient_failure_among_binds_sent_together_is_retried_alone(kubesim, core_api, shim_client, nodes):
+    uids = [make_pod(core_api, f"p{i}") for i in range(4)]
+    kubesim.faults.fail(verb="create", resource="pods/binding", status=503, count=1, retry_after=0)
+    assert shim_client.bind_all([("default", f"p{i}", nodes[0], uid) for i, uid in enumerate(uids)]) == [None] * 4
+    assert [node_of(core_api, f"p{i}") for i in range(4)] == [nodes[0]] * 4
+    assert len([r for r in kubesim.request_log if r.subresource == "binding"]) == 5

@@ -227,3 +227,51 @@ def test_parse_pod_reads_the_kubelets_resize_verdict():
     raw["spec"]["containers"][0]["name"] = "a"
     raw["status"] = _resized("100", "1", "1", [{"type": "PodResizePending", "reason": "Infeasible"}])[1]
     assert parse_pod(raw).resource["vcore"] == 1000 and not parse_pod(raw).invalid
+
+
+def test_pods_of_one_workload_share_what_their_specs_say_and_keep_their_own_identity():
+    first = parse_pod(pod_json(labels={"applicationId": "app-1"}, uid="u-1"))
+    second = parse_pod(pod_json(labels={"applicationId": "app-1"}, uid="u-2", node="node-7", phase="Running"))
+    assert first.resource is second.resource and first.labels is second.labels
+    assert (first.uid, first.node_name, first.phase, first.constraints) == ("u-1", "", "Pending", "")
+    assert (second.uid, second.node_name, second.phase) == ("u-2", "node-7", "Running")
+    assert second.constraints == '{"nodeName":"node-7"}'
+
+
+def test_a_bound_pod_with_constraints_of_its_own_keeps_its_node_in_them():
+    selector = {"nodeSelector": {"disk": "ssd"}}
+    pending = parse_pod(pod_json(spec=selector))
+    bound = parse_pod(pod_json(spec=selector, node="node-3"))
+    assert json.loads(pending.constraints) == {"nodeSelector": {"disk": "ssd"}}
+    assert json.loads(bound.constraints) == {"nodeName": "node-3", "nodeSelector": {"disk": "ssd"}}
+
+
+def test_a_unique_autogen_id_is_completed_with_each_pods_own_uid_when_their_specs_are_shared():
+    labels = {"applicationId": "team-a-uniqueautogen"}
+    assert [parse_pod(pod_json(labels=labels, uid=uid)).app_id for uid in ("u-1", "u-2")] == [
+        "team-a-u-1", "team-a-u-2"]
+
+
+def test_a_pod_whose_content_is_not_plain_json_is_read_all_the_same():
+    raw = pod_json(labels={"applicationId": "app-x"})
+    raw["spec"]["containers"] = tuple(raw["spec"]["containers"])
+    raw["metadata"]["annotations"] = {"note": {1, 2}}  # not JSON at all: nothing to share it under
+    pod = parse_pod(raw)
+    assert (pod.app_id, pod.resource.get("vcore")) == ("app-x", 100)
+    assert "annotations must be a map of strings" in pod.invalid
+
+
+def test_the_shared_facts_are_bounded(monkeypatch):
+    from actors.shim import pods
+    monkeypatch.setattr(pods, "FACTS_KEPT", 8)
+    for index in range(20):
+        parse_pod(pod_json(labels={"applicationId": f"bounded-{index}"}))
+    assert len(pods._facts) <= 8
+
+
+def test_a_resize_under_way_sizes_its_own_pod_only_not_the_workload_sharing_its_spec():
+    plain, resized = pod_json(cpu="1", uid="u-1"), pod_json(cpu="1", uid="u-2", node="n1", phase="Running")
+    resized["status"]["containerStatuses"] = [{"name": "main", "allocatedResources": {"cpu": "3"},
+                                               "resources": {"requests": {"cpu": "3"}}}]
+    assert parse_pod(resized).resource["vcore"] == 3000
+    assert parse_pod(plain).resource["vcore"] == 1000

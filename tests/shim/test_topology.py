@@ -487,3 +487,16 @@ def test_nodeaffinity_score_preferred_node_affinity_adds_matching_weights():
         {"weight": 10, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}},
         {"weight": 30, "preference": {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}}]}}
     assert scores(world, affinity=spec) == {"n1": 10, "n2": 30}
+
+
+def test_pods_with_the_same_labels_share_them_in_the_index_and_still_count_apart(monkeypatch):
+    from actors.shim import topology
+    world = World({"n1": {ZONE: "a"}, "n2": {ZONE: "b"}})
+    first, second = world.place("n1", {"app": "web"}), world.place("n2", {"app": "web"})
+    assert world.view.pods[first].labels is world.view.pods[second].labels
+    assert world.fits({"x": "y"}, affinity=affinity(anti=[term({"matchLabels": {"app": "web"}})])) == set()
+    monkeypatch.setattr(topology, "LABEL_SETS_KEPT", 4)
+    for index in range(10):
+        world.place("n1", {"app": f"job-{index}"})
+    assert len(world.view._label_sets) <= 4
+    assert world.fits({"x": "y"}, affinity=affinity(anti=[term({"matchLabels": {"app": "job-9"}})])) == {"n2"}

@@ -8,6 +8,7 @@ so together they outnumber the threads tenfold.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import signal
 import socket
@@ -17,17 +18,21 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from kubernetes import client
 
 from kubesim import KubeSim
+from si.kubernetes import CONFIGMAP_CONFIGS, CONFIGMAP_DEFAULTS
 from tests.waiting import wait_for
 from tests.webhook.harness import SERVER_NAME, Controller, HttpsClient, pod, registered_bundle, review
 from webhook import constants as c
 from webhook.app import MAX_BODY
+from webhook.validation import post_validate_conf
 
 REQUEST_TIMEOUT = 2.0
 THREADS = 2
 BUFFER_MIB = 3
 EACH_KIND = 4
+SCHEDULER_TIMEOUT = inspect.signature(post_validate_conf).parameters["timeout"].default
 HEAD = b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
 
 
@@ -293,6 +298,45 @@ def test_bytes_arriving_beyond_the_workers_budget_are_refused_with_503(server):
     assert answer.startswith(b"HTTP/1.1 503 ")
     body = review(pod())
     assert HttpsClient(port, bundle).review(c.MUTATE_PATH, body)["uid"] == body["request"]["uid"], "freed again"
+
+
+def test_a_review_on_a_new_connection_is_answered_while_every_thread_waits_on_the_scheduler(kubesim, start_controller):
+    """Handshakes never wait for a thread: with each thread held by a ``/validate-conf`` call to a scheduler
+    that takes the connection and never answers, a review on a new connection is answered well before those
+    calls give up, and they are then allowed (fail open)."""
+    scheduler = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def hold() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                held.append(scheduler.accept()[0])
+
+    threading.Thread(target=hold, daemon=True).start()
+    api = kubesim.api_client()
+    client.CoreV1Api(api).create_namespaced_config_map("default", {
+        "metadata": {"name": CONFIGMAP_DEFAULTS},
+        "data": {"admissionController.webHook.schedulerServiceAddress": f"127.0.0.1:{scheduler.getsockname()[1]}"}})
+    api.close()
+    controller = start_controller("--threads", str(THREADS), workers=1)
+    port, bundle = controller.port, registered_bundle(kubesim)
+    configs = review({"metadata": {"name": CONFIGMAP_CONFIGS, "namespace": "default"},
+                      "data": {"queues.yaml": "partitions: [{name: default, queues: [{name: root}]}]"}},
+                     kind="ConfigMap")
+    body = review(pod())
+    try:
+        with ThreadPoolExecutor(THREADS + 1) as clients:
+            checks = [clients.submit(HttpsClient(port, bundle, timeout=30).review, c.VALIDATE_PATH, configs)
+                      for _ in range(THREADS)]
+            wait_for(lambda: len(held) == THREADS, timeout=10, message="every thread waiting on the scheduler")
+            fresh = clients.submit(HttpsClient(port, bundle, timeout=30).review, c.MUTATE_PATH, body)
+            answer = fresh.result(timeout=SCHEDULER_TIMEOUT / 2)  # the threads are held for SCHEDULER_TIMEOUT
+            assert answer["uid"] == body["request"]["uid"]
+            assert [check.result(timeout=30)["allowed"] for check in checks] == [True] * THREADS
+    finally:
+        scheduler.close()
+        for sock in held:
+            sock.close()
 
 
 def test_a_stopping_server_answers_a_request_on_its_way_and_does_not_wait_for_stalled_ones(kubesim, start_controller):
