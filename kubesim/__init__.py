@@ -6,7 +6,9 @@ official ``kubernetes`` client, so code tested against it works against a kube-a
 embedded default cluster of ``yunikorn-scheduler --embedded`` and the test cluster of the project. It plays
 the cluster components a scheduler's tests need, each switchable: Priority admission, kubelets (and their
 in-place resizes), admission webhooks, the Job, CronJob, Deployment, ReplicaSet, StatefulSet, DaemonSet,
-PersistentVolume and ServiceAccount controllers and the garbage collector. Faults can be injected (failed
+PersistentVolume and ServiceAccount controllers and the garbage collector. Requests are authenticated
+(service-account bearer tokens, impersonation; no credentials is the admin) and authorised by RBAC. Faults
+can be injected (failed
 requests, latency, dropped watches, expired resource versions).
 """
 

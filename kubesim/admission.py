@@ -10,7 +10,9 @@ reached at ``clientConfig.url``, or for ``clientConfig.service`` at the Service'
 checking the name ``<service>.<namespace>.svc``. ``allowed: false`` refuses the request with
 kube-apiserver's ``admission webhook "<name>" denied the request: <message>``; a webhook that cannot be
 called (or answers nonsense) within ``timeoutSeconds`` refuses it under ``failurePolicy: Fail`` (the
-default) and is skipped under ``Ignore``. Patches, deletions and subresources are not sent.
+default) and is skipped under ``Ignore``. Patches, deletions and subresources are not sent. A review's
+``userInfo`` is the request's user (authenticated or impersonated, see kubesim.auth), or for a
+controller's write its service account.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import ssl
 import uuid
 from urllib.parse import urlsplit
 
-from kubesim import errors, patch
+from kubesim import auth, errors, patch
 from kubesim.deployments import _selector_text
 from kubesim.resources import BY_PLURAL, NAMESPACE, Kind
 from kubesim.selectors import label_selector
@@ -33,7 +35,7 @@ log = logging.getLogger(__name__)
 MUTATING = BY_PLURAL["mutatingwebhookconfigurations"]
 VALIDATING = BY_PLURAL["validatingwebhookconfigurations"]
 SERVICE = BY_PLURAL["services"]
-USER = {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
+ADMIN = auth.ADMIN.user_info()
 
 
 class _Unreachable(Exception):
@@ -61,7 +63,8 @@ class Webhooks:
     def admit(self, kind: Kind, operation: str, namespace: str, obj: dict, old: dict | None,
               user: dict | None = None) -> dict:
         """``obj`` as the mutating webhooks leave it, once the validating ones allow it (else an ApiError);
-        ``user`` is who asks (a controller's service account; else the admin user every client is).
+        ``user`` is the ``userInfo`` of who asks (the request's authenticated or impersonated user, a
+        controller's service account; None: the admin).
         Called without the store lock: a webhook may call the API itself."""
         if not self._configurations or kind is MUTATING or kind is VALIDATING:
             return obj
@@ -71,7 +74,7 @@ class Webhooks:
                 for webhook in configuration.get("webhooks") or ():
                     if isinstance(webhook, dict) and self._matches(webhook, kind, operation, namespace, obj, old):
                         obj = self._call(webhook, kind, operation, namespace, obj, old, plural == MUTATING.plural,
-                                         user or USER)
+                                         user or ADMIN)
         return obj
 
     def _matches(self, webhook: dict, kind: Kind, operation: str, namespace: str, obj: dict, old: dict | None) -> bool:

@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kubesim import deployments, disruption, errors, jobs, patch, priority, resize, volumes
+from kubesim import auth, deployments, disruption, errors, jobs, patch, priority, rbac, resize, volumes
 from kubesim.paging import Pager, parse_limit
 from kubesim.resources import APPS_WORKLOADS, BY_PLURAL, CRON_JOB, JOB, NAMESPACE, NODE, POD, Kind
 from kubesim.selectors import combine, field_selector, label_selector
@@ -82,6 +82,7 @@ class Api:
         self.graceful_pods = graceful_pods  # a kubelet ends what a graceful deletion starts
         self.collector = None  # the garbage collector, when kubesim plays one
         self.webhooks = None  # the admission webhooks' caller, when kubesim plays it
+        self.tokens = None  # the service-account tokens' issuer (auth.Tokens)
         self.budgets = disruption.Budgets(store)
         self.pager = Pager()
 
@@ -102,6 +103,9 @@ class Api:
         if labels is not None and (not isinstance(labels, dict)
                                    or not all(isinstance(v, str) for v in labels.values())):
             raise errors.invalid(kind, name, [("metadata.labels", "Invalid value: labels must be strings")])
+        if kind.plural == "secrets" and obj.get("type") == auth.TOKEN_SECRET_TYPE \
+                and not (meta.get("annotations") or {}).get(auth.SA_NAME_ANNOTATION):
+            raise errors.invalid(kind, name, [(f"metadata.annotations[{auth.SA_NAME_ANNOTATION}]", "Required value")])
         if kind is POD:
             spec = obj.get("spec")
             if spec is not None and not isinstance(spec, dict):
@@ -112,7 +116,7 @@ class Api:
             priority.check_int32(kind, (spec or {}).get("priority"), "PodSpec", "spec.priority")
         elif kind is priority.PRIORITY_CLASS:
             priority.check_int32(kind, obj.get("value"), "PriorityClass", "value")
-        causes = jobs.validate_job(obj) if kind is JOB else []
+        causes = jobs.validate_job(obj) if kind is JOB else rbac.validate(kind, obj)
         if kind in APPS_WORKLOADS:
             deployments.default_workload(kind, obj)  # before validation, as kube-apiserver defaults on decoding
             causes = deployments.validate_workload(obj, kind)
@@ -172,6 +176,8 @@ class Api:
             options = delete_options({}, body.get("deleteOptions"))  # graceful, as any deletion of the pod
             self.budgets.evict(namespace, name, lambda: self.delete(POD, namespace, name, options))
             return 201, success({"name": name, "kind": "pods"})
+        if subresource == "token" and kind.plural == "serviceaccounts" and self.tokens is not None:
+            return 201, self.tokens.request(namespace, name, body)
         if subresource:
             raise errors.method_not_allowed(f"create is not supported on {kind.plural}/{subresource}")
         obj = body  # a request body decoded for this call alone: nobody else holds it
@@ -232,7 +238,8 @@ class Api:
             self.store.replace(POD, namespace, name, updated, None)
         return success()
 
-    def update(self, kind: Kind, namespace: str, name: str, body, subresource: str = "") -> tuple[int, dict]:
+    def update(self, kind: Kind, namespace: str, name: str, body, subresource: str = "",
+               user: dict | None = None) -> tuple[int, dict]:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
         body_name = (body.get("metadata") or {}).get("name")
@@ -240,7 +247,7 @@ class Api:
             raise errors.bad_request(f"the name of the object ({body_name}) does not match the name on the URL ({name})")
         current = self.store.find(kind, namespace, name)
         if self.webhooks is not None and not subresource and current is not None:
-            body = self.webhooks.admit(kind, "UPDATE", namespace, body, current)
+            body = self.webhooks.admit(kind, "UPDATE", namespace, body, current, user)
         with self.store.lock:
             current = self.store.get(kind, namespace, name)
             expected = (body.get("metadata") or {}).get("resourceVersion")
@@ -263,6 +270,8 @@ class Api:
         self._validate(kind, {**new, "metadata": {**new["metadata"], "name": current["metadata"]["name"]}})
         if kind.plural in _HAS_STATUS:
             new["status"] = current.get("status", {})
+        if kind in (rbac.ROLE_BINDING, rbac.CLUSTER_ROLE_BINDING) and new.get("roleRef") != current.get("roleRef"):
+            raise errors.invalid(kind, current["metadata"]["name"], [("roleRef", "Invalid value: cannot change roleRef")])
         if kind is priority.PRIORITY_CLASS:
             self._admit(kind, new, creating=False)
         if kind is POD:

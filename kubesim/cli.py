@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
                       "kubelet-resize"):
         parser.add_argument(f"--{component}", action=argparse.BooleanOptionalAction, default=True,
                             help=f"play the {component.replace('-', ' ')} (default: on)")
+    parser.add_argument("--rbac", action=argparse.BooleanOptionalAction, default=True,
+                        help="authorise requests by the stored RBAC roles and bindings (default: on; with "
+                             "--no-rbac every authenticated user may do anything)")
     parser.add_argument("--log-level", default="WARNING")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -47,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
                   daemonset_controller=args.daemonset_controller, cronjob_controller=args.cronjob_controller,
                   volume_controller=args.volume_controller,
                   serviceaccount_controller=args.serviceaccount_controller,
-                  admission_webhooks=args.admission_webhooks, kubelet_resize=args.kubelet_resize).start()
+                  admission_webhooks=args.admission_webhooks, rbac=args.rbac,
+                  kubelet_resize=args.kubelet_resize).start()
     if args.nodes:
         sim.seed_nodes(args.nodes, cpu=args.node_cpu, memory=args.node_memory, zones=args.zones)
     if args.kubeconfig_out:

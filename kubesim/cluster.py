@@ -6,7 +6,7 @@ import threading
 from collections import deque
 from typing import NamedTuple
 
-from kubesim import priority
+from kubesim import auth, priority
 from kubesim.admission import Webhooks
 from kubesim.api import Api
 from kubesim.collector import GarbageCollector
@@ -16,9 +16,10 @@ from kubesim.deployments import DeploymentController, ReplicaSetController
 from kubesim.faults import Faults
 from kubesim.jobs import JobController
 from kubesim.kubelet import Kubelets, set_phase
+from kubesim.rbac import Attributes, Rbac
 from kubesim.resources import NAMESPACE, NODE
 from kubesim.server import Server
-from kubesim.serviceaccounts import ServiceAccountController
+from kubesim.serviceaccounts import ServiceAccountController, TokensController
 from kubesim.statefulsets import StatefulSetController
 from kubesim.store import Store, Watcher, clone, now_rfc3339
 from kubesim.volumes import PersistentVolumeController
@@ -44,17 +45,20 @@ class KubeSim:
                  replicaset_controller: bool = True, volume_controller: bool = True,
                  serviceaccount_controller: bool = True, admission_webhooks: bool = True,
                  statefulset_controller: bool = True, daemonset_controller: bool = True,
-                 cronjob_controller: bool = True, kubelet_resize: bool = True) -> None:
+                 cronjob_controller: bool = True, rbac: bool = True, kubelet_resize: bool = True) -> None:
         """``kubelet_delay``: seconds from binding until a pod runs (None: no kubelets, so pods never run
         and a deletion is immediate); ``time_factor`` multiplies the kubelets' run times and grace periods
         and the length of a CronJob schedule's minute (``cronjobs.time_factor`` changes the latter later);
-        ``kubelet_resize``: the kubelets apply in-place resizes; the other switches turn the Priority
-        admission plugin and each controller on or off."""
+        ``rbac``: authorise requests by the stored RBAC objects (else every authenticated user may do
+        anything, as ``--authorization-mode=AlwaysAllow``); ``kubelet_resize``: the kubelets apply in-place
+        resizes; the other switches turn the Priority admission plugin and each controller on or off."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
         self.store = Store(history_size=history_size)
         self.api = Api(self.store, priority_admission=priority_admission, graceful_pods=kubelet_delay is not None)
+        self.tokens = self.api.tokens = auth.Tokens(self.store)
+        self.rbac = Rbac(self.store) if rbac else None
         if admission_webhooks:
             self.api.webhooks = Webhooks(self.store)
         self.faults = Faults(self)
@@ -79,6 +83,7 @@ class KubeSim:
             self._controllers.append(PersistentVolumeController(self.store))
         if serviceaccount_controller:
             self._controllers.append(ServiceAccountController(self.store))
+            self._controllers.append(TokensController(self.store, self.tokens))
         if garbage_collector:
             self.api.collector = GarbageCollector(self.store, self.api)
             self._controllers.append(self.api.collector)
@@ -132,7 +137,7 @@ class KubeSim:
     def kubeconfig(self) -> dict:
         return {"apiVersion": "v1", "kind": "Config", "current-context": "kubesim",
                 "clusters": [{"name": "kubesim", "cluster": {"server": self.url}}],
-                "users": [{"name": "kubesim", "user": {"token": "kubesim"}}],
+                "users": [{"name": "kubesim", "user": {"token": auth.ADMIN_TOKEN}}],
                 "contexts": [{"name": "kubesim", "context": {"cluster": "kubesim", "user": "kubesim"}}]}
 
     def write_kubeconfig(self, path) -> None:
@@ -185,6 +190,9 @@ class KubeSim:
                     if kind == plural and (namespace is None or ns == namespace)]
 
     # Used by the server.
+    def allows(self, user: auth.User, attributes: Attributes | None) -> bool:
+        return self.rbac is None or self.rbac.allows(user, attributes)
+
     def log_request(self, verb, resource, subresource, namespace, name, code) -> None:
         self.request_log.append(RequestRecord(verb, resource, subresource, namespace, name, code))
 

@@ -150,7 +150,7 @@ class CronJobController(OwnerController):
             created = self._api.create(JOB, meta["namespace"], self._job(cron_job, due, zone), user=USER)[1]
         except errors.ApiError as error:
             if error.code != 409:  # a Job of that name exists: that time was run before
-                self._retry_later(cron_job, error)
+                self._retry_later(cron_job, error, f"Error creating job: {error.message}")
                 return None
             created = None
         status["lastScheduleTime"] = _rfc3339(due)

@@ -15,18 +15,32 @@ its replicas once their pods are gone. The status adds ``updatedReplicas`` and `
 and the ``Available`` and ``Progressing`` conditions. Pausing, revision history limits and progress
 deadlines are not played.
 
+A pod or ReplicaSet a controller cannot make (an admission webhook refuses it, say) is tried again a
+second later; the refusal is a ``FailedCreate`` Warning event on the owner, as kube-controller-manager
+records it (``Error creating: <why>`` for a pod).
+
 The defaults and validation of every apps/v1 workload, and the base its controllers share (an owner
 syncing from its own events and its dependents'), are here too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
 import orjson
 
 from kubesim import errors, priority
-from kubesim.resources import DAEMON_SET, DEPLOYMENT, POD, REPLICA_SET, STATEFUL_SET, Kind
+from kubesim.resources import (
+    BY_PLURAL,
+    DAEMON_SET,
+    DEPLOYMENT,
+    NAMESPACE,
+    POD,
+    REPLICA_SET,
+    STATEFUL_SET,
+    Kind,
+)
 from kubesim.selectors import label_selector
 from kubesim.serviceaccounts import controller_user
 from kubesim.store import Event, Store, clone, now_rfc3339
@@ -36,6 +50,7 @@ log = logging.getLogger(__name__)
 TEMPLATE_HASH = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 RETRY_SECONDS = 1.0
+EVENT = BY_PLURAL["events"]
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.SafeEncodeString
 _TERMINAL = ("Succeeded", "Failed")
 
@@ -323,9 +338,31 @@ class OwnerController(Worker):
         except errors.ApiError:
             pass  # already gone
 
-    def _retry_later(self, owner: dict, error: errors.ApiError) -> None:
-        meta = owner["metadata"]  # as kube-controller-manager, retry later (its event: FailedCreate)
-        log.info("%s %s/%s: %s", self.owner_kind.kind, meta["namespace"], meta["name"], error.message)
+    def _retry_later(self, owner: dict, error: errors.ApiError, message: str | None = None) -> None:
+        """As kube-controller-manager: a ``FailedCreate`` Warning event on the owner (``message``, else
+        ``Error creating: <why>``; the same message again counts up on one event), and another try later."""
+        meta = owner["metadata"]
+        message = message or f"Error creating: {error.message}"
+        log.info("%s %s/%s: %s", self.owner_kind.kind, meta["namespace"], meta["name"], message)
+        now = now_rfc3339()
+        name = f"{meta['name']}.{hashlib.sha1(message.encode()).hexdigest()[:16]}"
+        with self._store.lock:
+            seen = self._store.find(EVENT, meta["namespace"], name)
+            if seen is not None:
+                counted = clone(seen)
+                counted.update(count=seen.get("count", 1) + 1, lastTimestamp=now)
+                self._store.replace(EVENT, meta["namespace"], name, counted, None)
+            elif self._store.find(NAMESPACE, "", meta["namespace"]) is not None:
+                component = f"{self.owner_kind.kind.lower()}-controller"  # replicaset-controller, ...
+                self._store.create(EVENT, meta["namespace"], {
+                    "metadata": {"name": name, "namespace": meta["namespace"]},
+                    "involvedObject": {"kind": self.owner_kind.kind, "namespace": meta["namespace"],
+                                       "name": meta["name"], "uid": meta["uid"],
+                                       "apiVersion": self.owner_kind.group_version,
+                                       "resourceVersion": meta.get("resourceVersion", "")},
+                    "reason": "FailedCreate", "message": message, "source": {"component": component},
+                    "firstTimestamp": now, "lastTimestamp": now, "count": 1, "type": "Warning", "eventTime": None,
+                    "reportingComponent": component, "reportingInstance": ""})
         self.schedule((meta["namespace"], meta["name"]), RETRY_SECONDS)
 
 
@@ -421,7 +458,8 @@ class DeploymentController(OwnerController):
             return self._api.create(REPLICA_SET, meta["namespace"], replica_set,
                                     user=controller_user("deployment-controller"))[1]
         except errors.ApiError as error:
-            self._retry_later(deployment, error)
+            self._retry_later(deployment, error, f'Failed to create new replica set '
+                                                 f'"{replica_set["metadata"]["name"]}": {error.message}')
             return None
 
     def _scale(self, replica_set: dict, replicas: int) -> dict:

@@ -14,14 +14,16 @@ def _resource_list(group: str, version: str) -> dict | None:
     resources = []
     for kind in kinds:
         resources.append({"name": kind.plural, "singularName": kind.kind.lower(), "namespaced": kind.namespaced,
-                          "kind": kind.kind, "verbs": _VERBS, "shortNames": list(kind.short_names)})
+                          "kind": kind.kind, "verbs": list(kind.verbs) or _VERBS, "shortNames": list(kind.short_names)})
         for sub in kind.subresources:
-            verbs = ["create"] if sub in ("binding", "eviction") else ["get", "patch", "update"]
-            sub_kind = {"binding": "Binding", "eviction": "Eviction"}.get(sub, kind.kind)
+            verbs = ["create"] if sub in ("binding", "eviction", "token") else ["get", "patch", "update"]
+            sub_kind = {"binding": "Binding", "eviction": "Eviction", "token": "TokenRequest"}.get(sub, kind.kind)
             entry = {"name": f"{kind.plural}/{sub}", "singularName": "", "namespaced": kind.namespaced,
                      "kind": sub_kind, "verbs": verbs}
             if sub == "eviction":  # a policy/v1 Eviction: without these, kubectl drain deletes instead of evicting
                 entry.update(group="policy", version="v1")
+            elif sub == "token":
+                entry.update(group="authentication.k8s.io", version="v1")
             resources.append(entry)
     group_version = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}

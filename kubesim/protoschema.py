@@ -127,6 +127,43 @@ MESSAGES: dict[str, dict[int, Field]] = {
         (3, "disruptionsAllowed", INT32, KEEP), (4, "currentHealthy", INT32, KEEP),
         (5, "desiredHealthy", INT32, KEEP), (6, "expectedPods", INT32, KEEP), (7, "conditions", "Condition", LIST)),
     "Eviction": _message((1, "metadata", _META, KEEP), (2, "deleteOptions", "DeleteOptions", PTR)),
+    # k8s.io/api/authentication/v1
+    "TokenRequest": _message(
+        (1, "metadata", _META, KEEP), (2, "spec", "TokenRequestSpec", KEEP), (3, "status", "TokenRequestStatus", KEEP)),
+    "TokenRequestSpec": _message(
+        (1, "audiences", STRING, LIST), (4, "expirationSeconds", INT64, PTR),
+        (3, "boundObjectRef", "BoundObjectReference", PTR)),
+    "BoundObjectReference": _message(
+        (1, "kind", STRING, OMIT), (2, "apiVersion", STRING, OMIT), (3, "name", STRING, OMIT), (4, "uid", STRING, OMIT)),
+    "TokenRequestStatus": _message((1, "token", STRING, KEEP), (2, "expirationTimestamp", TIME, KEEP)),
+    # k8s.io/api/rbac/v1
+    "Role": _message((1, "metadata", _META, KEEP), (2, "rules", "PolicyRule", LIST)),
+    "ClusterRole": _message(
+        (1, "metadata", _META, KEEP), (2, "rules", "PolicyRule", LIST), (3, "aggregationRule", "AggregationRule", PTR)),
+    "AggregationRule": _message((1, "clusterRoleSelectors", "LabelSelector", LIST)),
+    "PolicyRule": _message(
+        (1, "verbs", STRING, LIST), (2, "apiGroups", STRING, LIST), (3, "resources", STRING, LIST),
+        (4, "resourceNames", STRING, LIST), (5, "nonResourceURLs", STRING, LIST)),
+    "RoleBinding": _message((1, "metadata", _META, KEEP), (2, "subjects", "Subject", LIST), (3, "roleRef", "RoleRef", KEEP)),
+    "ClusterRoleBinding": _message(
+        (1, "metadata", _META, KEEP), (2, "subjects", "Subject", LIST), (3, "roleRef", "RoleRef", KEEP)),
+    "Subject": _message(
+        (1, "kind", STRING, KEEP), (2, "apiGroup", STRING, OMIT), (3, "name", STRING, KEEP), (4, "namespace", STRING, OMIT)),
+    "RoleRef": _message((1, "apiGroup", STRING, KEEP), (2, "kind", STRING, KEEP), (3, "name", STRING, KEEP)),
+    # k8s.io/api/authorization/v1
+    "SelfSubjectAccessReview": _message(
+        (1, "metadata", _META, KEEP), (2, "spec", "SelfSubjectAccessReviewSpec", KEEP),
+        (3, "status", "SubjectAccessReviewStatus", KEEP)),
+    "SelfSubjectAccessReviewSpec": _message(
+        (1, "resourceAttributes", "ResourceAttributes", PTR), (2, "nonResourceAttributes", "NonResourceAttributes", PTR)),
+    "ResourceAttributes": _message(
+        (1, "namespace", STRING, OMIT), (2, "verb", STRING, OMIT), (3, "group", STRING, OMIT),
+        (4, "version", STRING, OMIT), (5, "resource", STRING, OMIT), (6, "subresource", STRING, OMIT),
+        (7, "name", STRING, OMIT)),
+    "NonResourceAttributes": _message((1, "path", STRING, OMIT), (2, "verb", STRING, OMIT)),
+    "SubjectAccessReviewStatus": _message(
+        (1, "allowed", BOOL, KEEP), (4, "denied", BOOL, OMIT), (2, "reason", STRING, OMIT),
+        (3, "evaluationError", STRING, OMIT)),
     # k8s.io/api/coordination/v1
     "Lease": _message((1, "metadata", _META, KEEP), (2, "spec", "LeaseSpec", KEEP)),
     "LeaseSpec": _message(
@@ -140,4 +177,7 @@ KINDS = frozenset({
     ("v1", "Namespace"), ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "ServiceAccount"), ("v1", "Service"),
     ("scheduling.k8s.io/v1", "PriorityClass"), ("policy/v1", "PodDisruptionBudget"), ("policy/v1", "Eviction"),
     ("coordination.k8s.io/v1", "Lease"), ("meta.k8s.io/v1", "DeleteOptions"), ("v1", "DeleteOptions"),
+    ("authentication.k8s.io/v1", "TokenRequest"), ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"), ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
 })

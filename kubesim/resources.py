@@ -14,6 +14,7 @@ class Kind:
     namespaced: bool
     subresources: tuple[str, ...] = ()
     short_names: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ()  # empty: every verb (create, delete, get, list, patch, update, watch)
 
     @property
     def group_version(self) -> str:
@@ -33,11 +34,16 @@ KINDS = (
     Kind("", "v1", "secrets", "Secret", True),
     Kind("", "v1", "events", "Event", True, (), ("ev",)),
     Kind("", "v1", "services", "Service", True, ("status",), ("svc",)),
-    Kind("", "v1", "serviceaccounts", "ServiceAccount", True, (), ("sa",)),
+    Kind("", "v1", "serviceaccounts", "ServiceAccount", True, ("token",), ("sa",)),
     Kind("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, (), ("pc",)),
     Kind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("status",), ("pvc",)),
     Kind("", "v1", "persistentvolumes", "PersistentVolume", False, ("status",), ("pv",)),
     Kind("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, (), ("sc",)),
+    Kind("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+    Kind("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    Kind("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+    Kind("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
+    Kind("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, verbs=("create",)),
     Kind("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
          "MutatingWebhookConfiguration", False),
     Kind("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",

@@ -19,8 +19,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
-from kubesim import discovery, errors, negotiation, openapi, protobuf, tables
+from kubesim import auth, discovery, errors, negotiation, openapi, protobuf, rbac, tables
 from kubesim.api import JOB_ORPHANS_WARNING, delete_options
+from kubesim.rbac import Attributes
 from kubesim.resources import BY_PATH, JOB, NAMESPACE
 from kubesim.store import Watcher
 
@@ -90,6 +91,7 @@ class Handler(BaseHTTPRequestHandler):
             return False
         self.command, self.path, self.request_version = words
         headers = Headers()
+        self.impersonation: dict[str, list[str]] = {}  # Impersonate-* headers: each may repeat
         while True:
             line = self.rfile.readline(MAX_HEADER_LINE + 1)
             if len(line) > MAX_HEADER_LINE or len(headers) > MAX_HEADERS:
@@ -101,7 +103,10 @@ class Handler(BaseHTTPRequestHandler):
             if not colon:
                 self.send_error(400, f"Bad header line {line[:80]!r}")
                 return False
-            headers[name.strip().lower()] = value.strip()
+            name, value = name.strip().lower(), value.strip()
+            headers[name] = value
+            if name.startswith("impersonate-"):
+                self.impersonation.setdefault(name, []).append(value)
         self.headers = headers
         connection = headers.get("Connection", "").lower()
         self.close_connection = connection == "close" or (self.request_version == "HTTP/1.0"
@@ -189,8 +194,11 @@ class Handler(BaseHTTPRequestHandler):
                 code, body = self._admin(split.path, verb)
                 self._send(code, body)
                 return
+            user = auth.authenticate(self.headers.get("Authorization"), sim.tokens)
+            if self.impersonation:
+                user = auth.impersonate(user, self.impersonation, sim.allows, self.path)
             static = discovery.answer(split.path) or openapi.answer(split.path)
-            if static is not None:
+            if static is not None:  # non-resource paths, which every user may read
                 record[1:3] = ["discovery", split.path]
                 negotiation.answer(self.headers.get("Accept"), table_allowed=False)
                 self._send(200, static)
@@ -202,6 +210,12 @@ class Handler(BaseHTTPRequestHandler):
                 verb = "watch"
             elif verb == "get" and not target.name:
                 verb = "list"
+            if user is not auth.ADMIN:  # the admin may do anything: no question to ask
+                asked = Attributes("deletecollection" if verb == "delete" and not target.name else verb,
+                                   target.kind.group, target.kind.plural, target.subresource,
+                                   target.name if target.kind is NAMESPACE else target.namespace, target.name)
+                if not sim.allows(user, asked):
+                    raise asked.forbidden(user)
             shape = negotiation.answer(self.headers.get("Accept"), table_allowed=verb in ("get", "list", "watch"))
             maker = (tables.TableMaker(target.kind.plural, shape.table_version, tables.include_object(query))
                      if shape.table_version else None)
@@ -216,7 +230,7 @@ class Handler(BaseHTTPRequestHandler):
             if failure is not None:
                 error, apply_after = failure
                 if apply_after is not None and verb in ("create", "update", "patch", "delete"):
-                    self._apply_later(verb, target, query, apply_after)
+                    self._apply_later(verb, target, query, apply_after, user)
                 raise error
             if verb == "watch":
                 record[5] = 200
@@ -224,7 +238,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._record = None
                 self._watch(target, query, maker)
                 return
-            code, body = self._dispatch(verb, target, query)
+            code, body = self._dispatch(verb, target, query, user)
             if maker is not None:
                 body = maker.of_list(body) if verb == "list" else maker.of_object(body)
             self._send(code, body, self._warnings)
@@ -258,7 +272,7 @@ class Handler(BaseHTTPRequestHandler):
         holder = ((body or {}).get("spec") or {}).get("holderIdentity") if isinstance(body, dict) else None
         return bool(holder) and current is not None and (current.get("spec") or {}).get("holderIdentity") == holder
 
-    def _apply_later(self, verb: str, target: Route, query: dict, seconds: float) -> None:
+    def _apply_later(self, verb: str, target: Route, query: dict, seconds: float, user: auth.User) -> None:
         """Carry out a write whose answer is an injected error, ``seconds`` after it (its body read now)."""
         body = self._body() if verb in ("create", "update", "patch") else None
         patch_type = negotiation.body_type("PATCH", self.headers.get("Content-Type")) if verb == "patch" else None
@@ -266,15 +280,19 @@ class Handler(BaseHTTPRequestHandler):
 
         def apply() -> None:
             try:
-                _carry_out(api, verb, target, body, patch_type)
+                _carry_out(api, verb, target, body, patch_type, user)
             except errors.ApiError as error:
                 log.info("late %s of %s refused: %s", verb, target.kind.plural, error.status().get("message"))
         timer = threading.Timer(seconds, apply)
         timer.daemon = True
         timer.start()
 
-    def _dispatch(self, verb: str, target: Route, query: dict):
+    def _dispatch(self, verb: str, target: Route, query: dict, user: auth.User):
         api = self.server.sim.api
+        if target.kind is rbac.SELF_REVIEW:  # asked and answered, never stored
+            if verb != "create":
+                raise errors.method_not_allowed(f"{verb} is not supported on selfsubjectaccessreviews")
+            return 201, rbac.self_review(self._body(), user, self.server.sim.allows)
         if query.get("dryRun"):
             # A server-side dry run would have to write nothing; refused rather than written for real.
             raise errors.bad_request("dryRun is not supported by kubesim; use kubectl --dry-run=client")
@@ -293,7 +311,7 @@ class Handler(BaseHTTPRequestHandler):
         patch_type = negotiation.body_type("PATCH", self.headers.get("Content-Type")) if verb == "patch" else None
         if verb not in ("create", "update", "patch", "delete"):
             raise errors.method_not_allowed(f"unsupported method {self.command}")
-        return _carry_out(api, verb, target, body, patch_type)
+        return _carry_out(api, verb, target, body, patch_type, user)
 
     def _admin(self, path: str, verb: str):
         sim = self.server.sim
@@ -419,17 +437,22 @@ class Server(ThreadingHTTPServer):
                 pass
 
 
-def _carry_out(api, verb: str, target: Route, body, patch_type):
-    """A write's effect on the store: ``(code, object)``."""
+def _carry_out(api, verb: str, target: Route, body, patch_type, user: auth.User):
+    """A write's effect on the store (by ``user``, whom admission webhooks are told of): ``(code, object)``."""
     kind, ns, name, sub = target.kind, target.namespace, target.name, target.subresource
     if verb == "create":
         if name and not sub:
             raise errors.method_not_allowed("POST to a named resource is not allowed")
-        return api.create(kind, ns, body, sub, name)
+        return api.create(kind, ns, body, sub, name, _user_info(user))
     if not name:
         raise errors.method_not_allowed(f"{verb} needs a resource name")
     if verb == "update":
-        return api.update(kind, ns, name, body, sub)
+        return api.update(kind, ns, name, body, sub, _user_info(user))
     if verb == "patch":
         return api.patch(kind, ns, name, body, patch_type, sub)
     return api.delete(kind, ns, name)
+
+
+def _user_info(user: auth.User) -> dict | None:
+    """The ``userInfo`` webhooks are told of (None: the admin's, which admission has ready)."""
+    return None if user is auth.ADMIN else user.user_info()

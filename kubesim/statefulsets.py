@@ -108,8 +108,9 @@ class StatefulSetController(OwnerController):
                 pod_spec["volumes"] = [*volumes, {"name": claim_template["metadata"]["name"],
                                                   "persistentVolumeClaim": {"claimName": claim_name}}]
             self._api.create(POD, meta["namespace"], pod, user=USER)
-        except errors.ApiError as error:
-            self._retry_later(stateful_set, error)
+        except errors.ApiError as error:  # kube-controller-manager's words for it
+            self._retry_later(stateful_set, error, f"create Pod {name} in StatefulSet {meta['name']} failed error: "
+                                                   f"{error.message}")
             return False
         return True
 

@@ -262,7 +262,30 @@ def _spec(field: str, default: object = NONE) -> Callable[[dict], object]:
     return lambda obj: (obj.get("spec") or {}).get(field, default) or default
 
 
+def _role_ref(binding: dict) -> str:
+    ref = binding.get("roleRef") if isinstance(binding.get("roleRef"), dict) else {}
+    return f"{ref.get('kind', '')}/{ref.get('name', '')}"
+
+
+def _subjects(kind: str) -> Callable[[dict], str]:
+    def cell(binding: dict) -> str:
+        subjects = [s for s in binding.get("subjects") or () if isinstance(s, dict) and s.get("kind") == kind]
+        return ", ".join(f"{s.get('namespace', '')}:{s.get('name', '')}" if kind == "ServiceAccount"
+                         else str(s.get("name", "")) for s in subjects)
+    return cell
+
+
+_ROLE = (NAME, Column("Created At", "CreationTimestamp is a timestamp representing the server time when this "
+                                    "object was created.", lambda r: _meta(r).get("creationTimestamp", ""),
+                      type="date"))
+_BINDING = (NAME, Column("Role", "RoleRef can reference a Role in the current namespace or a ClusterRole in the "
+                                 "global namespace.", _role_ref),
+            AGE, Column("Users", "Users in the roleBinding", _subjects("User"), 1),
+            Column("Groups", "Groups in the roleBinding", _subjects("Group"), 1),
+            Column("ServiceAccounts", "ServiceAccounts in the roleBinding", _subjects("ServiceAccount"), 1))
+
 COLUMNS: dict[str, tuple[Column, ...]] = {
+    "roles": _ROLE, "clusterroles": _ROLE, "rolebindings": _BINDING, "clusterrolebindings": _BINDING,
     "pods": (
         NAME,
         Column("Ready", "The aggregate readiness state of this pod for accepting traffic.",

@@ -17,6 +17,7 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
 
 import falcon
 import orjson
@@ -28,7 +29,7 @@ from actors.core.scheduler import Scheduler
 from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
 from rest import actor_metrics, configdao, cors, daos, leadership, liveness, metrics
 from rest import history as history_rest
-from rest.fragments import Fragments
+from rest.fragments import Fragments, array
 
 log = logging.getLogger(__name__)
 OPENAPI = pathlib.Path(__file__).with_name("openapi.json")
@@ -61,6 +62,12 @@ class SchedulerView:
         history = self.scheduler.history.records()
         return (self.shim_state() if self.shim_state else None, history[-1] if history else None,
                 self.scheduler.last_health, *liveness.failures(self.actor_failures))
+
+
+def _json(resp: falcon.Response, body: bytes) -> None:
+    """An answer serialized already (rest.fragments)."""
+    resp.content_type = falcon.MEDIA_JSON
+    resp.data = body
 
 
 def _fail(status, message: str, description: str = ""):
@@ -215,12 +222,15 @@ class Cluster:
     def on_get_dump(self, req, resp):
         snapshot = _snapshot(req)
         shim = self.view.shim_state() if self.view.shim_state else None
+        fragments = self.view.fragments
+        nodes = [fragments.parts(("nodes", p.name), p.nodes, fragments.nodes) for p in snapshot.partitions]
+        apps = [fragments.parts(("dump applications", p.name), p.applications + p.terminated_applications,
+                                fragments.applications) for p in snapshot.partitions]
         resp.media = {
             "timestamp": snapshot.taken_at,
             "partitions": [daos.partition(p) for p in snapshot.partitions],
-            "applications": [self.view.fragments.application(a) for p in snapshot.partitions
-                             for a in p.applications + p.terminated_applications],
-            "nodes": [self.view.fragments.node(n) for p in snapshot.partitions for n in p.nodes],
+            "applications": list(map(orjson.Fragment, chain.from_iterable(apps))),
+            "nodes": list(map(orjson.Fragment, chain.from_iterable(nodes))),
             "queues": [daos.queue(p.root_queue) for p in snapshot.partitions],
             "placementRules": [{"partition": p.name, "rules": list(p.placement_rules)} for p in snapshot.partitions],
             "clusterInfo": {"rmId": snapshot.rm_id},
@@ -284,7 +294,7 @@ class Partitions:
         else:
             _fail(falcon.HTTP_400, "Invalid application state",
                   f"state {state!r} is not one of active, rejected, completed")
-        resp.media = [self.view.fragments.application(a) for a in apps]
+        _json(resp, array(self.view.fragments.applications(apps)))
 
     def on_get_queue_apps(self, req, resp, partition, queue, state=None):
         snapshot = _partition(req, partition)
@@ -292,25 +302,26 @@ class Partitions:
         if state not in (None, "active"):
             _fail(falcon.HTTP_400, "Invalid application state", f"only active is allowed here, got {state!r}")
         status = _status_filter(req)
-        resp.media = [self.view.fragments.application(a) for a in snapshot.applications
-                      if a.queue_name == queue and (status is None or a.state.lower() == status)]
+        _json(resp, array(self.view.fragments.applications(
+            [a for a in snapshot.applications if a.queue_name == queue and (status is None or a.state.lower() == status)])))
 
     def on_get_app(self, req, resp, partition, app):
-        resp.media = self.view.fragments.application(_application(_partition(req, partition), app,
-                                                                  history=self.view.history))
+        _json(resp, self.view.fragments.application(_application(_partition(req, partition), app,
+                                                                 history=self.view.history)))
 
     def on_get_queue_app(self, req, resp, partition, queue, app):
         snapshot = _partition(req, partition)
         _queue(snapshot, queue)
-        resp.media = self.view.fragments.application(_application(snapshot, app, queue, self.view.history))
+        _json(resp, self.view.fragments.application(_application(snapshot, app, queue, self.view.history)))
 
     def on_get_nodes(self, req, resp, partition):
-        resp.media = [self.view.fragments.node(n) for n in _partition(req, partition).nodes]
+        fragments = self.view.fragments
+        _json(resp, array(fragments.parts(("nodes", partition), _partition(req, partition).nodes, fragments.nodes)))
 
     def on_get_node(self, req, resp, partition, node):
         for candidate in _partition(req, partition).nodes:
             if candidate.node_id == node:
-                resp.media = self.view.fragments.node(candidate)
+                _json(resp, self.view.fragments.node(candidate))
                 return
         _fail(falcon.HTTP_404, "Node not found", f"node {node} not found")
 

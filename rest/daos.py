@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
+import orjson
+
 from actors.core.history import HistorySample
 from actors.core.snapshot import (
     AllocationSnapshot,
@@ -42,16 +44,21 @@ def resource(value) -> dict | None:
     return None if value is None else value.as_dict()
 
 
+_NO_TAGS = orjson.Fragment(b"{}")
+_PRIORITIES = {0: "0"}
+
+
 def allocation(a: AllocationSnapshot) -> dict:
-    # Rendered twice per allocation by the dump (under its node and its application): kept to plain
-    # lookups, its tags and resource copied as the dicts they are.
-    delay = a.allocation_time - a.request_time
-    return {"allocationKey": a.allocation_key, "allocationTags": a.allocation_tags.copy(),
-            "requestTime": a.request_time, "allocationTime": a.allocation_time,
-            "allocationDelay": delay if delay > 0 else 0, "resource": a.resource.as_dict(),
-            "priority": str(a.priority), "nodeId": a.node_id, "applicationId": a.application_id,
-            "placeholder": a.placeholder, "placeholderUsed": a.placeholder_used, "taskGroupName": a.task_group_name,
-            "preempted": a.preempted, "originator": a.originator}
+    # Twice per allocation in a dump of 100,000 (under its node and its application): the tuple unpacked
+    # at once rather than read field by field, no tags and priority 0 (the usual) shared, not built.
+    (key, tags, request_time, allocation_time, resource, priority, node_id, application_id, placeholder,
+     task_group_name, _, _, originator, placeholder_used, preempted) = a
+    delay = allocation_time - request_time
+    return {"allocationKey": key, "allocationTags": tags.copy() if tags else _NO_TAGS, "requestTime": request_time,
+            "allocationTime": allocation_time, "allocationDelay": delay if delay > 0 else 0,
+            "resource": resource.as_dict(), "priority": _PRIORITIES.get(priority) or str(priority), "nodeId": node_id,
+            "applicationId": application_id, "placeholder": placeholder, "placeholderUsed": placeholder_used,
+            "taskGroupName": task_group_name, "preempted": preempted, "originator": originator}
 
 
 def foreign_allocation(a: AllocationSnapshot) -> dict:

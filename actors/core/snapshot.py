@@ -249,6 +249,11 @@ def abs_used_capacity(capacity: Resource | None, used: Resource) -> dict[str, in
 
 def utilized(capacity: Resource, allocated: Resource) -> dict[str, int]:
     """Upstream's ``Node.GetUtilizedResource``: the share of the node's capacity its scheduler's own
-    allocations use (foreign pods are not counted), per allocated type the node has."""
-    shares = abs_used_capacity(capacity, allocated)
-    return {name: shares[name] for name in allocated if capacity.get(name, 0) > 0}
+    allocations use (foreign pods are not counted), per allocated type the node has: as
+    :func:`abs_used_capacity`, in one loop (a snapshot takes it for every node that changed)."""
+    result = {}
+    for name, value in allocated.items():
+        limit = capacity.get(name, 0)
+        if limit > 0:
+            result[name] = int(min(value / limit * 100, MAX_PERCENT)) if value > 0 else 0
+    return result

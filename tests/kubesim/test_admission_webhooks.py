@@ -75,10 +75,10 @@ def core(sim_api):
 
 
 @pytest.fixture
-def hook(core):
+def hook(sim_core):
     """The webhook, behind the Service ``default/hook`` (its cluster IP on loopback, its port 443 mapped)."""
     made = Hook()
-    core.create_namespaced_service("default", {"metadata": {"name": "hook"}, "spec": {
+    sim_core.create_namespaced_service("default", {"metadata": {"name": "hook"}, "spec": {
         "clusterIP": "127.0.0.1", "ports": [{"port": 443, "targetPort": made.port}]}})
     yield made
     made.stop()
@@ -225,6 +225,27 @@ def test_a_controllers_write_names_its_service_account(sim, hook, admission, cor
         ("ReplicaSet", "system:serviceaccount:kube-system:deployment-controller")]
 
 
+def test_a_refused_pod_of_a_replica_set_is_a_failed_create_event(sim, hook, admission, core, sim_api):
+    """As kube-controller-manager's replicaset controller: the webhook's refusal is a Warning event on the
+    ReplicaSet, counted up as the controller tries again, and the pod is made once the webhook allows it."""
+    hook.answer = lambda request: {"allowed": False, "status": {"message": "not now", "code": 403}}
+    register(admission, hook, resources=("pods",), operations=("CREATE",))
+    client.AppsV1Api(sim_api).create_namespaced_replica_set("default", {
+        "metadata": {"name": "rs"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "rs"}}, "template": {
+            "metadata": {"labels": {"app": "rs"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+
+    def failures() -> list:
+        return [e for e in core.list_namespaced_event("default").items if e.reason == "FailedCreate"]
+    wait_for(lambda: failures() and failures()[0].count >= 2, timeout=10, message="a FailedCreate event counted twice")
+    (event,) = failures()
+    assert (event.type, event.involved_object.kind, event.involved_object.name) == ("Warning", "ReplicaSet", "rs")
+    assert event.message == 'Error creating: admission webhook "check.example.com" denied the request: not now'
+    assert event.source.component == "replicaset-controller"
+    assert not core.list_namespaced_pod("default").items
+    hook.answer = lambda request: {"allowed": True}
+    wait_for(lambda: core.list_namespaced_pod("default").items, timeout=10, message="the pod, once allowed")
+
+
 def test_the_workload_controllers_write_as_their_service_accounts(sim, hook, admission, core, sim_api):
     """StatefulSets, DaemonSets and CronJobs are sent as a client's writes; the pods of the first two and the
     Jobs of the third come from their controllers' service accounts, the Jobs' pods from the Job controller's."""
@@ -256,3 +277,37 @@ def test_the_workload_controllers_write_as_their_service_accounts(sim, hook, adm
     assert by_kind() == {"StatefulSet": {"kubernetes-admin"}, "DaemonSet": {"kubernetes-admin"},
                          "CronJob": {"kubernetes-admin"}, "Job": {"cronjob-controller"},
                          "Pod": {"statefulset-controller", "daemon-set-controller", "job-controller"}}
+
+
+@pytest.mark.parametrize(("kind", "create", "resources", "message"), [
+    pytest.param("StatefulSet", lambda api, template: client.AppsV1Api(api).create_namespaced_stateful_set(
+        "default", {"metadata": {"name": "w"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "w"}},
+                                                        "template": template}}),
+                 ("pods",), "create Pod w-0 in StatefulSet w failed error: ", id="StatefulSet"),
+    pytest.param("DaemonSet", lambda api, template: client.AppsV1Api(api).create_namespaced_daemon_set(
+        "default", {"metadata": {"name": "w"}, "spec": {"selector": {"matchLabels": {"app": "w"}},
+                                                        "template": template}}),
+                 ("pods",), "Error creating: ", id="DaemonSet"),
+    pytest.param("CronJob", lambda api, template: client.BatchV1Api(api).create_namespaced_cron_job(
+        "default", {"metadata": {"name": "w"}, "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {
+            "template": {**template, "spec": {**template["spec"], "restartPolicy": "Never"}}}}}}),
+                 ("jobs",), "Error creating job: ", id="CronJob"),
+])
+def test_a_refused_write_of_a_workload_controller_is_its_failed_create_event(sim, hook, admission, core, sim_api,
+                                                                            kind, create, resources, message):
+    """Each controller's FailedCreate event in kube-controller-manager's words, on the workload."""
+    hook.answer = lambda request: {"allowed": False, "status": {"message": "not now", "code": 403}}
+    group = {"pods": "", "jobs": "batch"}[resources[0]]
+    admission.create_validating_webhook_configuration({"metadata": {"name": "deny.example.com"}, "webhooks": [{
+        "name": "deny.example.com", "clientConfig": {
+            "service": {"name": "hook", "namespace": "default", "path": "/deny", "port": 443}, "caBundle": hook.bundle},
+        "rules": [{"operations": ["CREATE"], "apiGroups": [group], "apiVersions": ["v1"], "resources": list(resources)}],
+        "sideEffects": "None", "admissionReviewVersions": ["v1"]}]})
+    if kind == "CronJob":
+        sim.cronjobs.time_factor = 1 / 60  # a schedule's minute in a second
+    create(sim_api, {"metadata": {"labels": {"app": "w"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    event = wait_for(lambda: next((e for e in core.list_namespaced_event("default").items
+                                   if e.reason == "FailedCreate"), None), timeout=10, message="a FailedCreate event")
+    assert (event.type, event.involved_object.kind, event.involved_object.name) == ("Warning", kind, "w")
+    assert event.message == f'{message}admission webhook "deny.example.com" denied the request: not now'
+    assert event.source.component == f"{kind.lower()}-controller"

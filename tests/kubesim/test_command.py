@@ -30,7 +30,8 @@ def test_command_serves_seeded_nodes_and_exits_cleanly_on_sigterm(tmp_path):
 def test_command_switches_the_components_it_plays(tmp_path):
     kubeconfig = tmp_path / "kubeconfig"
     process = subprocess.Popen([sys.executable, "-m", "kubesim", "--kubeconfig-out", str(kubeconfig), "--nodes", "1",
-                                "--kubelet-delay", "0", "--time-factor", "0.01", "--no-priority-admission"],
+                                "--kubelet-delay", "0", "--time-factor", "0.01", "--no-priority-admission",
+                                "--no-rbac"],
                                stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout.readline().startswith("kubesim serving at")
@@ -44,6 +45,14 @@ def test_command_switches_the_components_it_plays(tmp_path):
                                                _preload_content=False)
             wait_for(lambda: core.read_namespaced_pod("p", "default").status.phase == "Succeeded", timeout=10,
                      message="p ends after 20 s * 0.01")
+            core.create_namespaced_service_account("default", {"metadata": {"name": "robot"}})
+            token = core.create_namespaced_service_account_token("robot", "default", {"spec": {}}).status.token
+            configuration = client.Configuration(host=api_client.configuration.host,
+                                                 api_key={"authorization": token},
+                                                 api_key_prefix={"authorization": "Bearer"})
+            with client.ApiClient(configuration) as as_robot:  # no RBAC: an account without roles may list
+                assert [p.metadata.name for p in client.CoreV1Api(as_robot).list_namespaced_pod("default").items] \
+                    == ["p"]
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
     finally:

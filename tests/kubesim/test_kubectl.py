@@ -247,12 +247,25 @@ def test_drain_evicts_the_nodes_pods_through_the_eviction_api(kubectl, kubesim, 
 
 
 def test_a_typed_create_of_a_kind_kubesim_does_not_read_gets_a_clear_415(kubectl):
-    """``kubectl create token`` posts a protobuf TokenRequest, a kind kubesim has no table for: the answer
+    """``kubectl create deployment`` posts a protobuf Deployment, a kind kubesim has no table for: the answer
     comes at once and says which kinds kubesim reads from protobuf."""
-    refused = kubectl("create", "token", "default", check=False)
+    refused = kubectl("create", "deployment", "web", "--image=nginx", check=False)
     assert refused.returncode != 0
-    assert "kubesim reads protobuf bodies of" in refused.stderr and "not authentication.k8s.io/v1 TokenRequest" \
-        in refused.stderr
+    assert "kubesim reads protobuf bodies of" in refused.stderr and "not apps/v1 Deployment" in refused.stderr
+
+
+def test_kubectl_create_token_gives_a_token_that_authenticates_its_account(kubectl, kubesim):
+    """``kubectl create token`` posts a protobuf TokenRequest; the token it prints is the account's (checked
+    with the official client: kubectl sends no token to a plain-HTTP server)."""
+    kubectl("create", "serviceaccount", "robot")
+    token = kubectl("create", "token", "robot", "--duration=20m").stdout.strip()
+    configuration = client.Configuration(host=kubesim.url, api_key={"authorization": token},
+                                         api_key_prefix={"authorization": "Bearer"})
+    with client.ApiClient(configuration) as api, pytest.raises(client.ApiException) as refused:
+        client.CoreV1Api(api).list_namespaced_pod("default")
+    assert 'User "system:serviceaccount:default:robot" cannot list resource "pods"' in json.loads(refused.value.body)["message"]
+    refused = kubectl("create", "token", "robot", "--duration=5m", check=False)
+    assert "may not specify a duration less than 10 minutes" in refused.stderr
 
 
 JOB = """\
@@ -340,6 +353,78 @@ def test_kubectl_waits_for_the_rollout_and_gets_the_counts(sim, sim_api, kubectl
     lines = kubectl_on_sim("get", "replicasets").stdout.split("\n")
     assert lines[0].split() == ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
     assert lines[1].split()[1:4] == ["2", "2", "2"]
+
+
+RBAC_OBJECTS = """\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: pod-reader
+  namespace: default
+rules:
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: alice-reads-pods
+  namespace: default
+subjects:
+- kind: User
+  name: alice
+  apiGroup: rbac.authorization.k8s.io
+roleRef:
+  kind: Role
+  name: pod-reader
+  apiGroup: rbac.authorization.k8s.io
+"""
+
+
+def test_kubectl_as_another_user_is_authorised_by_rbac(kubectl):
+    """``kubectl --as`` sends Impersonate-User; kubesim's RBAC answers as kube-apiserver, in its words."""
+    refused = kubectl("--as", "alice", "get", "pods", check=False)
+    assert refused.returncode != 0
+    assert ('Error from server (Forbidden): pods is forbidden: User "alice" cannot list resource "pods" in API '
+            'group "" in the namespace "default"') in refused.stderr
+    assert "role.rbac.authorization.k8s.io/pod-reader created" in kubectl("apply", "-f", "-", stdin=RBAC_OBJECTS).stdout
+    assert "No resources found in default namespace." in kubectl("--as", "alice", "get", "pods").stderr
+    refused = kubectl("--as", "alice", "--as-group", "devs", "get", "nodes", check=False)
+    assert 'User "alice" cannot list resource "nodes" in API group "" at the cluster scope' in refused.stderr
+    (header, row) = lines(kubectl("get", "rolebindings", "-o", "wide").stdout)
+    assert header == ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+    assert (row[:2], row[3:]) == (["alice-reads-pods", "Role/pod-reader"], ["alice"])
+    (header, row) = lines(kubectl("get", "roles").stdout)
+    assert header == ["NAME", "CREATED AT"] and row[0] == "pod-reader" and row[1].endswith("Z")
+
+
+def test_kubectl_creates_roles_and_bindings(kubectl):
+    """``kubectl create role|clusterrole|rolebinding|clusterrolebinding`` post protobuf bodies, read as JSON."""
+    kubectl("create", "clusterrole", "node-reader", "--verb=get,list", "--resource=nodes")
+    kubectl("create", "clusterrolebinding", "ops-read-nodes", "--clusterrole=node-reader", "--group=ops",
+            "--serviceaccount=default:robot")
+    kubectl("create", "role", "pod-reader", "--verb=list", "--resource=pods", "--resource-name=web")
+    kubectl("create", "rolebinding", "alice-reads-pods", "--role=pod-reader", "--user=alice")
+    assert "No resources found" in kubectl("--as", "bob", "--as-group", "ops", "get", "nodes").stderr
+    binding = json.loads(kubectl("get", "clusterrolebinding", "ops-read-nodes", "-o", "json").stdout)
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "node-reader"}
+    assert binding["subjects"] == [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "ops"},
+                                   {"kind": "ServiceAccount", "name": "robot", "namespace": "default"}]
+    role = json.loads(kubectl("get", "role", "pod-reader", "-o", "json").stdout)
+    assert role["rules"] == [{"verbs": ["list"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["web"]}]
+
+
+def test_kubectl_auth_can_i_asks_rbac(kubectl):
+    """``kubectl auth can-i`` posts a SelfSubjectAccessReview, which any user may ask, answered by RBAC."""
+    kubectl("create", "role", "pod-reader", "--verb=get,list", "--resource=pods")
+    kubectl("create", "rolebinding", "alice-reads-pods", "--role=pod-reader", "--user=alice")
+    assert kubectl("auth", "can-i", "list", "pods", "--as", "alice").stdout.strip() == "yes"
+    refused = kubectl("auth", "can-i", "delete", "pods", "--as", "alice", check=False)
+    assert (refused.returncode, refused.stdout.strip()) == (1, "no")
+    refused = kubectl("auth", "can-i", "list", "pods", "--as", "alice", "-n", "kube-system", check=False)
+    assert refused.stdout.strip() == "no"
+    assert kubectl("auth", "can-i", "delete", "nodes").stdout.strip() == "yes"  # the admin
 
 
 WORKLOADS = """\

@@ -20,7 +20,8 @@ def test_the_v3_index_names_one_document_per_group_version(kubesim):
     index = fetch(kubesim, "/openapi/v3")["paths"]
     assert set(index) == {"api/v1", "apis/scheduling.k8s.io/v1", "apis/admissionregistration.k8s.io/v1",
                           "apis/coordination.k8s.io/v1", "apis/policy/v1", "apis/storage.k8s.io/v1", "apis/batch/v1",
-                          "apis/apps/v1"}
+                          "apis/apps/v1", "apis/rbac.authorization.k8s.io/v1",
+                          "apis/authorization.k8s.io/v1"}
     for group_version, entry in index.items():
         assert entry["serverRelativeURL"].startswith(f"/openapi/v3/{group_version}?hash=")
 

@@ -357,3 +357,63 @@ def test_a_failed_application_is_among_the_completed_ones(rest):
     assert status == 200 and [(a["applicationID"], a["applicationState"]) for a in completed] == [
         ("hard-gang", "Failed")]
     assert client.get("/ws/v1/partition/default/applications/active")[1] == []
+
+
+def _rendered_whole(core):
+    """The nodes, applications and partition summary of the core's current snapshot, each rendered on its
+    own from the snapshot (no piece kept from an earlier answer), as JSON bytes."""
+    import orjson
+
+    from actors.core.snapshot import APPLICATIONS, NODES
+    from rest import daos
+
+    partition = core.scheduler.snapshot(frozenset({NODES, APPLICATIONS})).partition("default")
+    return (orjson.dumps([daos.node(n) for n in partition.nodes]),
+            orjson.dumps([daos.application(a) for a in partition.applications + partition.terminated_applications]),
+            daos.partition(partition))
+
+
+def test_answers_put_together_from_kept_pieces_equal_a_whole_rendering(rest):
+    """The nodes and applications an answer reuses from earlier answers, and the used capacity the core
+    keeps up to date from the nodes that changed, are what rendering everything anew gives, byte for
+    byte, after every kind of change."""
+    import orjson
+
+    core, client = rest
+    core.nodes(3)
+    core.app("app-1", queue="root.team", user="alice")
+    core.app("app-2", queue="root.other", user="bob")
+
+    def changes():
+        core.asks("app-1", 3)
+        yield
+        core.asks("app-2", 2, prefix="b-")
+        yield
+        core.release("app-1", "app-1-0")
+        yield
+        core.nodes(1, prefix="later-")  # a node added: the list is no longer the same objects
+        yield
+        core.asks("app-2", 4, vcore=500, prefix="c-", tags={"kubernetes.io/label/x": 'a "quoted" ,\x00 tag'})
+        yield
+        core.nodes(1, prefix="later-", action=si_pb2.NodeInfo.DECOMISSION)
+        yield
+        core.scheduler.update_application(si_pb2.ApplicationRequest(rmID="rm", remove=[
+            si_pb2.RemoveApplicationRequest(applicationID="app-2", partitionName="default")]))
+        yield  # the application ended: it moved to the terminated ones
+
+    for _ in changes():
+        core.settle()
+        for _ in range(2):  # the second read is served from what the first one kept
+            _, _, nodes = client.request("GET", "/ws/v1/partition/default/nodes")
+            _, _, dump = client.request("GET", "/ws/v1/fullstatedump")
+            whole_nodes, whole_apps, whole_partition = _rendered_whole(core)
+            assert nodes == whole_nodes
+            dump = orjson.loads(dump)
+            assert dump["nodes"] == orjson.loads(whole_nodes)
+            assert dump["applications"] == orjson.loads(whole_apps)
+            assert dump["partitions"] == [whole_partition]
+            used = {}
+            for node in dump["nodes"]:
+                for name, value in (*node["allocated"].items(), *node["occupied"].items()):
+                    used[name] = used.get(name, 0) + value
+            assert dump["partitions"][0]["capacity"]["usedCapacity"] == used

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 
 import pytest
@@ -118,8 +119,8 @@ def suite(yk, request):
     yk.configmaps.restore(old)
 
 
-@pytest.fixture(scope="module")
-def admission_controller(yk, tmp_path_factory):
+@contextlib.contextmanager
+def running_admission_controller(yk, folder: pathlib.Path):
     """The chart's admission controller beside the scheduler, as upstream's cluster runs it: the
     ``yunikorn-admission-controller`` command, its Service (kubesim routes the cluster IP on loopback), and
     the scheduler's REST address in ``yunikorn-defaults``. It registers its webhooks itself."""
@@ -127,7 +128,6 @@ def admission_controller(yk, tmp_path_factory):
     namespace = yk.configmaps.namespace
     core.create_namespaced_config_map(namespace, {"metadata": {"name": "yunikorn-defaults"}, "data": {
         "admissionController.webHook.schedulerServiceAddress": yk.rest.base_url.split("://")[1].rstrip("/")}})
-    folder = tmp_path_factory.mktemp("admission")
     controller = Controller(pathlib.Path(yk.cluster.kubeconfig), folder / "controller.log", workers=1)
     try:
         core.create_namespaced_service(namespace, {"metadata": {"name": ADMISSION_SERVICE}, "spec": {
@@ -144,3 +144,17 @@ def admission_controller(yk, tmp_path_factory):
             registration.delete_mutating_webhook_configuration(made.metadata.name)
         core.delete_namespaced_service(ADMISSION_SERVICE, namespace)
         core.delete_namespaced_config_map("yunikorn-defaults", namespace)
+
+
+@pytest.fixture(scope="module")
+def admission_controller(yk, tmp_path_factory):
+    """The admission controller for a whole suite (see ``running_admission_controller``)."""
+    with running_admission_controller(yk, tmp_path_factory.mktemp("admission")) as controller:
+        yield controller
+
+
+@pytest.fixture
+def spec_admission_controller(yk, tmp_path):
+    """The admission controller for one spec of a suite whose other specs run without it."""
+    with running_admission_controller(yk, tmp_path) as controller:
+        yield controller

@@ -3,11 +3,16 @@ admission_controller_suite_test.go: BeforeSuite keeps the configmap and makes th
 removes them; BeforeEach makes a namespace, AfterEach tears it down and wants no failed health check). The
 ``yunikorn-admission-controller`` command runs beside the scheduler and kubesim calls its webhooks.
 
-Not ported: "Check that
-deployment is rejected when controller users are not trusted", "Check that deployment is rejected when external
-user is not trusted" and "Check that replicaset is not modified if submitted by system user" change the
-controller's trust settings and send requests as other users; kubesim authenticates and impersonates no one (every
-client request reaches the webhook as the admin user; only its own controllers act as their service accounts).
+The three specs that change the controller's trust settings ("Check that deployment is rejected when controller
+users are not trusted", "... when external user is not trusted", "Check that replicaset is not modified if
+submitted by system user") send requests as the kubeconfig's admin (``kubernetes-admin``, whom upstream's
+externalUsers pattern names) and rely on the Deployment and ReplicaSet controllers acting as their kube-system
+service accounts, as kubesim's do. Upstream waits for the changed configmap to reach an informer, then a second
+(WaitForAdmissionControllerRefreshConfAfterAction); here the wait is for the controller's own answer to a pod
+carrying user.info to show the new setting. Upstream waits 10 s for a refused Deployment's pod not to appear;
+here the wait is for the ReplicaSet's FailedCreate event, and then no pod may be there. Upstream leaves the
+changed settings for the specs after these last three; here each is restored (and awaited) after its spec,
+whatever order the specs run in.
 
 Ported with one step less: "Verifying a pod is created in the bypass namespace" waits for the pod to run, which
 the default scheduler does and the emulator has none; the pod is still checked as upstream checks it (its
@@ -19,6 +24,7 @@ set for that spec alone), and the wait is 65 such seconds plus the suite's usual
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.request
 
@@ -27,6 +33,7 @@ from kubernetes import client as k8s
 
 from tests.upstream.framework import CONFIG_MAP, rand_seq
 from tests.waiting import wait_for
+from tests.webhook import harness
 
 APP_NAME = "sleep"
 BYPASS_NS = "kube-system"
@@ -262,3 +269,143 @@ def test_check_that_annotation_is_added_to_a_cronjob(admission_suite, ns, fast_c
         run_workload_test(admission_suite, ns, CRON_JOB_POD_TIMEOUT * CRON_TIME_FACTOR + DEFAULT_POD_TIMEOUT)
     finally:
         delete_workload_and_pods(admission_suite, ns, batch.delete_namespaced_cron_job)
+
+
+# The admission controller's access-control settings (upstream's amConf.AMAccessControl*).
+TRUST_CONTROLLERS = "admissionController.accessControl.trustControllers"
+EXTERNAL_USERS = "admissionController.accessControl.externalUsers"
+BYPASS_AUTH = "admissionController.accessControl.bypassAuth"
+ADMIN = ("kubernetes-admin", ("system:masters", "system:authenticated"))
+REPLICASET_CONTROLLER = ("system:serviceaccount:kube-system:replicaset-controller",
+                         ("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"))
+
+
+def test_deployment() -> dict:
+    """testDeployment"""
+    return test_object({"replicas": 1, "selector": {"matchLabels": {"app": APP_NAME}},
+                        "template": pod_template("Always")})
+
+
+test_deployment.__test__ = False  # upstream's testDeployment, not a test
+
+
+class AccessControl:
+    """Changes the controller's trust settings in the configmap (GetConfigMap, UpdateConfigMap) and awaits them."""
+
+    def __init__(self, yk, controller, ns: str) -> None:
+        self.yk, self.ns = yk, ns
+        self.client = harness.HttpsClient(controller.port, harness.registered_bundle(yk.sim))
+
+    def update(self, key: str, value: str) -> None:
+        kube, namespace = self.yk.kube, self.yk.configmaps.namespace
+        config_map = kube.get_config_map(CONFIG_MAP, namespace)
+        config_map.data = {**(config_map.data or {}), key: value}
+        kube.update_config_map(config_map, namespace)
+
+    def user_info_accepted(self, user: tuple[str, tuple[str, ...]]) -> bool | None:
+        """Whether the controller now lets ``user`` (name, groups) submit a pod that carries user.info."""
+        name, groups = user
+        carrying = harness.pod(labels={"app": APP_NAME}, annotations={USER_INFO: '{"user":"test"}'})
+        carrying["metadata"]["namespace"] = self.ns
+        try:
+            answer = self.client.review("/mutate", harness.review(carrying, namespace=self.ns, user=name,
+                                                                  groups=groups))
+        except (OSError, http.client.HTTPException):
+            return None  # the controller closed an idle connection: the next try opens another
+        return answer["allowed"]
+
+    def wait_for_refresh(self, user: tuple[str, tuple[str, ...]], accepted: bool) -> None:
+        """WaitForAdmissionControllerRefreshConfAfterAction: until the controller's answer to ``user`` shows it."""
+        wait_for(lambda: self.user_info_accepted(user) is accepted, timeout=10, interval=0.05,
+                 message=f"the admission controller to {'accept' if accepted else 'refuse'} user.info from {user[0]}")
+
+
+@pytest.fixture
+def access_control(admission_suite, admission_controller, ns):
+    made = AccessControl(admission_suite, admission_controller, ns)
+    kube, namespace = admission_suite.kube, admission_suite.configmaps.namespace
+    before = dict(kube.get_config_map(CONFIG_MAP, namespace).data or {})
+    yield made
+    config_map = kube.get_config_map(CONFIG_MAP, namespace)
+    config_map.data = before
+    kube.update_config_map(config_map, namespace)
+    made.wait_for_refresh(REPLICASET_CONTROLLER, accepted=True)
+    made.wait_for_refresh(ADMIN, accepted=False)
+    made.client.close()
+
+
+def apps(yk) -> k8s.AppsV1Api:
+    return k8s.AppsV1Api(yk.kube.core.api_client)
+
+
+def test_check_that_deployment_is_rejected_when_controller_users_are_not_trusted(admission_suite, ns,
+                                                                                access_control):
+    """It("Check that deployment is rejected when controller users are not trusted")"""
+    kube = admission_suite.kube
+    access_control.update(TRUST_CONTROLLERS, "false")
+    access_control.wait_for_refresh(REPLICASET_CONTROLLER, accepted=False)
+
+    kube.create_deployment(test_deployment(), ns)
+    try:
+        # pod is not expected to appear: the ReplicaSet's pods are refused
+        wait_for(lambda: any(e.reason == "FailedCreate" and e.involved_object.kind == "ReplicaSet"
+                             for e in kube.core.list_namespaced_event(ns).items),
+                 timeout=10, interval=0.05, message="the ReplicaSet's pod refused")
+        assert kube.list_pods(ns, f"app={APP_NAME}").items == []
+        status = apps(admission_suite).read_namespaced_deployment("sleepjob", ns).status
+        assert (status.replicas or 0, status.available_replicas or 0, status.ready_replicas or 0) == (0, 0, 0)
+
+        access_control.update(TRUST_CONTROLLERS, "true")
+        access_control.wait_for_refresh(REPLICASET_CONTROLLER, accepted=True)
+        # pod is expected to appear
+        kube.wait_for_pod_by_selector(ns, f"app={APP_NAME}")
+    finally:
+        delete_workload_and_pods(admission_suite, ns, apps(admission_suite).delete_namespaced_deployment)
+
+
+def test_check_that_deployment_is_rejected_when_external_user_is_not_trusted(admission_suite, ns, access_control):
+    """It("Check that deployment is rejected when external user is not trusted")"""
+    kube = admission_suite.kube
+    access_control.update(EXTERNAL_USERS, "")
+    access_control.wait_for_refresh(ADMIN, accepted=False)
+
+    deployment = test_deployment()
+    deployment["spec"]["template"]["metadata"]["annotations"] = {
+        USER_INFO: '{"user":"test","groups":["devops","system:authenticated"]}'}
+    with pytest.raises(k8s.ApiException):
+        kube.create_deployment(deployment, ns)
+
+    access_control.update(EXTERNAL_USERS, "(^minikube-user$|^kubernetes-admin$)")  # works with Minikube & KIND
+    access_control.wait_for_refresh(ADMIN, accepted=True)
+    kube.create_deployment(deployment, ns)
+    try:
+        # pod is expected to appear
+        kube.wait_for_pod_by_selector(ns, f"app={APP_NAME}")
+    finally:
+        delete_workload_and_pods(admission_suite, ns, apps(admission_suite).delete_namespaced_deployment)
+
+
+def test_check_that_replicaset_is_not_modified_if_submitted_by_system_user(admission_suite, ns, access_control):
+    """It("Check that replicaset is not modified if submitted by system user")"""
+    kube = admission_suite.kube
+    access_control.update(BYPASS_AUTH, "true")
+    access_control.wait_for_refresh(ADMIN, accepted=True)
+
+    kube.create_deployment(test_deployment(), ns)
+    try:
+        kube.wait_for_pod_by_selector(ns, f"app={APP_NAME}")
+
+        access_control.update(BYPASS_AUTH, "false")
+        access_control.wait_for_refresh(ADMIN, accepted=False)
+
+        deployment = apps(admission_suite).read_namespaced_deployment("sleepjob", ns)
+        deployment.spec.template.spec.containers[0].image = "nginx:1.16.1"
+        apps(admission_suite).replace_namespaced_deployment("sleepjob", ns, deployment)
+
+        # the updated template's pod running (upstream waits on the pods it lists at once, the old one among them)
+        wait_for(lambda: any(p.spec.containers[0].image == "nginx:1.16.1" and p.status.phase == "Running"
+                             for p in kube.list_pods(ns, f"app={APP_NAME}").items),
+                 timeout=10, interval=0.05, message="the updated deployment's pod running")
+        assert len(apps(admission_suite).list_namespaced_replica_set(ns).items) == 2
+    finally:
+        delete_workload_and_pods(admission_suite, ns, apps(admission_suite).delete_namespaced_deployment)

@@ -6,18 +6,23 @@ own ``yunikorn.apache.org/user.info``; AfterEach tears the namespace down and re
 Upstream checks that a pod stays Pending by sleeping 5 s first; here the pod's application is awaited in
 the scheduler with its request pending, which is what those seconds give it time to reach.
 
-Not ported: "Verify User info for the non kube admin user". It creates a service account, a ClusterRole and
-its binding and a ``kubernetes.io/service-account-token`` Secret, then creates a pod with a client holding
-that token, and expects the user.info the admission controller writes to name the service account. kubesim
-calls admission webhooks, but it serves no RBAC API, fills no token Secret and authenticates no bearer token:
-every AdmissionReview it sends names the admin user, so the spec's assertions could not hold."""
+"Verify User info for the non kube admin user" creates a service account, a ClusterRole and its binding and a
+``kubernetes.io/service-account-token`` Secret, then creates a pod with a client built from a kubeconfig holding
+that token: kubesim's tokens controller fills the Secret, the token authenticates as the service account, RBAC
+authorises it, and the admission controller (started for this spec alone, as the suite's other specs run
+without one) writes that account into the pod's user.info. Upstream's second configmap update in it replaces
+the ``oldConfigMap`` its AfterEach restores; here the configmap as it was before the spec is restored."""
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.parse
 
 import pytest
+import yaml
+from kubernetes import client as k8s
+from kubernetes import config as kubeconfig
 
 from tests.upstream.framework import (
     DEFAULT_PARTITION,
@@ -265,3 +270,77 @@ def test_verify_limit_and_wildcard_limit(ugl, kind):
     ugl.check_usage(kind, second, SANDBOX1, pods, wildcard_groups=wildcard)
     ugl.deploy_sleep_pod(usergroup2, SANDBOX1, False, "because of the wildcard maxapplications")
     ugl.check_usage(kind, second, SANDBOX1, pods, wildcard_groups=wildcard)
+
+
+def test_verify_user_info_for_the_non_kube_admin_user(ugl, spec_admission_controller, tmp_path):
+    """It("Verify User info for the non kube admin user")"""
+    kube, namespace = ugl.kube, "default"
+    service_account_name, pod_name, secret_name = "test-user-sa", "test-pod", "test-user-sa-token"
+
+    def update_config(config: dict) -> None:
+        config["partitions"][0].pop("placementrules", None)  # remove placement rules so we can control queue
+        add_queue(config, DEFAULT_PARTITION, "root", {"name": "default", "limits": [
+            {"limit": "user entry", "users": [USER1], "maxapplications": 1,
+             "maxresources": {"memory": f"{MEDIUM_MEM}M"}},
+            {"limit": "user2 entry", "users": [USER2], "maxapplications": 2,
+             "maxresources": {"memory": f"{LARGE_MEM}M"}}]})
+        add_queue(config, DEFAULT_PARTITION, "root", {"name": "sandbox2"})
+    # the admission controller reads bypassAuth as it starts, false already: nothing for it to refresh
+    ugl.old = ugl.yk.configmaps.update("", update_config, custom_map={
+        "log.core.scheduler.ugm.level": "debug", "admissionController.accessControl.bypassAuth": "false"})
+
+    rbac = k8s.RbacAuthorizationV1Api(kube.core.api_client)
+    user_client = None
+    try:
+        sa = kube.core.create_namespaced_service_account(namespace, {"metadata": {"name": service_account_name}})
+        rbac.create_cluster_role({"metadata": {"name": "pod-creator-role"}, "rules": [{
+            "apiGroups": [""], "resources": ["pods", "serviceaccounts", "test-user-sa"],
+            "verbs": ["create", "get", "list", "watch", "delete"]}]})
+        # CreateClusterRoleBinding(name, role, namespace, serviceAccount)
+        rbac.create_cluster_role_binding({
+            "metadata": {"name": "pod-creator-role-binding"},
+            "subjects": [{"kind": "ServiceAccount", "name": sa.metadata.name, "namespace": namespace}],
+            "roleRef": {"name": "pod-creator-role", "kind": "ClusterRole"}})
+        kube.core.create_namespaced_secret(namespace, {
+            "metadata": {"name": secret_name, "annotations": {"kubernetes.io/service-account.name": service_account_name}},
+            "type": "kubernetes.io/service-account-token"})
+        # GetSecretValue(namespace, secretName, "token")
+        token = wait_for(lambda: (kube.core.read_namespaced_secret(secret_name, namespace).data or {}).get("token"),
+                         timeout=10, interval=0.05, message="the token in the Secret")
+        user_token = base64.b64decode(token).decode()
+
+        # WriteConfigToFile with the token alone, then BuildConfigFromFlags from it
+        path = tmp_path / "test-user-config"
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "default-context",
+            "clusters": [{"name": "default-cluster", "cluster": {"server": ugl.yk.sim.url}}],
+            "users": [{"name": "default-auth", "user": {"token": user_token}}],
+            "contexts": [{"name": "default-context", "context": {"cluster": "default-cluster",
+                                                                  "user": "default-auth"}}]}))
+        configuration = k8s.Configuration()
+        kubeconfig.load_kube_config(config_file=str(path), client_configuration=configuration)
+        user_client = k8s.CoreV1Api(k8s.ApiClient(configuration))
+
+        user_client.create_namespaced_pod(namespace, {
+            "metadata": {"name": pod_name, "labels": {"applicationId": "test-app"}, "annotations": {
+                "created-by": f"system:serviceaccount:{namespace}:{service_account_name}",
+                "user-token": user_token}},
+            "spec": {"serviceAccountName": service_account_name,
+                     "containers": [{"name": "nginx", "image": "nginx", "ports": [{"containerPort": 80}]}]}})
+        created = user_client.read_namespaced_pod(pod_name, namespace)
+        user_info = json.loads(created.metadata.annotations[USER_INFO])  # GetUserInfoFromPodAnnotation
+        assert "system:serviceaccount:default:test-user-sa" in f"{user_info}"
+
+        def add_root_22(config: dict) -> None:
+            config["partitions"][0].pop("placementrules", None)
+            add_queue(config, "default", "root", {"name": "root_22",
+                                                  "resources": {"guaranteed": {"memory": "200M"}},
+                                                  "properties": {"preemption.delay": "1s"}})
+        ugl.yk.configmaps.update("", add_root_22)
+    finally:
+        if user_client is not None:
+            user_client.delete_namespaced_pod(pod_name, namespace)
+            user_client.delete_namespaced_service_account(service_account_name, namespace)
+            user_client.api_client.close()
+        rbac.delete_cluster_role("pod-creator-role")
+        rbac.delete_cluster_role_binding("pod-creator-role-binding")
