@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kubesim import auth, deployments, disruption, errors, jobs, patch, priority, rbac, volumes
+from kubesim import auth, deployments, disruption, errors, jobs, patch, priority, rbac, resize, volumes
 from kubesim.paging import Pager, parse_limit
 from kubesim.resources import APPS_WORKLOADS, BY_PLURAL, CRON_JOB, JOB, NAMESPACE, NODE, POD, Kind
 from kubesim.selectors import combine, field_selector, label_selector
@@ -20,6 +20,12 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # Pod spec fields an update may change; everything else is immutable once created (binding sets nodeName).
 _MUTABLE_POD_SPEC = {"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"}
+# As kube-apiserver lists them when it refuses an update (resources change only through pods/resize).
+_UPDATABLE_POD_SPEC_FIELDS = ("`spec.containers[*].image`", "`spec.initContainers[*].image`",
+                              "`spec.activeDeadlineSeconds`",
+                              "`spec.tolerations` (only additions to existing tolerations)",
+                              "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously "
+                              "negative)")
 _HAS_STATUS = {"pods", "nodes", "namespaces", "services", "poddisruptionbudgets", "persistentvolumeclaims",
                "persistentvolumes", "jobs", "deployments", "replicasets", "statefulsets", "daemonsets", "cronjobs"}
 POLICIES = ("Foreground", "Background", "Orphan")
@@ -128,6 +134,12 @@ class Api:
                     raise errors.invalid(kind, name, [(f"spec.containers[{i}].name", "Required value")])
                 if not container.get("image"):
                     raise errors.invalid(kind, name, [(f"spec.containers[{i}].image", "Required value")])
+            causes = [cause for field in ("containers", "initContainers")
+                      for i, container in enumerate(obj["spec"].get(field) or ()) if isinstance(container, dict)
+                      for cause in resize.container_problems(container, f"spec.{field}[{i}]",
+                                                             obj["spec"].get("restartPolicy"))]
+            if causes:
+                raise errors.invalid(kind, name, causes)
 
     def _require_namespace(self, kind: Kind, namespace: str) -> None:
         if kind.namespaced and self.store.find(NAMESPACE, "", namespace) is None:
@@ -250,6 +262,8 @@ class Api:
             if "resourceVersion" in (new.get("metadata") or {}):
                 merged["metadata"]["resourceVersion"] = new["metadata"]["resourceVersion"]
             return merged
+        if subresource == "resize" and kind is POD:
+            return resize.resized(current, new, qos_class)
         if subresource:
             raise errors.method_not_allowed(f"update is not supported on {kind.plural}/{subresource}")
         new.setdefault("metadata", {})
@@ -278,13 +292,11 @@ class Api:
         for key in old_spec.keys() | new_spec.keys():
             if key in _MUTABLE_POD_SPEC or old_spec.get(key) == new_spec.get(key):
                 continue
-            if key == "containers" and _only_images_differ(old_spec.get(key), new_spec.get(key)):
+            if key in ("containers", "initContainers") and _only_images_differ(old_spec.get(key), new_spec.get(key)):
                 continue
             name = current["metadata"]["name"]
             raise errors.invalid(POD, name, [("spec", "Forbidden: pod updates may not change fields other than "
-                                              "`spec.containers[*].image`, `spec.activeDeadlineSeconds`, "
-                                              "`spec.tolerations` (only additions to existing tolerations) or "
-                                              "`spec.terminationGracePeriodSeconds`")])
+                                              + ",".join(_UPDATABLE_POD_SPEC_FIELDS))])
 
     def patch(self, kind: Kind, namespace: str, name: str, body, content_type: str,
               subresource: str = "") -> tuple[int, dict]:
@@ -375,6 +387,8 @@ def qos_class(spec: dict) -> str:
     guaranteed = True
     for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
         resources = (container.get("resources") if isinstance(container, dict) else None) or {}
+        if not isinstance(resources, dict):
+            return "BestEffort"
         requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
         if not isinstance(requests, dict) or not isinstance(limits, dict):
             return "BestEffort"

@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="multiplies the kubelets' run times (sleep N), grace periods and a CronJob schedule's minute")
     for component in ("priority-admission", "job-controller", "garbage-collector", "deployment-controller",
                       "replicaset-controller", "statefulset-controller", "daemonset-controller",
-                      "cronjob-controller", "volume-controller", "serviceaccount-controller", "admission-webhooks"):
+                      "cronjob-controller", "volume-controller", "serviceaccount-controller", "admission-webhooks",
+                      "kubelet-resize"):
         parser.add_argument(f"--{component}", action=argparse.BooleanOptionalAction, default=True,
                             help=f"play the {component.replace('-', ' ')} (default: on)")
     parser.add_argument("--rbac", action=argparse.BooleanOptionalAction, default=True,
@@ -49,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
                   daemonset_controller=args.daemonset_controller, cronjob_controller=args.cronjob_controller,
                   volume_controller=args.volume_controller,
                   serviceaccount_controller=args.serviceaccount_controller,
-                  admission_webhooks=args.admission_webhooks, rbac=args.rbac).start()
+                  admission_webhooks=args.admission_webhooks, rbac=args.rbac,
+                  kubelet_resize=args.kubelet_resize).start()
     if args.nodes:
         sim.seed_nodes(args.nodes, cpu=args.node_cpu, memory=args.node_memory, zones=args.zones)
     if args.kubeconfig_out:

@@ -45,13 +45,13 @@ class KubeSim:
                  replicaset_controller: bool = True, volume_controller: bool = True,
                  serviceaccount_controller: bool = True, admission_webhooks: bool = True,
                  statefulset_controller: bool = True, daemonset_controller: bool = True,
-                 cronjob_controller: bool = True, rbac: bool = True) -> None:
+                 cronjob_controller: bool = True, rbac: bool = True, kubelet_resize: bool = True) -> None:
         """``kubelet_delay``: seconds from binding until a pod runs (None: no kubelets, so pods never run
         and a deletion is immediate); ``time_factor`` multiplies the kubelets' run times and grace periods
         and the length of a CronJob schedule's minute (``cronjobs.time_factor`` changes the latter later);
         ``rbac``: authorise requests by the stored RBAC objects (else every authenticated user may do
-        anything, as ``--authorization-mode=AlwaysAllow``); the other switches turn the Priority admission
-        plugin and each controller on or off."""
+        anything, as ``--authorization-mode=AlwaysAllow``); ``kubelet_resize``: the kubelets apply in-place
+        resizes; the other switches turn the Priority admission plugin and each controller on or off."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
@@ -65,7 +65,7 @@ class KubeSim:
         self.request_log: deque[RequestRecord] = deque(maxlen=request_log_size)
         self._controllers: list[Worker] = []
         if kubelet_delay is not None:
-            self._controllers.append(Kubelets(self.store, kubelet_delay, time_factor))
+            self._controllers.append(Kubelets(self.store, kubelet_delay, time_factor, resize=kubelet_resize))
         if job_controller:
             self._controllers.append(JobController(self.store, self.api))
         if deployment_controller:

@@ -47,10 +47,21 @@ def conflict(kind, name: str, why: str | None = None) -> ApiError:
                     _details(name, kind))
 
 
+# The type of a field error, by the words its message starts with (apimachinery's field.ErrorType).
+_CAUSE_TYPES = (("Forbidden", "FieldValueForbidden"), ("Required value", "FieldValueRequired"),
+                ("Unsupported value", "FieldValueNotSupported"), ("Duplicate value", "FieldValueDuplicate"),
+                ("Too long", "FieldValueTooLong"), ("Too many", "FieldValueTooMany"))
+
+
 def invalid(kind, name: str, causes: list[tuple[str, str]]) -> ApiError:
-    text = "; ".join(f"{field}: {why}" for field, why in causes)
-    details = _details(name, kind)
-    details["causes"] = [{"reason": "FieldValueInvalid", "message": why, "field": field} for field, why in causes]
+    """422 Invalid as ``NewInvalid`` words it: one error alone, several as ``[a, b]`` (each once); the
+    details name the kind (``Pod``), not the resource."""
+    said = list(dict.fromkeys(f"{field}: {why}" for field, why in causes))
+    text = said[0] if len(said) == 1 else "[" + ", ".join(said) + "]"
+    details = {"name": name, "kind": kind.kind, **({"group": kind.group} if kind.group else {})}
+    details["causes"] = [{"reason": next((t for words, t in _CAUSE_TYPES if why.startswith(words)),
+                                         "FieldValueInvalid"), "message": why, "field": field}
+                         for field, why in causes]
     qualified = f"{kind.kind}.{kind.group}" if kind.group else kind.kind
     return ApiError(422, "Invalid", f'{qualified} "{name}" is invalid: {text}', details)
 

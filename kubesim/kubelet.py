@@ -7,6 +7,12 @@ annotation gives N; a pod ends with its longest container. A container that ends
 ``Always`` is restarted (its restartCount grows) and the pod keeps running; otherwise the pod turns
 Succeeded. Run times and grace periods are multiplied by ``time_factor``, so a suite can shorten them.
 A running pod that is deleted gets the kubelet's ``Killing`` event for each of its containers.
+
+A running pod whose resources were resized (``pods/{name}/resize``) is resized in place after the delay, as
+a 1.33 kubelet does: a resize larger than the node's allocatable is ``Infeasible``, one the other pods on the
+node leave no room for is ``Deferred`` (a ``PodResizePending`` condition; retried when a pod on the node
+goes or shrinks); one that fits is allocated (``allocatedResources``, ``PodResizeInProgress``) and, after
+the delay again, actuated (the container statuses' ``resources``).
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ import time
 from pathlib import PurePosixPath
 
 from kubesim import errors
-from kubesim.resources import BY_PLURAL, NAMESPACE, POD
+from kubesim.resources import BY_PLURAL, NAMESPACE, NODE, POD
 from kubesim.store import Event, Store, clone, now_rfc3339
 from kubesim.worker import Worker
+from si.quantity import parse_quantity
 
 RUN_SECONDS = "kubesim/run-seconds"
 _SLEEP_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -26,6 +33,8 @@ _SLEEP_ARG = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)([smhd]?)$")
 _SHELL_SLEEP = re.compile(r"^\s*(?:exec\s+)?sleep\s+(\S+)\s*;?\s*$")
 _SHELLS = {"sh", "bash", "ash", "dash"}
 EVENT = BY_PLURAL["events"]
+RESIZE_PENDING, RESIZE_IN_PROGRESS = "PodResizePending", "PodResizeInProgress"
+_RESIZED = ("cpu", "memory")
 
 
 def sleep_seconds(argument: str) -> float | None:
@@ -69,11 +78,13 @@ def init_seconds(pod: dict) -> float:
 
 
 class Kubelets(Worker):
-    def __init__(self, store: Store, delay: float, time_factor: float = 1.0) -> None:
+    def __init__(self, store: Store, delay: float, time_factor: float = 1.0, resize: bool = True) -> None:
         super().__init__("kubesim-kubelets")
         self._store = store
         self._delay = delay
         self._time_factor = time_factor
+        self._resize = resize
+        self._deferred: dict[str, set[tuple[str, str, str]]] = {}  # node -> pods whose resize waits for room
 
     def start(self) -> None:
         self._store.listeners.append(self._on_event)
@@ -88,6 +99,8 @@ class Kubelets(Worker):
         if _stopping(event):
             containers = tuple(c.get("name") for c in event.new["spec"].get("containers") or () if isinstance(c, dict))
             self.schedule(("kill", *key, event.new["spec"].get("nodeName") or "", containers))
+        if self._resize:
+            self._note_resize(event, key)
         if event.type == "DELETED":
             return
         if event.new["spec"].get("nodeName") and not old.get("spec", {}).get("nodeName"):
@@ -96,9 +109,31 @@ class Kubelets(Worker):
         if deadline and deadline != old.get("metadata", {}).get("deletionTimestamp"):
             self.schedule(("remove", *key), meta.get("deletionGracePeriodSeconds", 0) * self._time_factor)
 
+    def _note_resize(self, event: Event, key: tuple[str, str, str]) -> None:
+        """Under the store lock: a running pod resized, or room made on a node where a resize waits."""
+        node = event.new["spec"].get("nodeName")
+        if not node:
+            return
+        old = event.old or {}
+        if event.type == "MODIFIED" and old["metadata"].get("generation") != event.new["metadata"].get("generation") \
+                and _requested(old["spec"]) != _requested(event.new["spec"]):  # a spec change: compare requests
+            self.schedule(("resize", *key), self._delay)
+        waiting = self._deferred.get(node)
+        if not waiting or event.old is None:
+            return
+        if event.type == "DELETED":
+            waiting.discard(key)
+        gone = event.type == "DELETED" or (event.new.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if gone or _allocated(event.new) != _allocated(event.old):
+            for other in waiting - {key}:
+                self.schedule(("resize", *other))
+
     def handle(self, item) -> None:
         if item[0] == "kill":
             self._record_killing(*item[1:])
+            return
+        if item[0] in ("resize", "actuate"):
+            self._resize_pod(*item)
             return
         action, namespace, name, uid = item
         with self._store.lock:
@@ -120,6 +155,63 @@ class Kubelets(Worker):
             else:
                 set_phase(self._store, namespace, name, "Succeeded", uid)
 
+    def _resize_pod(self, action: str, namespace: str, name: str, uid: str) -> None:
+        with self._store.lock:
+            pod = self._store.find(POD, namespace, name)
+            if pod is None or pod["metadata"]["uid"] != uid:
+                return
+            node = pod["spec"].get("nodeName", "")
+            self._deferred.get(node, set()).discard((namespace, name, uid))
+            if (pod.get("status") or {}).get("phase") != "Running":
+                return
+            updated = clone(pod)
+            status = updated["status"]
+            if action == "actuate":
+                for container_status in status.get("containerStatuses") or ():
+                    container = _container(pod, container_status.get("name"))
+                    if container is not None:
+                        container_status["resources"] = _applied(container)
+                _set_condition(status, RESIZE_IN_PROGRESS, None)
+            elif _requested(pod["spec"]) == _allocated(pod):
+                _set_condition(status, RESIZE_PENDING, None)
+            else:
+                refusal = self._refusal(pod, node)
+                if refusal is not None:
+                    reason, message = refusal
+                    _set_condition(status, RESIZE_PENDING, reason, message)
+                    if reason == "Deferred":
+                        self._deferred.setdefault(node, set()).add((namespace, name, uid))
+                else:
+                    for container_status in status.get("containerStatuses") or ():
+                        container = _container(pod, container_status.get("name"))
+                        if container is not None:
+                            container_status["allocatedResources"] = clone(_resources(container, "requests"))
+                    _set_condition(status, RESIZE_PENDING, None)
+                    _set_condition(status, RESIZE_IN_PROGRESS, "")
+                    self.schedule(("actuate", namespace, name, uid), self._delay)
+            self._store.replace(POD, namespace, name, updated, None)
+
+    def _refusal(self, pod: dict, node_name: str) -> tuple[str, str] | None:
+        """Why the node cannot take the pod's resize now, as the kubelet words it (None: it can)."""
+        node = self._store.find(NODE, "", node_name)
+        allocatable = ((node or {}).get("status") or {}).get("allocatable") or {}
+        capacity = {name: _units(name, allocatable.get(name)) for name in _RESIZED}
+        wanted = _pod_request(_requested(pod["spec"]))
+        for name in ("memory", "cpu"):  # the kubelet names memory first
+            if capacity[name] is not None and wanted[name] > capacity[name]:
+                return "Infeasible", (f"Node didn't have enough capacity: {name}, requested: {wanted[name]}, "
+                                      f"capacity: {capacity[name]}")
+        used = dict.fromkeys(_RESIZED, 0)
+        for other in self._store.list(POD, None, None)[0]:
+            if other["spec"].get("nodeName") == node_name and other["metadata"]["uid"] != pod["metadata"]["uid"] \
+                    and (other.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                for name, amount in _pod_request(_allocated(other)).items():
+                    used[name] += amount
+        for name in _RESIZED:
+            if capacity[name] is not None and used[name] + wanted[name] > capacity[name]:
+                return "Deferred", (f"Node didn't have enough resource: {name}, requested: {wanted[name]}, "
+                                    f"used: {used[name]}, capacity: {capacity[name]}")
+        return None
 
     def _record_killing(self, namespace: str, name: str, uid: str, node: str, containers: tuple[str, ...]) -> None:
         """The kubelet's ``Killing`` events, as its recorder writes them."""
@@ -147,6 +239,72 @@ def _stopping(event: Event) -> bool:
     return event.type == "DELETED" or bool(event.new["metadata"].get("deletionTimestamp"))
 
 
+def _resources(container: dict, key: str) -> dict:
+    resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+    values = resources.get(key)
+    return values if isinstance(values, dict) else {}
+
+
+def _requested(spec: dict) -> dict[str, dict]:
+    """The requests of the pod's containers, by name (what a resize changes)."""
+    return {c.get("name"): _resources(c, "requests") for c in spec.get("containers") or () if isinstance(c, dict)}
+
+
+def _allocated(pod: dict) -> dict[str, dict]:
+    """What the kubelet allocated to each container (its requests until the kubelet reported)."""
+    allocated = _requested(pod.get("spec") or {})
+    for status in (pod.get("status") or {}).get("containerStatuses") or ():
+        if status.get("name") in allocated and status.get("allocatedResources") is not None:
+            allocated[status["name"]] = status["allocatedResources"]
+    return allocated
+
+
+def _units(name: str, quantity) -> int | None:
+    """A quantity in the kubelet's units: millicores for cpu, bytes otherwise (None: absent or unreadable)."""
+    if quantity is None:
+        return None
+    try:
+        amount = parse_quantity(quantity)
+    except (TypeError, ValueError, ArithmeticError):
+        return None
+    return int(amount * 1000) if name == "cpu" else int(amount)
+
+
+def _pod_request(requests: dict[str, dict]) -> dict[str, int]:
+    totals = dict.fromkeys(_RESIZED, 0)
+    for values in requests.values():
+        for name in _RESIZED:
+            totals[name] += _units(name, values.get(name)) or 0
+    return totals
+
+
+def _container(pod: dict, name) -> dict | None:
+    return next((c for c in pod["spec"].get("containers") or () if isinstance(c, dict) and c.get("name") == name),
+                None)
+
+
+def _applied(container: dict) -> dict:
+    """A container status's ``resources``: the requests and limits the runtime applied (the kubelet reads cpu
+    and memory back from the runtime and copies the others from what it allocated)."""
+    return {key: clone(values) for key in ("requests", "limits") if (values := _resources(container, key))}
+
+
+def _set_condition(status: dict, kind: str, reason: str | None, message: str = "") -> None:
+    """Set (reason not None; "" for none) or drop the pod condition ``kind``, keeping its transition time
+    when it stays the same, so that a repeated verdict writes nothing."""
+    conditions = status.get("conditions") or []
+    before = next((c for c in conditions if c.get("type") == kind), None)
+    kept = [c for c in conditions if c.get("type") != kind]
+    if reason is not None:
+        condition = {"type": kind, "status": "True", "lastProbeTime": None,
+                     "lastTransitionTime": now_rfc3339(), **({"reason": reason} if reason else {}),
+                     **({"message": message} if message else {})}
+        if before is not None and {**before, "lastTransitionTime": None} == {**condition, "lastTransitionTime": None}:
+            condition = before
+        kept.append(condition)
+    status["conditions"] = kept
+
+
 def _container_statuses(pod: dict, phase: str, now: str, restarted: bool) -> list[dict]:
     previous = {s.get("name"): s for s in (pod.get("status") or {}).get("containerStatuses") or ()}
     statuses = []
@@ -162,10 +320,13 @@ def _container_statuses(pod: dict, phase: str, now: str, restarted: bool) -> lis
                                     "startedAt": started, "finishedAt": now,
                                     "containerID": f"kubesim://{pod['metadata']['uid']}/{name}"}}
         running = phase == "Running"
+        # what the kubelet allocated stays as it was: a resize not yet applied does not change it
+        allocated = before.get("allocatedResources", clone(_resources(container, "requests")))
         statuses.append({"name": name, "image": container.get("image", ""), "imageID": "",
                          "containerID": f"kubesim://{pod['metadata']['uid']}/{name}", "ready": running,
                          "started": running, "restartCount": before.get("restartCount", 0) + (1 if restarted else 0),
-                         "state": state})
+                         "state": state, **({"allocatedResources": allocated} if allocated else {}),
+                         "resources": before.get("resources", _applied(container))})
     return statuses
 
 

@@ -27,7 +27,7 @@ class Kind:
 
 
 KINDS = (
-    Kind("", "v1", "pods", "Pod", True, ("status", "binding", "eviction"), ("po",)),
+    Kind("", "v1", "pods", "Pod", True, ("status", "binding", "eviction", "resize"), ("po",)),
     Kind("", "v1", "nodes", "Node", False, ("status",), ("no",)),
     Kind("", "v1", "namespaces", "Namespace", False, ("status",), ("ns",)),
     Kind("", "v1", "configmaps", "ConfigMap", True, (), ("cm",)),

@@ -300,6 +300,8 @@ class Ledger:
         """Put ``ask`` among the application's pending asks, counted in its queues; the ask it replaced."""
         ask.last_failure = ""  # asked for anew (a real pod whose placeholder's node went)
         replaced = app.add_ask(ask)
+        if replaced is not None:  # a node held for the ask it was is not held for this one
+            self._let_go(replaced)
         queue = self.queues.get(app.queue_path)
         if queue is not None:
             queue.add_pending(ask.resource - (replaced.resource if replaced else Resource()))
@@ -310,16 +312,18 @@ class Ledger:
 
     def remove_ask(self, app: Application, ask: Allocation) -> None:
         """The ask is placed or gone: the node it held is free."""
-        if ask.preempting is not None:
-            self.end_hold(ask.preempting)
-        if ask.reserved is not None:
-            self.unreserve(ask.reserved)
+        self._let_go(ask)
         app.remove_ask(ask)
         queue = self.queues.get(app.queue_path)
         if queue is not None:
             queue.add_pending(-ask.resource)
             queue.count_priority(ask.priority, -1)
 
+    def _let_go(self, ask: Allocation) -> None:
+        if ask.preempting is not None:
+            self.end_hold(ask.preempting)
+        if ask.reserved is not None:
+            self.unreserve(ask.reserved)
     def note_failure(self, app: Application | None, ask: Allocation, reason: str, logged: str = "") -> None:
         """Remember why ``ask`` waits; tell the resource manager once per change of reason. The allocation
         log counts ``logged`` (upstream's constant text) for it when given."""
@@ -400,8 +404,12 @@ class Ledger:
         self.event(E.NODE, node.node_id, E.NODE_ALLOC, E.ADD, "", allocation.key, allocation.resource)
 
     def resize(self, app: Application, queue: Queue, allocation: Allocation, resource: Resource) -> None:
-        """The resource manager reports a running allocation's new size."""
+        """The resource manager reports a running allocation's new size (an in-place pod resize): the
+        allocation, its application, node, queues and user and group usage all move by the difference,
+        even over a quota, as upstream's ``UpdateAllocation`` moves them."""
         delta = resource - allocation.resource
+        if delta.is_zero():
+            return
         app.resize(allocation, resource)
         holder = self.nodes.get(allocation.node_id)
         if holder is not None:

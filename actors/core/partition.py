@@ -330,6 +330,13 @@ class Partition:
             ledger.victim_stays(app, current)
             return
         if current is not None:  # the resource manager reports a changed size (a resized pod)
+            problem = ("allocation contains no resources" if allocation.resource.is_zero()
+                       else f"allocation contains negative resources {allocation.resource.negative_components()}"
+                       if allocation.resource.has_negative() else "")
+            if problem:  # refused as upstream's UpdateAllocation refuses it, changing nothing
+                self._reject_allocation(current.key, app.application_id, problem)
+                self.stats.add("errors")
+                return
             ledger.resize(app, queue, current, allocation.resource)
             return
         pending = app.find_ask(allocation.key)

@@ -247,12 +247,14 @@ class ApplicationActor(PooledActor):
             self._settle_handoff(task)  # plugin mode: kube-scheduler bound the pod (its PostBind)
         elif pod.assigned and state in (TaskState.PENDING, TaskState.SCHEDULING, TaskState.ALLOCATED):
             self._task_placed_elsewhere(task)
-        elif state == TaskState.BOUND and task.placed_by_core and pod.resource != previous.resource:
-            self._to_core.add(self._allocation(task, task.node))
         elif state == TaskState.PENDING and previous.held and not pod.held and self._asking()(task):
             self._submit(task)
-        elif state == TaskState.SCHEDULING and pod.constraints != previous.constraints:
-            self._to_core.add(self._allocation(task))  # its volumes changed
+        elif state == TaskState.SCHEDULING and (pod.constraints != previous.constraints
+                                                or pod.resource != previous.resource):
+            self._to_core.add(self._allocation(task))  # its volumes changed, or it was resized while pending
+        if pod.resource != previous.resource and task.placed_by_core \
+                and task.state in (TaskState.ALLOCATED, TaskState.BOUND):  # resized in place, bound or being bound
+            self._to_core.add(self._allocation(task, task.node))
         if pod.volume_wait and pod.volume_wait != previous.volume_wait and state in (TaskState.PENDING, TaskState.SCHEDULING):
             self._task_unschedulable(task, "FailedScheduling", pod.volume_wait)
 

@@ -37,6 +37,8 @@ from si.kubernetes import (
 from si.quantity import QuantityError, from_kubernetes, si_name, to_si_value
 from si.resources import Resource
 
+# The kubelet's verdict on an in-place resize it cannot apply (KEP-1287; ``status.resize`` before 1.33).
+RESIZE_PENDING, INFEASIBLE = "PodResizePending", "Infeasible"
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 TERMINATED_PHASES = frozenset({SUCCEEDED, FAILED})
@@ -136,6 +138,10 @@ def parse_pod(raw: Mapping) -> PodRecord:
         if node:  # the node is part of its other constraints (or of the wrong type): read for this pod
             facts = _read_facts(metadata, spec, namespace)
         constraint_tag = facts.constraints
+    fields = facts.fields
+    resized = _resized_resource(spec, raw.get("status")) if not fields["invalid"] else None
+    if resized is not None:
+        fields = {**fields, "resource": resized}
     return PodRecord(
         uid=uid,
         name=name,
@@ -146,7 +152,7 @@ def parse_pod(raw: Mapping) -> PodRecord:
         app_id=facts.app_id + uid if facts.app_id_per_pod else facts.app_id,
         created=_timestamp(metadata.get("creationTimestamp")),
         constraints=constraint_tag,
-        **facts.fields,
+        **fields,
     )
 
 
@@ -274,17 +280,20 @@ def pod_claims(spec: Mapping) -> tuple[str, ...]:
                  if isinstance(claim := (volume.get("persistentVolumeClaim") or {}).get("claimName"), str) and claim)
 
 
-def pod_resource(spec: Mapping) -> Resource:
+def pod_resource(spec: Mapping, status: object = None) -> Resource:
     """What the pod occupies while it runs, in SI units: the larger of the containers' sum and the
     biggest init container (sidecars, i.e. init containers that keep running, count in both),
-    plus the pod overhead and one ``pods``."""
+    plus the pod overhead and one ``pods``. A container counts the larger of its requests and what
+    its kubelet allocated and applied (an in-place resize, upstream's ``GetPodResource``), or what was
+    applied alone once the kubelet found the resize infeasible."""
+    statuses = _container_statuses(status)
     running: dict[str, int] = {}
     for container in spec.get("containers") or ():
-        _add(running, container_request(container))
+        _add(running, _container_usage(container, statuses))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
     for container in spec.get("initContainers") or ():
-        request = container_request(container)
+        request = _container_usage(container, statuses)
         if container.get("restartPolicy") == "Always":
             _add(sidecars, request)
             _raise_to(init_peak, sidecars)
@@ -300,15 +309,97 @@ def pod_resource(spec: Mapping) -> Resource:
     return Resource(total)
 
 
+def _container_statuses(status: object) -> tuple[Mapping[str, dict], Mapping]:
+    """The container statuses that report resources, by container name, and the pod's status; nothing from a
+    status of the wrong shape (the kubelet's report, not the tenant's). JSON objects are dicts: checking
+    for ``dict`` rather than ``Mapping`` keeps this cheap on every update of a running pod."""
+    if not isinstance(status, dict):
+        return _EMPTY, _EMPTY
+    found = {}
+    for field in ("containerStatuses", "initContainerStatuses"):
+        entries = status.get(field)
+        if type(entries) is list:
+            for entry in entries:
+                if type(entry) is dict and ("allocatedResources" in entry or "resources" in entry):
+                    found[entry.get("name")] = entry
+    return found, status
+
+
+def _resized_resource(spec: object, status: object) -> Resource | None:
+    """The pod's size when its container statuses report other resources than its spec asks (an in-place
+    resize under way); None in the usual case, where the size read from the spec (and shared) stands. Run on
+    every update of a running pod, so it looks no further than it must."""
+    if type(status) is not dict or not isinstance(spec, dict):
+        return None
+    for field, statuses in (("containers", status.get("containerStatuses")),
+                            ("initContainers", status.get("initContainerStatuses"))):
+        if not statuses or type(statuses) is not list:
+            continue
+        containers = spec.get(field) or ()
+        for i, entry in enumerate(statuses):
+            if type(entry) is not dict or ("allocatedResources" not in entry and "resources" not in entry):
+                continue
+            name = entry.get("name")  # the kubelet reports its containers in the spec's order
+            container = containers[i] if i < len(containers) and isinstance(containers[i], dict) \
+                and containers[i].get("name") == name else next(
+                (c for c in containers if isinstance(c, dict) and c.get("name") == name), {})
+            if not _as_asked(container, entry):
+                try:
+                    return pod_resource(spec, status)
+                except (QuantityError, TypeError, AttributeError):  # the spec's size stands; this status does not
+                    return None
+    return None
+
+
+def _as_asked(container: Mapping, status: dict | None) -> bool:
+    """The container's status reports what its spec requests (or nothing)."""
+    if status is None:
+        return True
+    asked = (container.get("resources") or {}).get("requests")
+    applied = status.get("resources")
+    applied_requests = applied.get("requests") if isinstance(applied, dict) else None
+    return status.get("allocatedResources") == asked and applied_requests == asked
+
+
+def _container_usage(container: Mapping, statuses: tuple[Mapping[str, dict], Mapping]) -> dict[str, int]:
+    """computeContainerResource: the container's request, raised to what its status says was allocated and
+    applied; only what was applied when the resize is infeasible."""
+    request = container_request(container)
+    by_name, pod_status = statuses
+    status = by_name.get(container.get("name")) if by_name else None
+    if _as_asked(container, status):  # no resize under way: the usual case, read no further
+        return request
+    applied = status.get("resources")
+    applied_requests = applied.get("requests") if isinstance(applied, dict) else None
+    allocated = status.get("allocatedResources")
+    if isinstance(applied, dict) and _infeasible(pod_status):
+        return _quantities(applied_requests if isinstance(applied_requests, dict) else {})
+    for reported in (allocated, applied_requests):
+        if isinstance(reported, dict):
+            _raise_to(request, _quantities(reported))
+    return request
+
+
+def _infeasible(status: Mapping) -> bool:
+    """The kubelet found the pod's resize infeasible (the condition, or ``status.resize`` before 1.33)."""
+    conditions = status.get("conditions")
+    return status.get("resize") == INFEASIBLE or any(
+        isinstance(c, dict) and c.get("type") == RESIZE_PENDING and c.get("reason") == INFEASIBLE
+        for c in (conditions if isinstance(conditions, list) else ()))
+
+
 def container_request(container: Mapping) -> dict[str, int]:
     """A container's requests; a resource with a limit and no request requests its limit (as the
     API server's defaulting does)."""
     resources = container.get("resources") or {}
     limits = resources.get("limits") or {}
     requests = resources.get("requests") or {}
-    merged = {**limits, **requests} if limits else requests
+    return _quantities({**limits, **requests} if limits else requests)
+
+
+def _quantities(values: Mapping) -> dict[str, int]:
     result: dict[str, int] = {}
-    for name, text in merged.items():
+    for name, text in values.items():
         key = si_name(name)
         result[key] = result.get(key, 0) + _quantity(key, text)
     return result

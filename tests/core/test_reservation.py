@@ -185,3 +185,16 @@ def test_an_ask_that_reserved_a_node_preempts_there_once_its_delay_ends(core_fac
         core.release(victim.applicationID, victim.allocationKey, si_pb2.PREEMPTED_BY_SCHEDULER)
     core.settle()
     assert placed(core, "a-0") == ["node-0"] and reserved_nodes(core) == {}
+
+
+def test_an_ask_resent_with_a_new_size_gives_up_the_node_its_old_size_reserved(core_factory):
+    """A pending pod resized in place: its ask comes again, and the reservation the old ask held ends."""
+    core = core_factory()
+    full_cluster(core)
+    core.app("big", queue="root.q")
+    core.asks("big", 1, vcore=8000, memory=GIB, prefix="big-")
+    assert list(reserved_after(core, 2.0).values()) == [("big-0",)]
+    core.asks("big", 1, vcore=7000, memory=GIB, prefix="big-")
+    core.release("big", "big-0")
+    core.settle()
+    assert reserved_nodes(core) == {}

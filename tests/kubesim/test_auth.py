@@ -290,16 +290,16 @@ def test_roles_and_bindings_are_validated_and_defaulted(sim, rbac):
     code, status = post(bindings, {"metadata": {"name": "bad"}, "roleRef": {"kind": "Role", "name": "x"},
                                    "subjects": [{"kind": "ServiceAccount", "name": "robot"}, {"kind": "Robot"}]})
     assert code == 422 and status["message"] == (
-        'ClusterRoleBinding.rbac.authorization.k8s.io "bad" is invalid: roleRef.kind: Unsupported value: "Role": '
-        'supported values: "ClusterRole"; subjects[0].namespace: Required value; subjects[1].name: Required value; '
-        'subjects[1].kind: Unsupported value: "Robot": supported values: "ServiceAccount", "User", "Group"')
+        'ClusterRoleBinding.rbac.authorization.k8s.io "bad" is invalid: [roleRef.kind: Unsupported value: "Role": '
+        'supported values: "ClusterRole", subjects[0].namespace: Required value, subjects[1].name: Required value, '
+        'subjects[1].kind: Unsupported value: "Robot": supported values: "ServiceAccount", "User", "Group"]')
     code, status = post(f"{sim.url}/apis/{RBAC}/v1/namespaces/default/roles", {"metadata": {"name": "bad"}, "rules": [
         {"verbs": [], "resources": ["pods"]}, {"verbs": ["get"], "nonResourceURLs": ["/healthz"]}, {"verbs": "get"}]})
     assert code == 422 and status["message"] == (
-        'Role.rbac.authorization.k8s.io "bad" is invalid: rules[0].verbs: Required value: verbs must contain at '
-        "least one value; rules[0].apiGroups: Required value: resource rules must supply at least one api group; "
-        "rules[1].nonResourceURLs: Invalid value: namespaced rules cannot apply to non-resource URLs; "
-        "rules[2].verbs: Invalid value: must be a list of strings")
+        'Role.rbac.authorization.k8s.io "bad" is invalid: [rules[0].verbs: Required value: verbs must contain at '
+        "least one value, rules[0].apiGroups: Required value: resource rules must supply at least one api group, "
+        "rules[1].nonResourceURLs: Invalid value: namespaced rules cannot apply to non-resource URLs, "
+        "rules[2].verbs: Invalid value: must be a list of strings]")
     assert rbac.list_cluster_role_binding().items == [] and rbac.list_namespaced_role("default").items == []
     made = rbac.create_cluster_role_binding({"metadata": {"name": "good"}, "roleRef": {"kind": "ClusterRole",
                                              "name": "view"}, "subjects": [{"kind": "User", "name": "alice"}]})

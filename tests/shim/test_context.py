@@ -353,6 +353,23 @@ def test_running_pod_resize_updates_its_allocation(shim):
     assert last.nodeID == "n1" and Resource.from_proto(last.resourcePerAlloc)["vcore"] == 3000
 
 
+@pytest.mark.parametrize("bound_with_the_resize", [False, True])
+def test_a_pod_resized_while_its_binding_is_under_way_updates_its_allocation(shim, bound_with_the_resize):
+    raw = pod_json("p", cpu="1")
+    uid = raw["metadata"]["uid"]
+    shim.list_all(pods=[raw], nodes=[node_json("n1")])
+    shim.tell_and_settle(allocation_response((uid, "n1")))
+    resized = parse_pod(pod_json("p", uid=uid, cpu="3", resource_version="2",
+                                 node="n1" if bound_with_the_resize else ""))
+    shim.change(kinds.PODS, Updated(parse_pod(raw), resized))
+    if not bound_with_the_resize:
+        shim.change(kinds.PODS, Updated(resized, parse_pod(pod_json("p", uid=uid, cpu="3", node="n1",
+                                                                    resource_version="3"))))
+    last = shim.core.allocations()[-1]
+    assert (last.nodeID, Resource.from_proto(last.resourcePerAlloc)["vcore"]) == ("n1", 3000)
+    assert [p.state for p in shim.state().pods] == ["Bound"]
+
+
 def test_pod_bound_by_someone_else_withdraws_the_ask(shim):
     raw = pod_json("p")
     shim.list_all(pods=[raw], nodes=[node_json("n1")])

@@ -183,6 +183,52 @@ def test_a_pod_without_identity_is_the_only_value_error():
         parse_pod({"metadata": "x"})
 
 
+def _resized(cpu: str, allocated: str, applied: str, conditions=(), resize: str | None = None) -> dict:
+    """A running pod whose request is ``cpu`` while its kubelet allocated ``allocated`` and applied ``applied``."""
+    return {"containers": [{"name": "a", "resources": {"requests": {"cpu": cpu}}}]}, {
+        "phase": "Running", "conditions": list(conditions), **({"resize": resize} if resize else {}),
+        "containerStatuses": [{"name": "a", "allocatedResources": {"cpu": allocated},
+                               "resources": {"requests": {"cpu": applied}}}]}
+
+
+@pytest.mark.parametrize("cpu, allocated, applied, vcore", [
+    ("2", "1", "1", 2000),  # a resize up asked: counted at once
+    ("500m", "1", "1", 1000),  # a resize down asked: counted once the kubelet has applied it
+    ("500m", "500m", "1", 1000),  # allocated, not yet applied
+    ("500m", "500m", "500m", 500),
+])
+def test_a_resized_container_counts_the_most_of_its_request_allocation_and_applied_resources(
+        cpu, allocated, applied, vcore):
+    assert pod_resource(*_resized(cpu, allocated, applied)) == Resource({"vcore": vcore, "pods": 1})
+
+
+@pytest.mark.parametrize("status", [
+    {"conditions": [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]},
+    {"resize": "Infeasible"},  # before Kubernetes 1.33
+])
+def test_an_infeasible_resize_counts_what_the_kubelet_applied(status):
+    assert pod_resource(*_resized("100", "1", "1", **status)) == Resource({"vcore": 1000, "pods": 1})
+
+
+def test_a_deferred_resize_counts_the_request():
+    deferred = [{"type": "PodResizePending", "status": "True", "reason": "Deferred"}]
+    assert pod_resource(*_resized("3", "1", "1", deferred)) == Resource({"vcore": 3000, "pods": 1})
+
+
+@pytest.mark.parametrize("status", [None, "Running", {"containerStatuses": {"a": 1}},
+                                    {"containerStatuses": ["a", {"name": "a", "resources": "lots"}]}])
+def test_a_status_of_the_wrong_shape_leaves_the_request(status):
+    spec = {"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}
+    assert pod_resource(spec, status) == Resource({"vcore": 1000, "pods": 1})
+
+
+def test_parse_pod_reads_the_kubelets_resize_verdict():
+    raw = pod_json(cpu="100")
+    raw["spec"]["containers"][0]["name"] = "a"
+    raw["status"] = _resized("100", "1", "1", [{"type": "PodResizePending", "reason": "Infeasible"}])[1]
+    assert parse_pod(raw).resource["vcore"] == 1000 and not parse_pod(raw).invalid
+
+
 def test_pods_of_one_workload_share_what_their_specs_say_and_keep_their_own_identity():
     first = parse_pod(pod_json(labels={"applicationId": "app-1"}, uid="u-1"))
     second = parse_pod(pod_json(labels={"applicationId": "app-1"}, uid="u-2", node="node-7", phase="Running"))
@@ -221,3 +267,11 @@ def test_the_shared_facts_are_bounded(monkeypatch):
     for index in range(20):
         parse_pod(pod_json(labels={"applicationId": f"bounded-{index}"}))
     assert len(pods._facts) <= 8
+
+
+def test_a_resize_under_way_sizes_its_own_pod_only_not_the_workload_sharing_its_spec():
+    plain, resized = pod_json(cpu="1", uid="u-1"), pod_json(cpu="1", uid="u-2", node="n1", phase="Running")
+    resized["status"]["containerStatuses"] = [{"name": "main", "allocatedResources": {"cpu": "3"},
+                                               "resources": {"requests": {"cpu": "3"}}}]
+    assert parse_pod(resized).resource["vcore"] == 3000
+    assert parse_pod(plain).resource["vcore"] == 1000

@@ -303,6 +303,23 @@ class KubeCtl:
     def list_pods(self, namespace: str, selector: str):
         return self.core.list_namespaced_pod(namespace, label_selector=selector)
 
+    def patch_pod(self, pod, namespace: str, patch: list[dict], *subresources: str):
+        """PatchPod: a JSON patch, on the pod or (as client-go's variadic ``subresources``) its subresource."""
+        if subresources == ("resize",):
+            return self.core.patch_namespaced_pod_resize(pod.metadata.name, namespace, patch)
+        return self.core.patch_namespaced_pod(pod.metadata.name, namespace, patch)
+
+    def modify_resource_usage(self, pod, namespace: str, new_vcore: int, new_memory: int):
+        """ModifyResourceUsage: the first container's cpu and memory requests replaced through pods/resize."""
+        return self.patch_pod(pod, namespace, [
+            {"op": "replace", "path": "/spec/containers/0/resources/requests/cpu", "value": f"{new_vcore}m"},
+            {"op": "replace", "path": "/spec/containers/0/resources/requests/memory", "value": f"{new_memory}Mi"},
+        ], "resize")
+
+    def get_kubernetes_version(self):
+        """GetKubernetesVersion: the server's version info."""
+        return k8s.VersionApi(self.core.api_client).get_code()
+
     def delete_pod(self, name: str, namespace: str) -> None:
         try:
             self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
