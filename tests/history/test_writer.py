@@ -51,8 +51,9 @@ def test_the_store_going_away_mid_run_loses_no_scheduling(postgres):
             assert f"yunikorn_history_dropped_records_total {float(status.dropped)}" in metrics
         finally:
             postgres.start()
-        history.run_app("after")
+        # The buffered records are written first: until then it is full, and a new record would be dropped.
         wait_for(lambda: not history.writer.status().degraded, timeout=30, message="the store writing again")
+        history.run_app("after")
         wait_for(lambda: history.store.application("default", "after") is not None, timeout=30,
                  message="the application finished after the database returned")
         assert history_check(history.rest)["Succeeded"] is True

@@ -82,7 +82,9 @@ def test_a_replica_killed_during_ca_rotation(kubesim, tmp_path):
         with Caller(kubesim, survivor.port, clock) as caller:
             wait_for(lambda: caller.answered >= 3, timeout=20, message="reviews before the rotation")
             writes_before = len(secret_writes(kubesim))
-            offset.write_text(str(MOVED.total_seconds()))
+            moved = offset.with_suffix(".moved")  # replaced whole: no clock ever reads it half written
+            moved.write_text(str(MOVED.total_seconds()))
+            moved.replace(offset)
             wait_for(lambda: len(secret_writes(kubesim)) > writes_before, timeout=30, interval=0.005,
                      message="a replica writing the rotated CA")
             doomed.process.kill()  # in the middle of its rotation: generating, writing or registering
