@@ -224,6 +224,12 @@ def _template_containers(field: str) -> Callable[[dict], str]:
     return cell
 
 
+# The wide columns of every kind with a pod template, as kubectl shows them.
+TEMPLATE_CONTAINERS = Column("Containers", "Names of each container in the template.", _template_containers("name"), 1)
+TEMPLATE_IMAGES = Column("Images", "Images referenced by each container in the template.",
+                         _template_containers("image"), 1)
+
+
 def _selector(obj: dict) -> str:
     selector = (obj.get("spec") or {}).get("selector") or {}
     parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
@@ -357,8 +363,8 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("Completions", "The number of pods which reached phase Succeeded.", _job_completions),
         Column("Duration", "Time required to complete the job.", _job_duration),
         AGE,
-        Column("Containers", "Names of each container in the template.", _template_containers("name"), 1),
-        Column("Images", "Images referenced by each container in the template.", _template_containers("image"), 1),
+        TEMPLATE_CONTAINERS,
+        TEMPLATE_IMAGES,
         Column("Selector", "A label query over pods that should match the pod count.", _selector, 1),
     ),
     "deployments": (
@@ -369,8 +375,8 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("Available", "Total number of available pods (ready for at least minReadySeconds) targeted by this "
                             "deployment.", _status_count("availableReplicas"), type="integer"),
         AGE,
-        Column("Containers", "Names of each container in the template.", _template_containers("name"), 1),
-        Column("Images", "Images referenced by each container in the template.", _template_containers("image"), 1),
+        TEMPLATE_CONTAINERS,
+        TEMPLATE_IMAGES,
         Column("Selector", "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be "
                            "the ones affected by this deployment.", _selector, 1),
     ),
@@ -381,16 +387,16 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("Current", "Number of actual pods.", _status_count("replicas"), type="integer"),
         Column("Ready", "Number of ready pods.", _status_count("readyReplicas"), type="integer"),
         AGE,
-        Column("Containers", "Names of each container in the template.", _template_containers("name"), 1),
-        Column("Images", "Images referenced by each container in the template.", _template_containers("image"), 1),
+        TEMPLATE_CONTAINERS,
+        TEMPLATE_IMAGES,
         Column("Selector", "Label selector for pods.", _selector, 1),
     ),
     "statefulsets": (
         NAME,
         Column("Ready", "Number of the pod with ready state", _ready_of_wanted),
         AGE,
-        Column("Containers", "Names of each container in the template.", _template_containers("name"), 1),
-        Column("Images", "Images referenced by each container in the template.", _template_containers("image"), 1),
+        TEMPLATE_CONTAINERS,
+        TEMPLATE_IMAGES,
     ),
     "daemonsets": (
         NAME,
@@ -407,8 +413,8 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         Column("Node Selector", "NodeSelector is a selector which must be true for the pod to fit on a node.",
                _node_selector),
         AGE,
-        Column("Containers", "Names of each container in the template.", _template_containers("name"), 1),
-        Column("Images", "Images referenced by each container in the template.", _template_containers("image"), 1),
+        TEMPLATE_CONTAINERS,
+        TEMPLATE_IMAGES,
         Column("Selector", "A label query over pods that are managed by the daemon set.", _selector, 1),
     ),
     "cronjobs": (
