@@ -134,8 +134,7 @@ class Partition:
             self.outbox.rejected_nodes.append(si_pb2.RejectedNode(nodeID=info.nodeID, reason=reason))
 
     def _refuse_allocation(self, message, reason: str) -> None:
-        self.outbox.rejected_allocations.append(si_pb2.RejectedAllocation(
-            allocationKey=message.allocationKey, applicationID=message.applicationID, reason=reason))
+        self._reject_allocation(message.allocationKey, message.applicationID, reason)
 
     # Nodes.
     def update_nodes(self, infos) -> None:
