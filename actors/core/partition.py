@@ -68,7 +68,7 @@ class Partition:
         self.nodes, self.apps, self.terminated = ledger.nodes, ledger.apps, ledger.terminated
         self.queues, self.usage, self.stats = ledger.queues, ledger.usage, ledger.stats
         self.holds, self.reservations, self.retired = ledger.holds, ledger.reservations, ledger.retired
-        self.snapshot_cache: dict[tuple[str, str], tuple[int, object]] = {}  # (kind, id) -> (version, snapshot)
+        self.snapshot_pictures: object | None = None  # what snapshots last pictured, reused while unchanged (views)
         self.allocation_snapshots: dict[str, object] = {}  # allocation key -> its last snapshot (views)
         self.health_cache: dict[str, tuple[int, tuple]] = {}  # node id -> (version, its findings) (health)
         self._configure(config)

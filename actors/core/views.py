@@ -241,10 +241,9 @@ class _Pictures:
 
 
 def _pictures(partition) -> _Pictures:
-    pictures = partition.snapshot_cache.get("pictures")
-    if pictures is None:
-        pictures = partition.snapshot_cache["pictures"] = _Pictures()
-    return pictures
+    if partition.snapshot_pictures is None:
+        partition.snapshot_pictures = _Pictures()
+    return partition.snapshot_pictures
 
 
 def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> PartitionSnapshot:
