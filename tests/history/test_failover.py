@@ -181,7 +181,13 @@ def test_the_standby_reads_the_leaders_history_and_keeps_storing_once_it_leads(c
         assert listed(standby, COMPLETED, "?user=carol")[0]["applicationID"] == "after-0"
         now_usage = usage(standby)
         assert {user: now_usage[user] for user in before_usage} == before_usage
-        assert now_usage["carol"]["completed"] == 1 and now_usage["carol"]["coreHours"] > 0
+        # Two pods that ran for milliseconds: the report's hours (rounded to 6 places) are the stored
+        # millicore-seconds, whatever their size.
+        [(carol_vcore_seconds,)] = database.query("SELECT vcore_seconds FROM applications "
+                                                  "WHERE application_id = 'after-0'")
+        assert carol_vcore_seconds > 0
+        assert now_usage["carol"]["completed"] == 1
+        assert now_usage["carol"]["coreHours"] == round(carol_vcore_seconds / 1000 / 3600, 6)
         assert written(standby) > 0
     finally:
         for process in reversed(processes):
