@@ -162,7 +162,9 @@ class TopologyIndex:
         old_attributes = self.node_attributes.get(node_id)
         if old_attributes is not None and dict(old_attributes) == dict(attributes):
             return
-        pods = [self.pods[k] for k in self.node_pods.get(node_id, ())]
+        # The pods' entries depend on the node's labels alone: an attribute that is no label (the
+        # node's state, set as every recovered node turns schedulable) leaves them as they are.
+        pods = [] if labels == self.node_labels.get(node_id) else [self.pods[k] for k in self.node_pods.get(node_id, ())]
         for pod in pods:
             self._unindex(pod)
         self.node_labels[node_id] = labels
