@@ -20,7 +20,6 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,25 +245,18 @@ class KubeClient:
     def pages(self, path: str, page_size: int = 5000) -> Iterator[tuple[list[dict], str]]:
         """The objects under ``path`` one page at a time (following ``continue`` tokens), each with the
         list's resourceVersion once known (``""`` until the last page): a reader that keeps only what
-        it makes of each page never holds the whole list at once (two pages at most). The next page
-        is asked for as soon as its token is known, on a thread of its own: the server prepares and
-        sends it while the reader parses this one, instead of each waiting on the other."""
-        def fetch(token: str) -> dict:
+        it makes of each page never holds the whole list at once."""
+        token = ""
+        while True:
             query = [("limit", str(page_size))]
             if token:
                 query.append(("continue", token))
-            return self.request_retrying("GET", path, query=query)
-
-        with ThreadPoolExecutor(1, thread_name_prefix="list-ahead") as ahead:
-            page = fetch("")
-            while True:
-                metadata = page.get("metadata") or {}
-                token = metadata.get("continue") or ""
-                following = ahead.submit(fetch, token) if token else None
-                yield page.get("items") or [], "" if token else metadata.get("resourceVersion", "")
-                if following is None:
-                    return
-                page = following.result()
+            page = self.request_retrying("GET", path, query=query)
+            metadata = page.get("metadata") or {}
+            token = metadata.get("continue") or ""
+            yield page.get("items") or [], "" if token else metadata.get("resourceVersion", "")
+            if not token:
+                return
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int, read_timeout: float) -> WatchStream:
         """Open a watch from ``resource_version`` with bookmarks; the server ends it after
