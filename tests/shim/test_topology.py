@@ -10,6 +10,7 @@ import pytest
 
 from actors.shim import constraints
 from actors.shim.keys import TAG_CONSTRAINTS
+from actors.shim.nodeactor import ATTR_NODE_STATE
 from actors.shim.nodes import parse_node
 from actors.shim.pods import parse_pod
 from actors.shim.predicates import (
@@ -269,6 +270,20 @@ def test_interpodaffinity_index_follows_pods_leaving_and_nodes_relabelled():
     world.on_node["nodeA"].clear()
     assert world.fits(affinity=spec) == {"nodeA", "nodeB", "nodeC"}
     assert not world.view.guarded("nodeA")
+
+
+def test_interpodaffinity_index_keeps_its_pods_when_a_node_update_changes_no_label():
+    world = three_zonal_nodes()
+    world.place("nodeA", {"app": "guard"}, affinity=affinity(anti=[term(labels_in("foo", "bar"))]))
+    world.place("nodeA", {"foo": "bar"})
+    before = world.verdicts({"foo": "bar"}), world.fits(affinity=affinity(anti=[term(labels_in("foo", "bar"))]))
+    # what a recovered node sends as it turns schedulable: its state, no label changed
+    world.nodes["nodeA"] = {**world.nodes["nodeA"], ATTR_NODE_STATE: "Schedulable"}
+    world.view.node_updated("nodeA", world.nodes["nodeA"])
+    assert world.view.guarded("nodeB") and not world.view.guarded("nodeC")
+    assert (world.verdicts({"foo": "bar"}), world.fits(affinity=affinity(anti=[term(labels_in("foo", "bar"))]))) == before
+    world.view.node_updated("nodeA", parse_node(node_json("nodeA", labels={ZONE: "z2"})).attributes())
+    assert world.view.guarded("nodeA") and not world.view.guarded("nodeB")
 
 
 def test_interpodaffinity_pods_of_other_schedulers_count():
