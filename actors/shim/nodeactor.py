@@ -230,13 +230,14 @@ class NodeActor(PooledActor):
         if state not in NODE_IN_CORE or (state == NodeState.RECOVERING and not recovered) or desired == state:
             self._publish()
             return False
+        items = []
         if desired == NodeState.SCHEDULABLE:
-            self._send(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DRAIN_TO_SCHEDULABLE))
+            items.append(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DRAIN_TO_SCHEDULABLE))
         elif state == NodeState.SCHEDULABLE:
-            self._send(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DRAIN_NODE))
+            items.append(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DRAIN_NODE))
         self._fire({NodeState.SCHEDULABLE: NodeEvent.SCHEDULABLE, NodeState.DRAINING: NodeEvent.DRAIN,
                     NodeState.NOT_READY: NodeEvent.NOT_READY}[desired])
-        self._send(self._node_info(_ACTION.UPDATE))
+        self._send(*items, self._node_info(_ACTION.UPDATE))  # one message: every recovered node sends these
         return True
 
     def _track_readiness(self) -> None:
