@@ -105,11 +105,11 @@ class Node:
         """Weighted mean of the used share of each weighted resource type."""
         total_weight = 0.0
         score = 0.0
-        used = self.allocated + self.occupied
-        for name, weight in weights.items():
-            capacity = self.capacity[name]
+        allocated, occupied, capacities = self.allocated, self.occupied, self.capacity
+        for name, weight in weights.items():  # every booking re-sorts its node: no vector is built for it
+            capacity = capacities.get(name, 0)
             if capacity > 0 and weight > 0:
-                score += weight * used[name] / capacity
+                score += weight * (allocated.get(name, 0) + occupied.get(name, 0)) / capacity
                 total_weight += weight
         return score / total_weight if total_weight else 0.0
 
