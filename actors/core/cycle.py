@@ -172,25 +172,24 @@ class Cycle:
         clock = books.clock
         root = books.queues.root
         while self.allocations < max_allocations and clock.monotonic_ns() < deadline:
-            if not (yield from self._noting(self._walk(root))):
+            walk = self._walk(root)
+            while True:  # ``yield from``, noting the decisions that change sort keys beyond _reorder's
+                try:
+                    result = next(walk)
+                except StopIteration as done:
+                    served = done.value
+                    break
+                if self.placed is not None:
+                    if result.kind in _REORDERED and result.placeholder is None:
+                        self.placed.append(result)
+                    else:
+                        self.placed = None
+                yield result
+            if not served:
                 self.drained = True
                 break
             self.allocations += 1
             self._reorder()
-
-    def _noting(self, walk: _Walk) -> _Walk:
-        """Pass the walk's decisions on, noting which of them change sort keys beyond :meth:`_reorder`'s."""
-        while True:
-            try:
-                result = next(walk)
-            except StopIteration as done:
-                return done.value
-            if self.placed is not None:
-                if result.kind in _REORDERED and result.placeholder is None:
-                    self.placed.append(result)
-                else:
-                    self.placed = None
-            yield result
 
     def _reorder(self) -> None:
         """Bring the orders in line with what the last walk booked."""
