@@ -108,9 +108,12 @@ class _Order:
 
     def replace(self, member, key) -> None:
         """Move ``member`` to where ``key`` sorts (``None``: it has nothing pending any more, it leaves)."""
-        old = self.key_of.pop(id(member), None)
+        old = self.key_of.get(id(member))
+        if old == key:  # e.g. fifo: placing an ask of an application leaves its key as it was
+            return
         keys, members = self.keys, self.members
         if old is not None:
+            del self.key_of[id(member)]
             at = bisect_left(keys, old)
             del keys[at], members[at]
         if key is not None:
