@@ -2,7 +2,7 @@
 after any sequence of asks, placements and releases it decides exactly as a cycle that sorts everything
 again before every walk."""
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from actors.core import config as cfg
@@ -34,19 +34,23 @@ class SortingEveryWalk(Cycle):
         self.placed = []
 
 
+asks = st.tuples(st.just("asks"), st.integers(0, 11), st.integers(1, 6), st.integers(1, 2), st.integers(-1, 3))
 operations = st.lists(st.one_of(
+    asks, asks, asks,
     st.tuples(st.just("app"), st.sampled_from(LEAVES)),
-    st.tuples(st.just("asks"), st.integers(0, 11), st.integers(1, 4), st.integers(1, 3), st.integers(-1, 3)),
-    st.tuples(st.just("release"), st.integers(0, 100), st.integers(1, 4)),
-    st.tuples(st.just("schedule"), st.integers(1, 8)),
+    st.tuples(st.just("release"), st.integers(0, 100), st.integers(1, 6)),
+    st.tuples(st.just("schedule"), st.integers(1, 20)),
 ), min_size=1, max_size=30)
 
 
 def new_partition() -> Partition:
+    """Eight nodes of 8 cores, and two applications in each leaf."""
     partition = Partition(CONFIG, "rm", clock=VirtualClock())
     partition.update_nodes([si_pb2.NodeInfo(nodeID=f"n{i}", action=si_pb2.NodeInfo.CREATE,
-                                            schedulableResource=Resource.of(vcore=4000).to_proto())
-                            for i in range(4)])
+                                            schedulableResource=Resource.of(vcore=8000).to_proto())
+                            for i in range(8)])
+    for leaf in LEAVES * 2:
+        apply(partition, Cycle, ("app", leaf), 0)
     return partition
 
 
@@ -77,8 +81,10 @@ def apply(partition: Partition, cycle: type[Cycle], operation: tuple, serial: in
     return [(a.allocationKey, a.nodeID) for a in partition.take_outbox().new]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(operations)
+@example([("asks", 0, 3, 1, 0), ("asks", 4, 3, 1, 0), ("schedule", 20)])  # leaves under two parents
+@example([("asks", 4, 3, 1, 0), ("asks", 10, 3, 1, 0), ("schedule", 20)])  # two applications of a fair leaf
 def test_the_kept_order_decides_as_a_full_sort_before_every_walk(ops):
     kept, sorting = new_partition(), new_partition()
     for serial, operation in enumerate(ops):
