@@ -98,16 +98,18 @@ class _Order:
     """One queue's child queues or applications with something pending, in sort order under the keys
     they had when last placed (each key ends with a name unique among them, so the order is total)."""
 
-    __slots__ = ("keys", "members", "key_of")
+    __slots__ = ("key", "keys", "members", "key_of")
 
     def __init__(self, members: list, key) -> None:
+        self.key = key
         keyed = sorted((key(m), m) for m in members) if len(members) > 1 else [(key(m), m) for m in members]
         self.keys = [k for k, _ in keyed]
         self.members = [m for _, m in keyed]
         self.key_of = {id(m): k for k, m in keyed}
 
-    def replace(self, member, key) -> None:
-        """Move ``member`` to where ``key`` sorts (``None``: it has nothing pending any more, it leaves)."""
+    def replace(self, member, pending: bool) -> None:
+        """Move ``member`` to where its key sorts now (not ``pending``: it leaves)."""
+        key = self.key(member) if pending else None
         old = self.key_of.get(id(member))
         if old == key:  # e.g. fifo: placing an ask of an application leaves its key as it was
             return
@@ -201,19 +203,16 @@ class Cycle:
         if placed is None:
             orders.clear()
             return
-        total = self.books.total
         for result in placed:
             queue = result.queue
             apps = orders.get(id(queue))
             if apps is not None:
-                app = result.app
-                apps.replace(app, _app_key(queue, total)(app) if app.asks else None)
+                apps.replace(result.app, bool(result.app.asks))
             while queue.parent is not None:
-                parent = queue.parent
-                children = orders.get(id(parent))
+                children = orders.get(id(queue.parent))
                 if children is not None:
-                    children.replace(queue, _queue_key(parent, total)(queue) if queue.pending_priorities else None)
-                queue = parent
+                    children.replace(queue, bool(queue.pending_priorities))
+                queue = queue.parent
 
     def _reserved(self) -> Iterator[AllocationResult]:
         """Each reserving ask that now fits its node (and its quotas) is placed there."""
