@@ -221,7 +221,7 @@ class Cycle:
         for held in list(books.reservations.values()):
             ask, node = held.ask, books.nodes[held.node_id]
             app = books.apps.get(held.app_id)
-            if app is None or not node.schedulable or not ask.resource.fits_in(node.available):
+            if app is None or not node.schedulable or not node.fits(ask.resource):
                 continue
             queue = books.queues.get(app.queue_path)
             if not usage.tracks(app.application_id) and not (
@@ -407,7 +407,7 @@ class Cycle:
             node = nodes[node_id]
             if not node.schedulable:
                 continue
-            if not ask.resource.fits_in(node.available):
+            if not node.fits(ask.resource):
                 continue
             if ask.constrained or node.restricted or guarded(node_id):
                 began = perf_counter()

@@ -33,6 +33,15 @@ class Node:
     def available(self) -> Resource:
         return self.capacity - self.allocated - self.occupied
 
+    def fits(self, resource: Resource) -> bool:
+        """``resource.fits_in(self.available)``, without building the vector: the cycle asks it of node
+        after node."""
+        capacity, allocated, occupied = self.capacity, self.allocated, self.occupied
+        for name, value in resource.items():
+            if value > 0 and value > capacity.get(name, 0) - allocated.get(name, 0) - occupied.get(name, 0):
+                return False
+        return True
+
     def all_allocations(self) -> Iterator[Allocation]:
         """YuniKorn's and foreign allocations alike: every pod on the node."""
         yield from self.allocations.values()
