@@ -102,7 +102,7 @@ class _Order:
 
     def __init__(self, members: list, key) -> None:
         self.key = key
-        keyed = sorted((key(m), m) for m in members) if len(members) > 1 else [(key(m), m) for m in members]
+        keyed = sorted((key(m), m) for m in members)  # no two keys are equal: members are never compared
         self.keys = [k for k, _ in keyed]
         self.members = [m for _, m in keyed]
         self.key_of = {id(m): k for k, m in keyed}
