@@ -11,6 +11,7 @@ usage, a node, an index or a queue.
 from __future__ import annotations
 
 import itertools
+from bisect import bisect_left
 from collections.abc import Collection, Generator, Iterator, Mapping
 from enum import Enum
 from time import perf_counter
@@ -93,15 +94,50 @@ class AllocationResult(NamedTuple):
 _Walk = Generator[AllocationResult, None, bool]
 
 
+class _Order:
+    """One queue's child queues or applications with something pending, in sort order under the keys
+    they had when last placed (each key ends with a name unique among them, so the order is total)."""
+
+    __slots__ = ("key", "keys", "members", "key_of")
+
+    def __init__(self, members: list, key) -> None:
+        self.key = key
+        keyed = sorted((key(m), m) for m in members)  # no two keys are equal: members are never compared
+        self.keys = [k for k, _ in keyed]
+        self.members = [m for _, m in keyed]
+        self.key_of = {id(m): k for k, m in keyed}
+
+    def replace(self, member, pending: bool) -> None:
+        """Move ``member`` to where its key sorts now (not ``pending``: it leaves)."""
+        key = self.key(member) if pending else None
+        old = self.key_of.get(id(member))
+        if old == key:  # e.g. fifo: placing an ask of an application leaves its key as it was
+            return
+        keys, members = self.keys, self.members
+        if old is not None:
+            del self.key_of[id(member)]
+            at = bisect_left(keys, old)
+            del keys[at], members[at]
+        if key is not None:
+            at = bisect_left(keys, key)
+            keys.insert(at, key)
+            members.insert(at, member)
+            self.key_of[id(member)] = key
+
+
 class Cycle:
     """One scheduling cycle: what it decided, what it learned (shapes no node takes and why, apps and
     queues with nothing to place), and the time it spent sorting and evaluating nodes (summed here,
-    recorded once per cycle)."""
+    recorded once per cycle).
+
+    The queues' children and the leaves' applications are sorted once per cycle and kept in order: a walk
+    that placed an ask changed the sort keys of that ask's application and of the queues on its path
+    only, so those alone are moved before the next walk; any other decision sorts everything again."""
 
     __slots__ = ("books", "reservation_delay", "failed_shapes", "exhausted", "allocations", "sort_apps",
                  "sort_apps_n", "sort_queues", "sort_queues_n", "evaluation", "evaluation_n", "predicates",
                  "predicates_n", "preemptions", "unpreemptable", "preemptions_capped", "reservations", "unreservable",
-                 "drained", "wake_due")
+                 "drained", "wake_due", "orders", "placed")
 
     def __init__(self, books: Books, reservation_delay: float) -> None:
         self.books = books
@@ -118,6 +154,8 @@ class Cycle:
         self.unreservable: set[tuple] = set()  # (id(app), shape): no node to reserve this cycle
         self.drained = False  # a walk found nothing to do: nothing will until something changes
         self.wake_due = 0  # when an ask that waits to preempt or reserve may do so (ns; 0: none waits)
+        self.orders: dict[int, _Order] = {}  # id(queue) -> its children (a leaf: its applications) in order
+        self.placed: list[AllocationResult] | None = []  # what the walk placed; None: sort everything again
 
     def record(self, stats: PartitionStats) -> None:
         histograms = stats.histograms
@@ -139,10 +177,42 @@ class Cycle:
         clock = books.clock
         root = books.queues.root
         while self.allocations < max_allocations and clock.monotonic_ns() < deadline:
-            if not (yield from self._walk(root)):
+            walk = self._walk(root)
+            while True:  # ``yield from``, noting the decisions that change sort keys beyond _reorder's
+                try:
+                    result = next(walk)
+                except StopIteration as done:
+                    served = done.value
+                    break
+                if self.placed is not None:
+                    if result.kind in _REORDERED and result.placeholder is None:
+                        self.placed.append(result)
+                    else:
+                        self.placed = None
+                yield result
+            if not served:
                 self.drained = True
                 break
             self.allocations += 1
+            self._reorder()
+
+    def _reorder(self) -> None:
+        """Bring the orders in line with what the last walk booked."""
+        placed, orders = self.placed, self.orders
+        self.placed = []
+        if placed is None:
+            orders.clear()
+            return
+        for result in placed:
+            queue = result.queue
+            apps = orders.get(id(queue))
+            if apps is not None:
+                apps.replace(result.app, bool(result.app.asks))
+            while queue.parent is not None:
+                children = orders.get(id(queue.parent))
+                if children is not None:
+                    children.replace(queue, bool(queue.pending_priorities))
+                queue = queue.parent
 
     def _reserved(self) -> Iterator[AllocationResult]:
         """Each reserving ask that now fits its node (and its quotas) is placed there."""
@@ -151,7 +221,7 @@ class Cycle:
         for held in list(books.reservations.values()):
             ask, node = held.ask, books.nodes[held.node_id]
             app = books.apps.get(held.app_id)
-            if app is None or not node.schedulable or not ask.resource.fits_in(node.available):
+            if app is None or not node.schedulable or not node.fits(ask.resource):
                 continue
             queue = books.queues.get(app.queue_path)
             if not usage.tracks(app.application_id) and not (
@@ -187,29 +257,20 @@ class Cycle:
         return placed
 
     def _sorted_children(self, queue: Queue) -> list[Queue]:
-        children = [c for c in queue.children.values() if c.pending_priorities]
-        if len(children) < 2:
-            return children
-        total = self.books.total
-        if queue.priority_sorting:
-            return sorted(children, key=lambda c: (-c.priority(), c.share(total), -sum(c.pending.values()), c.name))
-        return sorted(children, key=lambda c: (c.share(total), -sum(c.pending.values()), c.name))
+        order = self.orders.get(id(queue))
+        if order is None:
+            order = self.orders[id(queue)] = _Order([c for c in queue.children.values() if c.pending_priorities],
+                                                    _queue_key(queue, self.books.total))
+        return order.members
 
     def _sorted_apps(self, queue: Queue) -> list[Application]:
-        apps = [a for a in queue.apps.values() if a.asks]
-        policy = queue.sort_policy
-        if policy == "fair":
-            total = self.books.total
-            key = lambda a: (a.used.dominant_share(total), a.submission_time, a.arrived, a.application_id)  # noqa: E731
-        else:
-            key = lambda a: (a.submission_time, a.arrived, a.application_id)  # noqa: E731
-        if queue.priority_sorting:
-            apps.sort(key=lambda a: (-a.priority, *key(a)))
-        else:
-            apps.sort(key=key)
-        if policy == "stateaware":
-            apps = _stateaware_filter(queue, apps)
-        return apps
+        order = self.orders.get(id(queue))
+        if order is None:
+            order = self.orders[id(queue)] = _Order([a for a in queue.apps.values() if a.asks],
+                                                    _app_key(queue, self.books.total))
+        if queue.sort_policy == "stateaware":
+            return _stateaware_filter(queue, order.members)
+        return order.members
 
     def _leaf(self, queue: Queue) -> _Walk:
         began = perf_counter()
@@ -346,7 +407,7 @@ class Cycle:
             node = nodes[node_id]
             if not node.schedulable:
                 continue
-            if not ask.resource.fits_in(node.available):
+            if not node.fits(ask.resource):
                 continue
             if ask.constrained or node.restricted or guarded(node_id):
                 began = perf_counter()
@@ -494,6 +555,30 @@ class Cycle:
             return
         self.reservations += 1
         yield AllocationResult(Decided.RESERVED, app, queue, ask, node)
+
+
+# Decisions after which only the placed application and its queues need to move in the orders.
+_REORDERED = frozenset((Decided.ALLOCATED, Decided.ALLOCATED_RESERVED))
+
+
+def _queue_key(parent: Queue, total: Resource):
+    """How ``parent`` orders its children: least share first, then most pending, then by name (highest
+    pending priority before all with priority sorting)."""
+    if parent.priority_sorting:
+        return lambda c: (-c.priority(), c.share(total), -sum(c.pending.values()), c.name)
+    return lambda c: (c.share(total), -sum(c.pending.values()), c.name)
+
+
+def _app_key(queue: Queue, total: Resource):
+    """How the leaf ``queue`` orders its applications: by dominant share of the cluster (``fair``) or not,
+    then by submission, arrival and id (highest ask priority before all with priority sorting)."""
+    if queue.sort_policy == "fair":
+        if queue.priority_sorting:
+            return lambda a: (-a.priority, a.used.dominant_share(total), a.submission_time, a.arrived, a.application_id)
+        return lambda a: (a.used.dominant_share(total), a.submission_time, a.arrived, a.application_id)
+    if queue.priority_sorting:
+        return lambda a: (-a.priority, a.submission_time, a.arrived, a.application_id)
+    return lambda a: (a.submission_time, a.arrived, a.application_id)
 
 
 def _stateaware_filter(queue: Queue, apps: list[Application]) -> list[Application]:

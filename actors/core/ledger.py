@@ -304,10 +304,9 @@ class Ledger:
             self._let_go(replaced)
         queue = self.queues.get(app.queue_path)
         if queue is not None:
-            queue.add_pending(ask.resource - (replaced.resource if replaced else Resource()))
-            queue.count_priority(ask.priority, 1)
+            queue.count_pending(ask.resource, ask.priority, 1)
             if replaced is not None:
-                queue.count_priority(replaced.priority, -1)
+                queue.count_pending(replaced.resource, replaced.priority, -1)
         return replaced
 
     def remove_ask(self, app: Application, ask: Allocation) -> None:
@@ -316,8 +315,7 @@ class Ledger:
         app.remove_ask(ask)
         queue = self.queues.get(app.queue_path)
         if queue is not None:
-            queue.add_pending(-ask.resource)
-            queue.count_priority(ask.priority, -1)
+            queue.count_pending(ask.resource, ask.priority, -1)
 
     def _let_go(self, ask: Allocation) -> None:
         if ask.preempting is not None:

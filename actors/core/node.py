@@ -33,6 +33,15 @@ class Node:
     def available(self) -> Resource:
         return self.capacity - self.allocated - self.occupied
 
+    def fits(self, resource: Resource) -> bool:
+        """``resource.fits_in(self.available)``, without building the vector: the cycle asks it of node
+        after node."""
+        capacity, allocated, occupied = self.capacity, self.allocated, self.occupied
+        for name, value in resource.items():
+            if value > 0 and value > capacity.get(name, 0) - allocated.get(name, 0) - occupied.get(name, 0):
+                return False
+        return True
+
     def all_allocations(self) -> Iterator[Allocation]:
         """YuniKorn's and foreign allocations alike: every pod on the node."""
         yield from self.allocations.values()
@@ -105,11 +114,11 @@ class Node:
         """Weighted mean of the used share of each weighted resource type."""
         total_weight = 0.0
         score = 0.0
-        used = self.allocated + self.occupied
-        for name, weight in weights.items():
-            capacity = self.capacity[name]
+        allocated, occupied, capacities = self.allocated, self.occupied, self.capacity
+        for name, weight in weights.items():  # every booking re-sorts its node: no vector is built for it
+            capacity = capacities.get(name, 0)
             if capacity > 0 and weight > 0:
-                score += weight * used[name] / capacity
+                score += weight * (allocated.get(name, 0) + occupied.get(name, 0)) / capacity
                 total_weight += weight
         return score / total_weight if total_weight else 0.0
 

@@ -23,12 +23,14 @@ class Queue:
                  "max_apps", "properties", "submit_acl", "admin_acl", "template", "allocated", "pending",
                  "apps", "running_apps", "pending_priorities", "sort_policy", "priority_sorting", "priority_fence", "priority_offset",
                  "containers", "app_totals", "preemption_policy", "preemption_delay", "preempting", "awaiting", "quota_preemption_delay",
-                 "over_max_since", "ask_backoff", "ask_backoff_delay", "share_memo")
+                 "over_max_since", "ask_backoff", "ask_backoff_delay", "share_memo", "line")
 
     def __init__(self, name: str, parent: Queue | None, managed: bool, leaf: bool) -> None:
         self.name = name
         self.path = f"{parent.path}.{name}" if parent else name
         self.parent = parent
+        # The queue and its ancestors up to the root (a queue never moves): what each usage change walks.
+        self.line: tuple[Queue, ...] = (self, *parent.line) if parent else (self,)
         self.children: dict[str, Queue] = {}
         self.managed = managed
         self.leaf = leaf
@@ -79,11 +81,9 @@ class Queue:
         if guaranteed is not None or maximum is not None:
             self.guaranteed, self.max = guaranteed, maximum
 
-    def chain(self):
-        queue = self
-        while queue is not None:
-            yield queue
-            queue = queue.parent
+    def chain(self) -> tuple[Queue, ...]:
+        """The queue, its parent, and so on up to the root."""
+        return self.line
 
     def headroom(self) -> Resource | None:
         """What may still be allocated here: min over the path of max - allocated (None: unlimited)."""
@@ -130,18 +130,17 @@ class Queue:
         for queue in self.chain():
             queue.awaiting = queue.awaiting + delta
 
-    def add_pending(self, delta: Resource) -> None:
-        for queue in self.chain():
+    def count_pending(self, resource: Resource, priority: int, count: int) -> None:
+        """``count`` pending asks of ``resource`` and ``priority`` arrived (> 0) or left (< 0) somewhere below."""
+        delta = resource if count == 1 else resource.multiply(count)
+        for queue in self.line:
             queue.pending = queue.pending + delta
-
-    def count_priority(self, priority: int, delta: int) -> None:
-        """A pending ask of ``priority`` arrived (+1) or left (-1) somewhere below."""
-        for queue in self.chain():
-            left = queue.pending_priorities.get(priority, 0) + delta
+            counts = queue.pending_priorities
+            left = counts.get(priority, 0) + count
             if left:
-                queue.pending_priorities[priority] = left
+                counts[priority] = left
             else:
-                queue.pending_priorities.pop(priority, None)
+                counts.pop(priority, None)
 
     def add_running(self, delta: int) -> None:
         for queue in self.chain():

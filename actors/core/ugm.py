@@ -135,6 +135,8 @@ class UsageTracker:
     # Questions asked while scheduling.
     def headroom(self, user: str, groups: Sequence[str], queue_path: str) -> Resource | None:
         """What the user may still allocate in ``queue_path`` under user and group limits (None: no limit)."""
+        if not self._levels:  # asked for every application the cycle tries: most partitions set no limits
+            return None
         group = self.group_for(groups, queue_path)
         headroom: Resource | None = None
         for path in _prefixes(queue_path):
@@ -146,6 +148,8 @@ class UsageTracker:
 
     def can_run_app(self, user: str, groups: Sequence[str], queue_path: str, app_id: str = "") -> bool:
         """Whether one more application (or ``app_id``, if already counted) stays within maxapplications."""
+        if not self._levels:
+            return True
         group = self.group_for(groups, queue_path)
         for path in _prefixes(queue_path):
             for limit, usage in self._applicable(user, group, path):
