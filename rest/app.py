@@ -17,6 +17,7 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
 
 import falcon
@@ -223,9 +224,13 @@ class Cluster:
         snapshot = _snapshot(req)
         shim = self.view.shim_state() if self.view.shim_state else None
         fragments = self.view.fragments
-        nodes = [fragments.parts(("nodes", p.name), p.nodes, fragments.nodes) for p in snapshot.partitions]
+        # Allocations serialized under their nodes, by identity, spliced under their applications: the
+        # snapshot keeps them alive while this dict lives.
+        cut: dict[int, bytes] = {}
+        nodes = [fragments.parts(("nodes", p.name), p.nodes, partial(fragments.nodes, cut=cut))
+                 for p in snapshot.partitions]
         apps = [fragments.parts(("dump applications", p.name), p.applications + p.terminated_applications,
-                                fragments.applications) for p in snapshot.partitions]
+                                partial(fragments.applications, cut=cut)) for p in snapshot.partitions]
         resp.media = {
             "timestamp": snapshot.taken_at,
             "partitions": [daos.partition(p) for p in snapshot.partitions],

@@ -9,9 +9,12 @@ while it is unchanged, so what a reader made of it can be kept too:
   objects that are not the very ones at the same position are looked up, and that comparison runs in C,
   so a poll of thousands of nodes of which a few changed costs about what sending them costs.
 
-Allocations are not kept apart: on a loaded machine a separate piece per allocation (its bytes, or its
-JSON object shared by its node and its application), looked up by identity, costs more than building
-the allocation's JSON object again does, at 100,000 allocations as at a few.
+Allocations are not kept from one answer to the next: on a loaded machine a separate piece per
+allocation looked up by identity across answers costs more than building its JSON object again does.
+Within one answer that renders nodes and applications (the full state dump right after a burst), each
+allocation is serialized once, under its node, and its bytes are spliced under its application: an
+array of allocations is serialized in one call and cut at the text between two of them, which no
+allocation's JSON can hold (a quote inside a JSON string is escaped).
 
 Entries are keyed by the snapshot objects' identity, never by a time or a version alone, so a changed
 object is always rendered anew: a read never shows an older state than its snapshot. An entry lives as
@@ -41,6 +44,44 @@ def array(parts: Sequence[bytes]) -> bytes:
     return b"".join(pieces)
 
 
+# An array of allocations as orjson writes it: every allocation's object begins with its key.
+_OPEN, _BETWEEN, _CLOSE = b'[{"allocationKey":', b'},{"allocationKey":', b'}]'
+
+
+def _cut(body: bytes) -> list[bytes]:
+    """The allocations of ``body``, a non-empty serialized array of them, each without the text that
+    opens, closes or separates them (what :func:`_joined` puts back)."""
+    pieces = body.split(_BETWEEN)
+    pieces[0] = pieces[0][len(_OPEN):]
+    pieces[-1] = pieces[-1][:-len(_CLOSE)]  # the same as the first when there is one
+    return pieces
+
+
+def _joined(pieces: list[bytes]) -> bytes:
+    return b"".join((_OPEN, _BETWEEN.join(pieces), _CLOSE)) if pieces else b"[]"
+
+
+def _node(node, cut: dict[int, bytes]) -> bytes:
+    """The JSON of ``node``, each of its allocations' added to ``cut`` by its identity (the caller keeps
+    those allocations alive while it holds them)."""
+    allocs = node.allocations
+    if not allocs:
+        return orjson.dumps(daos.node(node))
+    body = orjson.dumps([daos.allocation(a) for a in allocs])
+    cut.update(zip(map(id, allocs), _cut(body), strict=True))
+    return orjson.dumps(daos.node(node, orjson.Fragment(body)))
+
+
+def _spliced(allocs: Sequence, cut: dict[int, bytes]) -> bytes:
+    """The JSON array of ``allocs``: the pieces ``cut`` holds, the others serialized now."""
+    found = list(map(cut.get, map(id, allocs)))
+    missing = [a for a, piece in zip(allocs, found, strict=True) if piece is None]
+    if missing:
+        fresh = iter(_cut(orjson.dumps([daos.allocation(a) for a in missing])))
+        found = [piece if piece is not None else next(fresh) for piece in found]
+    return _joined(found)
+
+
 class Fragments:
     """JSON of snapshot objects, as bytes; safe to share between threads."""
 
@@ -57,14 +98,22 @@ class Fragments:
     def application(self, app) -> bytes:
         return self.applications((app,))[0]
 
-    def nodes(self, nodes: Sequence) -> list[bytes]:
-        return self._render(nodes, daos.node)
+    def nodes(self, nodes: Sequence, cut: dict[int, bytes] | None = None) -> list[bytes]:
+        """``cut``: the nodes rendered now add their allocations' JSON to it, by identity."""
+        if cut is None:
+            return self._render(nodes, lambda missing: [orjson.dumps(daos.node(n)) for n in missing])
+        return self._render(nodes, lambda missing: [_node(n, cut) for n in missing])
 
-    def applications(self, apps: Sequence) -> list[bytes]:
-        return self._render(apps, daos.application)
+    def applications(self, apps: Sequence, cut: dict[int, bytes] | None = None) -> list[bytes]:
+        """``cut``: allocations serialized already, by identity; the others are serialized now."""
+        if cut is None:
+            return self._render(apps, lambda missing: [orjson.dumps(daos.application(a)) for a in missing])
+        return self._render(apps, lambda missing: [orjson.dumps(daos.application(a, orjson.Fragment(
+            _spliced(a.allocations, cut)))) for a in missing])
 
-    def _render(self, objects: Sequence, render: Callable[[Any], dict]) -> list[bytes]:
-        """The JSON of each of ``objects`` (nodes or applications): kept, or rendered now."""
+    def _render(self, objects: Sequence, render: Callable[[list], list[bytes]]) -> list[bytes]:
+        """The JSON of each of ``objects`` (nodes or applications): kept, or rendered now (``render``
+        gives the JSON of each of a list of them)."""
         entries = self._objects
         found = []
         for obj in objects:
@@ -73,7 +122,7 @@ class Fragments:
         missing = [obj for obj, body in zip(objects, found, strict=True) if body is None]
         if not missing:
             return found
-        bodies = iter([orjson.dumps(render(obj)) for obj in missing])
+        bodies = iter(render(missing))
         for index, body in enumerate(found):
             if body is None:
                 obj, found[index] = objects[index], next(bodies)

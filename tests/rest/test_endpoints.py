@@ -374,9 +374,11 @@ def _rendered_whole(core):
 
 
 def test_answers_put_together_from_kept_pieces_equal_a_whole_rendering(rest):
-    """The nodes and applications an answer reuses from earlier answers, and the used capacity the core
-    keeps up to date from the nodes that changed, are what rendering everything anew gives, byte for
-    byte, after every kind of change."""
+    """The nodes and applications an answer reuses from earlier answers, the allocations the dump
+    serializes under their nodes and splices under their applications (whatever their keys and tags
+    hold), and the used capacity the core keeps up to date from the nodes that changed, are what
+    rendering everything anew gives, byte for byte, after every kind of change, whichever of the nodes
+    and the dump is read first."""
     import orjson
 
     core, client = rest
@@ -395,22 +397,26 @@ def test_answers_put_together_from_kept_pieces_equal_a_whole_rendering(rest):
         yield
         core.asks("app-2", 4, vcore=500, prefix="c-", tags={"kubernetes.io/label/x": 'a "quoted" ,\x00 tag'})
         yield
+        # keys and tags that hold the text between two allocations of a serialized array
+        core.asks("app-1", 2, vcore=100, prefix='k"},{"allocationKey":"', tags={'"},{"allocationKey":': '},{\\"a'})
+        yield
         core.nodes(1, prefix="later-", action=si_pb2.NodeInfo.DECOMISSION)
         yield
         core.scheduler.update_application(si_pb2.ApplicationRequest(rmID="rm", remove=[
             si_pb2.RemoveApplicationRequest(applicationID="app-2", partitionName="default")]))
         yield  # the application ended: it moved to the terminated ones
 
-    for _ in changes():
+    for step, _ in enumerate(changes()):
         core.settle()
+        paths = ("/ws/v1/fullstatedump", "/ws/v1/partition/default/nodes")
         for _ in range(2):  # the second read is served from what the first one kept
-            _, _, nodes = client.request("GET", "/ws/v1/partition/default/nodes")
-            _, _, dump = client.request("GET", "/ws/v1/fullstatedump")
+            bodies = {path: client.request("GET", path)[2] for path in (paths[::-1] if step % 2 else paths)}
+            dump, nodes = bodies[paths[0]], bodies[paths[1]]
             whole_nodes, whole_apps, whole_partition = _rendered_whole(core)
             assert nodes == whole_nodes
-            dump = orjson.loads(dump)
-            assert dump["nodes"] == orjson.loads(whole_nodes)
-            assert dump["applications"] == orjson.loads(whole_apps)
+            dump = orjson.loads(dump)  # keeps the order of keys: serialized again, the same bytes
+            assert orjson.dumps(dump["nodes"]) == whole_nodes
+            assert orjson.dumps(dump["applications"]) == whole_apps
             assert dump["partitions"] == [whole_partition]
             used = {}
             for node in dump["nodes"]:
