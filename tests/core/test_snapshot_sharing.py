@@ -56,3 +56,13 @@ def test_a_read_after_a_change_sees_it_while_others_read(core_factory):
         stop.set()
         for poller in pollers:
             poller.join(30)
+
+
+def test_a_node_pictured_again_shows_its_new_attributes(core_factory):
+    core = core_factory()
+    core.nodes(1, zone="a")
+    core.settle()
+    assert core.snapshot().partitions[0].nodes[0].attributes["zone"] == "a"
+    core.nodes(1, action=si_pb2.NodeInfo.UPDATE, zone="b")
+    core.settle()
+    assert core.snapshot().partitions[0].nodes[0].attributes["zone"] == "b"
