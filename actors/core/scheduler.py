@@ -414,6 +414,18 @@ def health_interval(extra: dict[str, str]) -> float:
     return max(seconds, 0.0)
 
 
+class _SnapshotRound:
+    """Readers sharing one snapshot: the areas all of them read, and what the core answered."""
+
+    __slots__ = ("areas", "done", "snapshot", "error")
+
+    def __init__(self) -> None:
+        self.areas: frozenset[str] = frozenset()
+        self.done = False
+        self.snapshot: CoreSnapshot | None = None
+        self.error: BaseException | None = None
+
+
 class Scheduler:
     """The core as the resource manager (and REST) use it: SI requests in, snapshots and events out.
 
@@ -455,7 +467,9 @@ class Scheduler:
         self._housekeeper = clock.every(lambda: min(self._tick_interval, self._default_tick), self._housekeeping,
                                         "core-ticker")
         self._snapshots: dict[frozenset[str], tuple[tuple, CoreSnapshot]] = {}  # areas -> (version, snapshot)
-        self._snapshot_lock = threading.Lock()
+        self._snapshot_turn = threading.Condition()
+        self._taking = False  # a reader is taking a snapshot for its round
+        self._next_snapshot: _SnapshotRound | None = None  # the round readers arriving now join
 
     def _housekeeping(self) -> bool:
         """One round of the core's timers; False ends them (the core is gone)."""
@@ -600,14 +614,36 @@ class Scheduler:
         """The core as it is now, holding at least the optional ``areas`` (see :mod:`actors.core.snapshot`):
         a reader of queues alone does not make the core picture every node and application. A snapshot
         taken since the core last changed is shared; otherwise one is taken between scheduling batches."""
-        with self._snapshot_lock:
-            version = self._changes.version()  # before taking: a change meanwhile makes the next read retake
-            current = [s for v, s in self._snapshots.values() if v == version and areas <= s.areas]
+        with self._snapshot_turn:
+            current = [s for v, s in self._snapshots.values() if v == self._changes.version() and areas <= s.areas]
             if current:
                 return max(current, key=lambda s: s.taken_at)
-            snapshot = self._core.ask(TakeSnapshot(areas))
-            self._snapshots[areas] = (version, snapshot)
-            return snapshot
+            # Readers arriving while a snapshot is being taken share the next one: it is asked for after
+            # all of them arrived, so it shows every change they followed, and a burst of polls costs one.
+            if self._next_snapshot is None:
+                self._next_snapshot = _SnapshotRound()
+            turn = self._next_snapshot
+            turn.areas |= areas
+            while not turn.done:
+                if self._taking or self._next_snapshot is not turn:
+                    self._snapshot_turn.wait()
+                    continue
+                self._taking, self._next_snapshot = True, None
+                version = self._changes.version()  # before taking: a change meanwhile makes the next read retake
+                self._snapshot_turn.release()
+                try:
+                    turn.snapshot = self._core.ask(TakeSnapshot(turn.areas))
+                except BaseException as error:
+                    turn.error = error
+                    raise
+                finally:
+                    self._snapshot_turn.acquire()
+                    self._taking, turn.done = False, True
+                    self._snapshot_turn.notify_all()
+                self._snapshots[turn.areas] = (version, turn.snapshot)
+            if turn.error is not None:
+                raise turn.error
+            return turn.snapshot
 
     @staticmethod
     def validate(text: str) -> str | None:

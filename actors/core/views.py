@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import chain, compress, count
 from operator import attrgetter, itemgetter, ne
 from types import MappingProxyType
@@ -87,11 +87,20 @@ def _shared(allocations: Iterable[Allocation], shared: dict[str, AllocationSnaps
     return tuple(result)
 
 
-def node_snapshot(node: Node, shared: dict[str, AllocationSnapshot]) -> NodeSnapshot:
-    return NodeSnapshot(node.node_id, node.host_name, node.rack_name, MappingProxyType(dict(node.attributes)),
-                        node.capacity, node.allocated, node.occupied, node.available,
-                        utilized(node.capacity, node.allocated), _shared(node.allocations.values(), shared),
-                        _shared(node.foreign.values(), shared), node.schedulable,
+def node_snapshot(node: Node, shared: dict[str, AllocationSnapshot],
+                  attributes: dict[str, tuple[dict, Mapping[str, str]]] | None = None) -> NodeSnapshot:
+    """``attributes``: by node, the attributes dict last pictured and its read-only copy, reused while the
+    node holds the same dict (it replaces it whole when its attributes change, never edits it)."""
+    capacity, allocated, occupied = node.capacity, node.allocated, node.occupied
+    kept = attributes.get(node.node_id) if attributes is not None else None
+    if kept is None or kept[0] is not node.attributes:
+        kept = (node.attributes, MappingProxyType(dict(node.attributes)))
+        if attributes is not None:
+            attributes[node.node_id] = kept
+    return NodeSnapshot(node.node_id, node.host_name, node.rack_name, kept[1], capacity, allocated, occupied,
+                        capacity - allocated - occupied if occupied else capacity - allocated,
+                        utilized(capacity, allocated), _shared(node.allocations.values(), shared),
+                        _shared(node.foreign.values(), shared) if node.foreign else (), node.schedulable,
                         bool(node.held_by), (node.held_by,) if node.held_by else ())
 
 
@@ -231,11 +240,12 @@ class _NodeTotals:
 class _Pictures:
     """A partition's snapshot parts kept for the next snapshot (only its owning actor's thread uses them)."""
 
-    __slots__ = ("totals", "nodes", "apps", "terminated")
+    __slots__ = ("totals", "nodes", "attributes", "apps", "terminated")
 
     def __init__(self) -> None:
         self.totals = _NodeTotals()
         self.nodes = _Built()
+        self.attributes: dict[str, tuple[dict, Mapping[str, str]]] = {}  # see node_snapshot
         self.apps = _Built()
         self.terminated = _Built()
 
@@ -256,7 +266,11 @@ def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> Partitio
     totals.update(all_nodes)
     nodes = apps = terminated = None
     if NODES in areas:
-        pictures.nodes.update(all_nodes, lambda n: node_snapshot(n, shared))
+        attributes = pictures.attributes
+        if len(attributes) > 2 * len(all_nodes) + 1000:  # nodes gone
+            pictures.attributes = attributes = {n.node_id: attributes[n.node_id] for n in all_nodes
+                                                if n.node_id in attributes}
+        pictures.nodes.update(all_nodes, lambda n: node_snapshot(n, shared, attributes))
         nodes = tuple(pictures.nodes.built)
     if APPLICATIONS in areas:
         def app_snapshot(a: Application) -> ApplicationSnapshot:
