@@ -417,10 +417,11 @@ def health_interval(extra: dict[str, str]) -> float:
 class _SnapshotRound:
     """Readers sharing one snapshot: the areas all of them read, and what the core answered."""
 
-    __slots__ = ("areas", "done", "snapshot", "error")
+    __slots__ = ("areas", "readers", "done", "snapshot", "error")
 
     def __init__(self) -> None:
         self.areas: frozenset[str] = frozenset()
+        self.readers = 0
         self.done = False
         self.snapshot: CoreSnapshot | None = None
         self.error: BaseException | None = None
@@ -624,6 +625,7 @@ class Scheduler:
                 self._next_snapshot = _SnapshotRound()
             turn = self._next_snapshot
             turn.areas |= areas
+            turn.readers += 1
             while not turn.done:
                 if self._taking or self._next_snapshot is not turn:
                     self._snapshot_turn.wait()

@@ -3,36 +3,60 @@ read shows the changes made before it began."""
 
 import threading
 
-from actors.core.snapshot import NODES
+from actors.core.messages import TakeSnapshot
+from actors.core.snapshot import APPLICATIONS, NODES
 from si import si_pb2
+from tests.waiting import wait_for
 
-READERS, READS = 8, 5
+READERS = 7
 
 
-def test_concurrent_readers_share_snapshots_while_the_core_changes(core_factory):
+class _HeldSnapshots:
+    """The scheduler's handle on the core actor, holding the first snapshot asked for until released."""
+
+    def __init__(self, core) -> None:
+        self.core = core
+        self.asked: list[frozenset[str]] = []
+        self.release = threading.Event()
+
+    def __getattr__(self, name: str):
+        return getattr(self.core, name)
+
+    def ask(self, message, *args, **kwargs):
+        if isinstance(message, TakeSnapshot):
+            self.asked.append(message.areas)
+            if len(self.asked) == 1:
+                self.release.wait(30)
+        return self.core.ask(message, *args, **kwargs)
+
+
+def test_readers_arriving_while_a_snapshot_is_taken_share_the_next_one(core_factory, monkeypatch):
     core = core_factory()
-    core.nodes(1, prefix="busy-")
+    core.nodes(1, prefix="first-")
     core.settle()
-    taken: list[list] = [[] for _ in range(READERS)]
-    start = threading.Barrier(READERS)
-
-    def read(mine: list) -> None:
-        start.wait()
-        for _ in range(READS):
-            # A change before each read: a reader alone would make the core take a snapshot every time.
-            core.nodes(1, prefix="busy-", action=si_pb2.NodeInfo.UPDATE)
-            core.scheduler.barrier()  # made before the read begins
-            mine.append(core.scheduler.snapshot(frozenset({NODES})))
-
-    readers = [threading.Thread(target=read, args=(mine,)) for mine in taken]
+    held = _HeldSnapshots(core.scheduler._core)
+    monkeypatch.setattr(core.scheduler, "_core", held)
+    first: list = []
+    taking = threading.Thread(target=lambda: first.append(core.scheduler.snapshot(frozenset({NODES}))))
+    taking.start()
+    wait_for(lambda: len(held.asked) == 1, timeout=10, message="the first reader taking its snapshot")
+    core.nodes(1, prefix="later-")  # a change after the first snapshot was asked for
+    core.scheduler.barrier()
+    later: list = []
+    readers = [threading.Thread(target=lambda areas=areas: later.append(core.scheduler.snapshot(areas)))
+               for areas in [frozenset({NODES})] * (READERS - 1) + [frozenset({APPLICATIONS})]]
     for reader in readers:
         reader.start()
-    for reader in readers:
-        reader.join(30)
-    reads = [s for mine in taken for s in mine]
-    assert len(reads) == READERS * READS
-    distinct = len({id(s) for s in reads})
-    assert distinct <= READERS * READS // 2, f"{distinct} snapshots for {len(reads)} concurrent reads"
+    wait_for(lambda: getattr(core.scheduler._next_snapshot, "readers", 0) == READERS, timeout=10,
+             message="every later reader waiting for the next snapshot")
+    held.release.set()
+    for thread in [taking, *readers]:
+        thread.join(30)
+
+    assert held.asked == [frozenset({NODES}), frozenset({NODES, APPLICATIONS})]  # two snapshots for eight reads
+    assert len(later) == READERS and all(snapshot is later[0] for snapshot in later)
+    assert first[0] is not later[0]
+    assert {n.node_id for n in later[0].partition("default").nodes} == {"first-0", "later-0"}
 
 
 def test_a_read_after_a_change_sees_it_while_others_read(core_factory):
