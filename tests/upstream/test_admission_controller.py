@@ -398,9 +398,20 @@ def test_check_that_replicaset_is_not_modified_if_submitted_by_system_user(admis
         access_control.update(BYPASS_AUTH, "false")
         access_control.wait_for_refresh(ADMIN, accepted=False)
 
-        deployment = apps(admission_suite).read_namespaced_deployment("sleepjob", ns)
-        deployment.spec.template.spec.containers[0].image = "nginx:1.16.1"
-        apps(admission_suite).replace_namespaced_deployment("sleepjob", ns, deployment)
+        # Read, change and write again while the write conflicts (client-go's RetryOnConflict): the
+        # deployment controller writes the deployment's status as its pod starts.
+        def updated() -> bool:
+            deployment = apps(admission_suite).read_namespaced_deployment("sleepjob", ns)
+            deployment.spec.template.spec.containers[0].image = "nginx:1.16.1"
+            try:
+                apps(admission_suite).replace_namespaced_deployment("sleepjob", ns, deployment)
+            except k8s.ApiException as error:
+                if error.status != 409:
+                    raise
+                return False
+            return True
+
+        wait_for(updated, timeout=10, interval=0.05, message="the deployment's template updated")
 
         # the updated template's pod running (upstream waits on the pods it lists at once, the old one among them)
         wait_for(lambda: any(p.spec.containers[0].image == "nginx:1.16.1" and p.status.phase == "Running"
