@@ -181,7 +181,8 @@ class ShimContext(Actor):
     def on_stop(self) -> None:
         self._collector_pause.end(freeze=False)
         thaw()
-        for stopping in [ref.stop(block=False) for ref in (*self._apps.values(), *self._node_actors.values())]:
+        stops = [ref.stop(block=False) for ref in (*self._apps.values(), *self._node_actors.values())]
+        for stopping in (*stops, *self._mail.stop_ended()):
             stopping.get(timeout=10)
 
     def after_message(self) -> None:
@@ -653,7 +654,7 @@ class ShimContext(Actor):
         if message.name not in self._nodes:
             ref = self._node_actors.pop(message.name, None)
             if ref is not None:
-                ref.stop(block=False)
+                self._mail.stop_node(ref)
 
     # ---- configuration -------------------------------------------------------------------------
 

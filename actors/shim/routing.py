@@ -27,6 +27,7 @@ class Mail:
         self._apps: dict[str, tuple[pykka.ActorRef, list[TaskUpdate]]] = {}  # by actor urn
         self._ended: dict[str, pykka.ActorRef] = {}  # by application id
         self._stopping: dict[str, pykka.Future] = {}  # by application id: stops sent, maybe not done
+        self._nodes_stopping: dict[str, pykka.Future] = {}  # by actor urn: likewise, of node actors
         self._nodes: dict[str, list[Any]] = {}
         self._count = 0  # messages collected (read after every message the context handles)
 
@@ -49,6 +50,21 @@ class Mail:
         stopping = self._stopping.pop(app_id, None)
         if stopping is not None:
             stopping.get(timeout=STOP_WAIT)
+
+    def stop_node(self, ref: pykka.ActorRef) -> None:
+        """Stop a node actor that has nothing left to watch (it has had all its messages)."""
+        self._nodes_stopping[ref.actor_urn] = ref.stop(block=False)
+        if len(self._nodes_stopping) > STOPPING_KEPT:
+            self._nodes_stopping = {urn: f for urn, f in self._nodes_stopping.items() if not _done(f)}
+
+    def stop_ended(self) -> list[pykka.Future]:
+        """Stop the ended application actors not stopped yet; return the stops of every ended application
+        actor and gone node actor, maybe not done: the context waits for them as it stops, so that no
+        actor it started outlives it."""
+        for app_id, ref in self._ended.items():
+            self._stopping[app_id] = ref.stop(block=False)
+        self._ended = {}
+        return [*self._stopping.values(), *self._nodes_stopping.values()]
 
     def to_node(self, name: str, message: Any) -> None:
         self._nodes.setdefault(name, []).append(message)

@@ -7,6 +7,7 @@ import json
 import threading
 from collections import Counter
 
+import pykka
 import pytest
 
 from actors.base import PooledActor, message
@@ -33,7 +34,7 @@ from actors.shim.messages import (
     Shutdown,
     Updated,
 )
-from actors.shim.nodeactor import ATTR_NODE_STATE
+from actors.shim.nodeactor import ATTR_NODE_STATE, NodeActor
 from actors.shim.nodes import parse_node
 from actors.shim.objects import parse_configmap, parse_namespace, parse_priority_class
 from actors.shim.outlet import CoreOutlet
@@ -604,3 +605,28 @@ def test_a_recovery_that_waits_too_long_lets_the_collector_run(make_shim, monkey
     monkeypatch.setattr(context_module, "MAX_COLLECTOR_PAUSE", 0.0)
     shim.tell_and_settle(SendMail())
     assert shim.state().state == "New" and gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_node_actor_still_stopping_after_its_node_went_has_stopped_once_the_context_has(shim, monkeypatch):
+    """The node goes, its actor tells the context there is nothing left to watch, and the context stops
+    it while the shared dispatcher is busy elsewhere: stopping the context waits for that actor too, so
+    nothing the context started outlives it."""
+    shim.list_all(nodes=[node_json("n1")])
+    gate = threading.Event()
+    blocker = Blocker.start()
+    on_node_gone = ShimContext.on_NodeGone
+
+    def gone_while_the_dispatcher_is_busy(context, gone):
+        blocker.tell(Hold(gate))
+        wait_for(lambda: blocker.actor_inbox.empty(), message="the blocker holding the dispatcher's worker")
+        on_node_gone(context, gone)  # the node actor's stop waits behind the blocker
+
+    monkeypatch.setattr(ShimContext, "on_NodeGone", gone_while_the_dispatcher_is_busy)
+    shim.change(kinds.NODES, Deleted(parse_node(node_json("n1"))))
+    wait_for(lambda: NodeInfo.DECOMISSION in [action for _, action in shim.core.node_actions()],
+             message="the node decommissioned")
+    wait_for(lambda: shim.ref.actor_inbox.empty(), message="the context took the node actor's last word")
+    threading.Timer(0.5, gate.set).start()
+    shim.ref.stop()
+    assert pykka.ActorRegistry.get_by_class(NodeActor) == []
+    blocker.stop()
