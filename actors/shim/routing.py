@@ -13,6 +13,7 @@ from typing import Any
 
 import pykka
 
+from actors.base import tell_if_alive
 from actors.shim.messages import CoreEvents, PodsLeft, PodsOnNode, TaskUpdate, TaskUpdates
 from si import si_pb2
 
@@ -73,7 +74,7 @@ class Mail:
     def send(self, node_actors: dict[str, pykka.ActorRef]) -> None:
         """Applications first: a node reporting a pod of ours needs its application in the core."""
         for ref, updates in self._apps.values():
-            ref.tell(TaskUpdates(tuple(updates)))
+            tell_if_alive(ref, TaskUpdates(tuple(updates)))  # one stopped by a failure is the supervisor's
         for app_id, ref in self._ended.items():  # queued behind their last updates
             self._stopping[app_id] = ref.stop(block=False)
         if len(self._stopping) > STOPPING_KEPT:
@@ -82,7 +83,7 @@ class Mail:
             ref = node_actors.get(name)
             if ref is not None:
                 for message in _joined(mail):
-                    ref.tell(message)
+                    tell_if_alive(ref, message)
         self._apps, self._ended, self._nodes, self._count = {}, {}, {}, 0
 
 

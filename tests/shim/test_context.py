@@ -630,3 +630,24 @@ def test_a_node_actor_still_stopping_after_its_node_went_has_stopped_once_the_co
     shim.ref.stop()
     assert pykka.ActorRegistry.get_by_class(NodeActor) == []
     blocker.stop()
+
+
+@message
+class Poison:
+    """No actor handles it: told, it stops the actor by a failure."""
+
+
+def test_a_node_actor_stopped_by_a_failure_fails_alone_as_its_node_changes(shim):
+    """The actor of n1 crashed (the supervisor has it; the probes fail): what the informers bring for n1
+    afterwards has nobody to act on it, and the context goes on with every other node and pod."""
+    shim.list_all(nodes=[node_json("n1"), node_json("n2")])
+    [crashed] = [ref for ref in pykka.ActorRegistry.get_by_class(NodeActor) if ref.proxy().node_name.get() == "n1"]
+    crashed.tell(Poison())
+    wait_for(lambda: not crashed.is_alive(), message="n1's actor stopped by its failure")
+    n1 = parse_node(node_json("n1"))
+    shim.change(kinds.NODES, Updated(n1, parse_node(node_json("n1", unschedulable=True, resource_version="2"))))
+    shim.change(kinds.PODS, Added(parse_pod(pod_json("on-n1", node="n1", scheduler="default-scheduler"))))
+    n2 = parse_node(node_json("n2"))
+    shim.change(kinds.NODES, Updated(n2, parse_node(node_json("n2", unschedulable=True, resource_version="2"))))
+    assert shim.ref.is_alive()
+    assert ("n2", NodeInfo.DRAIN_NODE) in shim.core.node_actions()
