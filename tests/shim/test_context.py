@@ -13,6 +13,7 @@ import pytest
 from actors.base import PooledActor, message
 from actors.shim import context as context_module
 from actors.shim import kinds
+from actors.shim.appactor import ApplicationActor
 from actors.shim.context import ContextSettings, ShimContext
 from actors.shim.messages import (
     Added,
@@ -651,3 +652,19 @@ def test_a_node_actor_stopped_by_a_failure_fails_alone_as_its_node_changes(shim)
     shim.change(kinds.NODES, Updated(n2, parse_node(node_json("n2", unschedulable=True, resource_version="2"))))
     assert shim.ref.is_alive()
     assert ("n2", NodeInfo.DRAIN_NODE) in shim.core.node_actions()
+
+
+def test_an_application_actor_ended_just_before_the_context_stops_has_stopped_once_the_context_has(shim, monkeypatch):
+    """The last pod of app-1 goes and the context is told to stop before it sent what that step made: the
+    ended application actor is stopped with the others rather than left running."""
+    last = pod_json("a", labels={"applicationId": "app-1"})
+    shim.list_all(pods=[last], nodes=[node_json("n1")])
+    assert pykka.ActorRegistry.get_by_class(ApplicationActor) != []
+    monkeypatch.setattr(ShimContext, "on_Hold", lambda context, hold: hold.gate.wait(30), raising=False)
+    gate = threading.Event()
+    shim.ref.tell(Hold(gate))  # the change and the stop queue up behind it, so nothing is sent between them
+    shim.ref.tell(Changes(kinds.PODS, (Deleted(parse_pod(last)),)))
+    stopping = shim.ref.stop(block=False)
+    gate.set()
+    stopping.get(timeout=10)
+    assert pykka.ActorRegistry.get_by_class(ApplicationActor) == []
