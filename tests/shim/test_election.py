@@ -54,7 +54,9 @@ def _lease(kubesim) -> dict:
 
 
 def test_of_two_candidates_exactly_one_leads_and_only_its_fence_opens(kubesim, connect):
-    a, b = Candidate(connect, "a"), Candidate(connect, "b")
+    # A renew deadline of seconds: the leader's fence stays open even if a loaded machine stalls its renewals.
+    unhurried = dict(lease_duration=10.0, renew_deadline=8.0)
+    a, b = Candidate(connect, "a", **unhurried), Candidate(connect, "b", **unhurried)
     try:
         wait_for(lambda: a.led.is_set() or b.led.is_set(), timeout=10, message="a leader")
         leader, standby = (a, b) if a.led.is_set() else (b, a)
@@ -64,7 +66,7 @@ def test_of_two_candidates_exactly_one_leads_and_only_its_fence_opens(kubesim, c
         assert not standby.led.is_set() and not standby.leading
         spec = _lease(kubesim)
         assert spec["holderIdentity"] == leader.elector.status().identity
-        assert spec["leaseDurationSeconds"] == 2 and spec["leaseTransitions"] == 0
+        assert spec["leaseDurationSeconds"] == 10 and spec["leaseTransitions"] == 0
     finally:
         a.elector.stop(release=False)
         b.elector.stop(release=False)
