@@ -7,7 +7,7 @@ import os
 import threading
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from actors.base import live_actors, stop_all
 from kubesim import KubeSim
@@ -16,8 +16,9 @@ from tests.shim.cluster import Cluster
 from tests.waiting import wait_for
 
 # A property's examples are judged by what they do, not by how long they take: on a loaded 2-core machine
-# hypothesis's 200 ms deadline fails examples that are merely slow.
-settings.register_profile("project", deadline=None)
+# hypothesis's 200 ms deadline fails examples that are merely slow, and its too_slow health check fails a
+# test whose examples were merely generated slowly.
+settings.register_profile("project", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("project")
 
 

@@ -18,7 +18,7 @@ from collections import defaultdict
 
 import pykka
 
-from actors.base import Actor, Supervisor, message
+from actors.base import Actor, Supervisor, message, tell_if_alive
 from actors.core import config as cfg
 from actors.core import health
 from actors.core import settings as core_settings
@@ -241,7 +241,7 @@ class CoreScheduler(Actor):
         """Hold every partition's decisions (see :class:`~actors.core.messages.Hold`), or let them go."""
         self.held = msg.held
         for ref in self.partitions.values():
-            ref.tell(msg)
+            tell_if_alive(ref, msg)
 
     def on_Register(self, msg: Register) -> None:
         request, callback = msg.request, msg.callback
@@ -280,7 +280,7 @@ class CoreScheduler(Actor):
             return f"removing partitions is not supported while they run: {', '.join(sorted(removed))}"
         for partition in config.partitions:
             if partition.name in self.partitions:
-                self.partitions[partition.name].tell(Reconfigure(partition))
+                tell_if_alive(self.partitions[partition.name], Reconfigure(partition))
             else:
                 self._start_partition(partition)
         self.config = config
@@ -320,7 +320,7 @@ class CoreScheduler(Actor):
                 self.callback.update_node(si_pb2.NodeResponse(rejected=[
                     si_pb2.RejectedNode(nodeID=n.nodeID, reason=f"partition {name} not found") for n in nodes]))
                 continue
-            ref.tell(NodeUpdates(tuple(nodes)))
+            tell_if_alive(ref, NodeUpdates(tuple(nodes)))
 
     def on_ApplicationRequest(self, request: si_pb2.ApplicationRequest) -> None:
         if self._unregistered(request):
@@ -337,7 +337,7 @@ class CoreScheduler(Actor):
                     si_pb2.RejectedApplication(applicationID=a.applicationID, reason=f"partition {name} not found")
                     for a in new[name]]))
                 continue
-            ref.tell(AppUpdates(tuple(new[name]), tuple(remove[name])))
+            tell_if_alive(ref, AppUpdates(tuple(new[name]), tuple(remove[name])))
 
     def on_AllocationRequest(self, request: si_pb2.AllocationRequest) -> None:
         if self._unregistered(request):
@@ -356,11 +356,11 @@ class CoreScheduler(Actor):
                     si_pb2.RejectedAllocation(allocationKey=a.allocationKey, applicationID=a.applicationID,
                                               reason=f"partition {name} not found") for a in allocations[name]]))
                 continue
-            ref.tell(AllocationUpdates(tuple(allocations[name]), tuple(releases[name])))
+            tell_if_alive(ref, AllocationUpdates(tuple(allocations[name]), tuple(releases[name])))
 
     def on_Tick(self, msg: Tick) -> None:
         for ref in self.partitions.values():
-            ref.tell(msg)
+            tell_if_alive(ref, msg)
 
     def on_Barrier(self, msg: Barrier) -> None:
         for future in [ref.ask(msg, block=False) for ref in self.partitions.values()]:

@@ -181,7 +181,8 @@ class ShimContext(Actor):
     def on_stop(self) -> None:
         self._collector_pause.end(freeze=False)
         thaw()
-        for stopping in [ref.stop(block=False) for ref in (*self._apps.values(), *self._node_actors.values())]:
+        stops = [ref.stop(block=False) for ref in (*self._apps.values(), *self._node_actors.values())]
+        for stopping in (*stops, *self._mail.stop_ended()):
             stopping.get(timeout=10)
 
     def after_message(self) -> None:
@@ -231,7 +232,10 @@ class ShimContext(Actor):
             version = self._board.version
             actors = (*self._apps.values(), *self._node_actors.values())
             for future in [ref.ask(Settle(), block=False) for ref in actors]:
-                future.get()
+                try:
+                    future.get()
+                except pykka.ActorDeadError:
+                    pass  # stopped by a failure: nothing left to settle (the supervisor has it)
             self._peers.outlet.ask(FlushToCore())
             if version == self._board.version:
                 return
@@ -586,7 +590,7 @@ class ShimContext(Actor):
             self._core_placed[allocation.allocationKey] = allocation.nodeID
         for app_id, part in split_allocations(response).items():
             if app_id in self._apps:
-                self._apps[app_id].tell(part)
+                tell_if_alive(self._apps[app_id], part)
             elif part.new:
                 log.warning("%d allocations for an application the shim does not know: releasing them", len(part.new))
                 self._peers.outlet.tell(ToCore(tuple(map(translate.stray_release, part.new))))
@@ -618,7 +622,7 @@ class ShimContext(Actor):
     def _tell_app(self, app_id: str, message: object) -> None:
         ref = self._apps.get(app_id)
         if ref is not None:
-            ref.tell(message)
+            tell_if_alive(ref, message)
 
     def _tell_pod_app(self, uid: str, message: object) -> None:
         app_id = self._pod_app.get(uid)
@@ -653,7 +657,7 @@ class ShimContext(Actor):
         if message.name not in self._nodes:
             ref = self._node_actors.pop(message.name, None)
             if ref is not None:
-                ref.stop(block=False)
+                self._mail.stop_node(ref)
 
     # ---- configuration -------------------------------------------------------------------------
 

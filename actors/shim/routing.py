@@ -13,6 +13,7 @@ from typing import Any
 
 import pykka
 
+from actors.base import tell_if_alive
 from actors.shim.messages import CoreEvents, PodsLeft, PodsOnNode, TaskUpdate, TaskUpdates
 from si import si_pb2
 
@@ -27,6 +28,7 @@ class Mail:
         self._apps: dict[str, tuple[pykka.ActorRef, list[TaskUpdate]]] = {}  # by actor urn
         self._ended: dict[str, pykka.ActorRef] = {}  # by application id
         self._stopping: dict[str, pykka.Future] = {}  # by application id: stops sent, maybe not done
+        self._nodes_stopping: dict[str, pykka.Future] = {}  # by actor urn: likewise, of node actors
         self._nodes: dict[str, list[Any]] = {}
         self._count = 0  # messages collected (read after every message the context handles)
 
@@ -50,6 +52,21 @@ class Mail:
         if stopping is not None:
             stopping.get(timeout=STOP_WAIT)
 
+    def stop_node(self, ref: pykka.ActorRef) -> None:
+        """Stop a node actor that has nothing left to watch (it has had all its messages)."""
+        self._nodes_stopping[ref.actor_urn] = ref.stop(block=False)
+        if len(self._nodes_stopping) > STOPPING_KEPT:
+            self._nodes_stopping = {urn: f for urn, f in self._nodes_stopping.items() if not _done(f)}
+
+    def stop_ended(self) -> list[pykka.Future]:
+        """Stop the ended application actors not stopped yet; return the stops of every ended application
+        actor and gone node actor, maybe not done: the context waits for them as it stops, so that no
+        actor it started outlives it."""
+        for app_id, ref in self._ended.items():
+            self._stopping[app_id] = ref.stop(block=False)
+        self._ended = {}
+        return [*self._stopping.values(), *self._nodes_stopping.values()]
+
     def to_node(self, name: str, message: Any) -> None:
         self._nodes.setdefault(name, []).append(message)
         self._count += 1
@@ -57,7 +74,7 @@ class Mail:
     def send(self, node_actors: dict[str, pykka.ActorRef]) -> None:
         """Applications first: a node reporting a pod of ours needs its application in the core."""
         for ref, updates in self._apps.values():
-            ref.tell(TaskUpdates(tuple(updates)))
+            tell_if_alive(ref, TaskUpdates(tuple(updates)))  # one stopped by a failure is the supervisor's
         for app_id, ref in self._ended.items():  # queued behind their last updates
             self._stopping[app_id] = ref.stop(block=False)
         if len(self._stopping) > STOPPING_KEPT:
@@ -66,7 +83,7 @@ class Mail:
             ref = node_actors.get(name)
             if ref is not None:
                 for message in _joined(mail):
-                    ref.tell(message)
+                    tell_if_alive(ref, message)
         self._apps, self._ended, self._nodes, self._count = {}, {}, {}, 0
 
 

@@ -156,7 +156,7 @@ def test_rules_and_selectors_choose_the_requests_sent(sim, hook, admission, core
 
 @pytest.mark.parametrize("policy, refused", [("Fail", True), ("Ignore", False)])
 def test_an_unreachable_or_slow_webhook_follows_its_failure_policy(sim, hook, admission, core, policy, refused):
-    hook.delay = 2.0
+    hook.delay = 5.0  # far beyond the timeout, so that a loaded machine's slowness cannot pass for either
     register(admission, hook, failurePolicy=policy, timeoutSeconds=1)
     register(admission, hook, name="gone.example.com", failurePolicy=policy,
              clientConfig={"service": {"name": "gone", "namespace": "default"}, "caBundle": hook.bundle})
@@ -169,7 +169,7 @@ def test_an_unreachable_or_slow_webhook_follows_its_failure_policy(sim, hook, ad
         assert core.list_namespaced_config_map("default").items == []
     else:
         core.create_namespaced_config_map("default", config_map("conf"))
-    assert time.monotonic() - started < 1.9  # timeoutSeconds, not the webhook's delay
+    assert time.monotonic() - started < 4.0  # timeoutSeconds, not the webhook's delay
 
 
 def test_a_webhook_is_reached_by_url(sim, admission, core):

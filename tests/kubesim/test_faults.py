@@ -46,14 +46,15 @@ def test_429_carries_retry_after_and_other_verbs_pass(kubesim, core):
 
 
 def test_latency(kubesim, core):
-    kubesim.faults.latency(verb="list", resource="nodes", seconds=0.3)
+    # A second: a list of no nodes answered without the latency takes far less, even on a loaded machine.
+    kubesim.faults.latency(verb="list", resource="nodes", seconds=1.0)
     began = time.monotonic()
     core.list_node()
-    assert time.monotonic() - began >= 0.3
+    assert time.monotonic() - began >= 1.0
     kubesim.faults.clear()
     began = time.monotonic()
     core.list_node()
-    assert time.monotonic() - began < 0.3
+    assert time.monotonic() - began < 1.0
 
 
 def test_drop_watches_cuts_open_streams(kubesim, core):

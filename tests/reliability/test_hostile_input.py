@@ -206,7 +206,7 @@ def _hostile_reviews(draw):
     return draw(st.sampled_from([c.MUTATE_PATH, c.VALIDATE_PATH])), body
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(_hostile_reviews())
 def test_fuzzed_reviews_are_answered_never_with_a_500(webhook, case):
     path, body = case

@@ -9,7 +9,8 @@ import pykka
 import pytest
 
 from actors.base import message
-from actors.core.scheduler import PartitionActor
+from actors.core.messages import CurrentSettings, Tick
+from actors.core.scheduler import CoreScheduler, PartitionActor
 from actors.shim.nodeactor import NodeActor
 from tests.rest.test_with_cluster import Http, served
 from tests.waiting import wait_for
@@ -86,6 +87,11 @@ def test_a_crashed_partition_actor_fails_both_probes(running, caplog):
     name = kill(pykka.ActorRegistry.get_by_class(PartitionActor)[0], caplog)
 
     wait_for(lambda: http.get("/ws/v1/health/live")[0] == 503, timeout=10, message="liveness to fail")
+    # The core's timers go on ticking its partitions (every 0.2 s here): one tick for the dead partition
+    # fails nobody else. The ask after it returns once the core has handled the tick.
+    [core] = pykka.ActorRegistry.get_by_class(CoreScheduler)
+    core.tell(Tick())
+    assert core.ask(CurrentSettings()) is not None
     # No new snapshot can be taken without the partition: the health check answers its last periodic
     # report, with the Actors check failed.
     check = failed_check(http)

@@ -7,11 +7,13 @@ import json
 import threading
 from collections import Counter
 
+import pykka
 import pytest
 
 from actors.base import PooledActor, message
 from actors.shim import context as context_module
 from actors.shim import kinds
+from actors.shim.appactor import ApplicationActor
 from actors.shim.context import ContextSettings, ShimContext
 from actors.shim.messages import (
     Added,
@@ -33,7 +35,7 @@ from actors.shim.messages import (
     Shutdown,
     Updated,
 )
-from actors.shim.nodeactor import ATTR_NODE_STATE
+from actors.shim.nodeactor import ATTR_NODE_STATE, NodeActor
 from actors.shim.nodes import parse_node
 from actors.shim.objects import parse_configmap, parse_namespace, parse_priority_class
 from actors.shim.outlet import CoreOutlet
@@ -604,3 +606,65 @@ def test_a_recovery_that_waits_too_long_lets_the_collector_run(make_shim, monkey
     monkeypatch.setattr(context_module, "MAX_COLLECTOR_PAUSE", 0.0)
     shim.tell_and_settle(SendMail())
     assert shim.state().state == "New" and gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_node_actor_still_stopping_after_its_node_went_has_stopped_once_the_context_has(shim, monkeypatch):
+    """The node goes, its actor tells the context there is nothing left to watch, and the context stops
+    it while the shared dispatcher is busy elsewhere: stopping the context waits for that actor too, so
+    nothing the context started outlives it."""
+    shim.list_all(nodes=[node_json("n1")])
+    gate = threading.Event()
+    blocker = Blocker.start()
+    on_node_gone = ShimContext.on_NodeGone
+
+    def gone_while_the_dispatcher_is_busy(context, gone):
+        blocker.tell(Hold(gate))
+        wait_for(lambda: blocker.actor_inbox.empty(), message="the blocker holding the dispatcher's worker")
+        on_node_gone(context, gone)  # the node actor's stop waits behind the blocker
+
+    monkeypatch.setattr(ShimContext, "on_NodeGone", gone_while_the_dispatcher_is_busy)
+    shim.change(kinds.NODES, Deleted(parse_node(node_json("n1"))))
+    wait_for(lambda: NodeInfo.DECOMISSION in [action for _, action in shim.core.node_actions()],
+             message="the node decommissioned")
+    wait_for(lambda: shim.ref.actor_inbox.empty(), message="the context took the node actor's last word")
+    threading.Timer(0.5, gate.set).start()
+    shim.ref.stop()
+    assert pykka.ActorRegistry.get_by_class(NodeActor) == []
+    blocker.stop()
+
+
+@message
+class Poison:
+    """No actor handles it: told, it stops the actor by a failure."""
+
+
+def test_a_node_actor_stopped_by_a_failure_fails_alone_as_its_node_changes(shim):
+    """The actor of n1 crashed (the supervisor has it; the probes fail): what the informers bring for n1
+    afterwards has nobody to act on it, and the context goes on with every other node and pod."""
+    shim.list_all(nodes=[node_json("n1"), node_json("n2")])
+    [crashed] = [ref for ref in pykka.ActorRegistry.get_by_class(NodeActor) if ref.proxy().node_name.get() == "n1"]
+    crashed.tell(Poison())
+    wait_for(lambda: not crashed.is_alive(), message="n1's actor stopped by its failure")
+    n1 = parse_node(node_json("n1"))
+    shim.change(kinds.NODES, Updated(n1, parse_node(node_json("n1", unschedulable=True, resource_version="2"))))
+    shim.change(kinds.PODS, Added(parse_pod(pod_json("on-n1", node="n1", scheduler="default-scheduler"))))
+    n2 = parse_node(node_json("n2"))
+    shim.change(kinds.NODES, Updated(n2, parse_node(node_json("n2", unschedulable=True, resource_version="2"))))
+    assert shim.ref.is_alive()
+    assert ("n2", NodeInfo.DRAIN_NODE) in shim.core.node_actions()
+
+
+def test_an_application_actor_ended_just_before_the_context_stops_has_stopped_once_the_context_has(shim, monkeypatch):
+    """The last pod of app-1 goes and the context is told to stop before it sent what that step made: the
+    ended application actor is stopped with the others rather than left running."""
+    last = pod_json("a", labels={"applicationId": "app-1"})
+    shim.list_all(pods=[last], nodes=[node_json("n1")])
+    assert pykka.ActorRegistry.get_by_class(ApplicationActor) != []
+    monkeypatch.setattr(ShimContext, "on_Hold", lambda context, hold: hold.gate.wait(30), raising=False)
+    gate = threading.Event()
+    shim.ref.tell(Hold(gate))  # the change and the stop queue up behind it, so nothing is sent between them
+    shim.ref.tell(Changes(kinds.PODS, (Deleted(parse_pod(last)),)))
+    stopping = shim.ref.stop(block=False)
+    gate.set()
+    stopping.get(timeout=10)
+    assert pykka.ActorRegistry.get_by_class(ApplicationActor) == []

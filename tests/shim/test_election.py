@@ -54,7 +54,9 @@ def _lease(kubesim) -> dict:
 
 
 def test_of_two_candidates_exactly_one_leads_and_only_its_fence_opens(kubesim, connect):
-    a, b = Candidate(connect, "a"), Candidate(connect, "b")
+    # A renew deadline of seconds: the leader's fence stays open even if a loaded machine stalls its renewals.
+    unhurried = dict(lease_duration=10.0, renew_deadline=8.0)
+    a, b = Candidate(connect, "a", **unhurried), Candidate(connect, "b", **unhurried)
     try:
         wait_for(lambda: a.led.is_set() or b.led.is_set(), timeout=10, message="a leader")
         leader, standby = (a, b) if a.led.is_set() else (b, a)
@@ -64,7 +66,7 @@ def test_of_two_candidates_exactly_one_leads_and_only_its_fence_opens(kubesim, c
         assert not standby.led.is_set() and not standby.leading
         spec = _lease(kubesim)
         assert spec["holderIdentity"] == leader.elector.status().identity
-        assert spec["leaseDurationSeconds"] == 2 and spec["leaseTransitions"] == 0
+        assert spec["leaseDurationSeconds"] == 10 and spec["leaseTransitions"] == 0
     finally:
         a.elector.stop(release=False)
         b.elector.stop(release=False)
@@ -99,11 +101,13 @@ def test_failed_renewals_close_the_fence_within_the_renew_deadline(kubesim, conn
 
 
 def test_a_candidate_does_not_take_a_lease_renewed_within_its_duration(kubesim, connect):
-    a = Candidate(connect, "a", lease_duration=3.0)
+    # a loses the lease 1.5 s (its renew deadline) after its last renewal, b may take it 5 s after it first
+    # saw it: the gap is wide enough for a test thread descheduled a while on a loaded machine.
+    a = Candidate(connect, "a", lease_duration=5.0)
     try:
         wait_for(a.led.is_set, timeout=10, message="a leading")
         kubesim.faults.fail(verb="renew", resource="leases", count=None)  # a's renewals fail, b's takeover not
-        b = Candidate(connect, "b", lease_duration=3.0)
+        b = Candidate(connect, "b", lease_duration=5.0)
         try:
             wait_for(a.lost.is_set, timeout=5, message="a losing the lease")
             assert not b.led.is_set()  # the lease has not expired yet as b measures it
@@ -116,8 +120,10 @@ def test_a_candidate_does_not_take_a_lease_renewed_within_its_duration(kubesim, 
         a.elector.stop(release=False)
 
 
-# The leader renews every 2 s: a leader that noticed only when renewing would keep writing for up to 2 s.
-WATCHED = dict(lease_duration=4.0, renew_deadline=3.0, retry_period=2.0)
+# The leader renews every 4 s: a leader that noticed only when renewing would keep writing for up to 4 s,
+# one that notices on its watch stops well within ``NOTICED`` s even on a loaded machine.
+WATCHED = dict(lease_duration=6.0, renew_deadline=5.0, retry_period=4.0)
+NOTICED = 2.5
 
 
 def _leader_and_standby(connect) -> tuple[Candidate, Candidate]:
@@ -135,8 +141,8 @@ def test_a_deleted_lease_closes_the_leaders_fence_at_once_and_the_standby_waits_
                  message="a renewing")
         kubesim.store.delete(LEASE, "default", "yunikorn-scheduler")
         deleted = time.monotonic()
-        wait_for(lambda: not a.fence.is_open(), timeout=1.0, message="a's fence closing at the deletion")
-        wait_for(a.lost.is_set, timeout=1.0, message="a losing the lease")
+        wait_for(lambda: not a.fence.is_open(), timeout=NOTICED, message="a's fence closing at the deletion")
+        wait_for(a.lost.is_set, timeout=NOTICED, message="a losing the lease")
         wait_for(b.led.is_set, timeout=10, message="b taking the vanished lease")
         # b last saw a renewal at most a retry period before the deletion, and waits a lease duration from it.
         assert time.monotonic() - deleted >= WATCHED["lease_duration"] - WATCHED["retry_period"]
@@ -153,8 +159,8 @@ def test_a_lease_rewritten_to_name_the_standby_closes_the_leaders_fence_and_is_h
         lease["spec"]["holderIdentity"] = "b"
         kubesim.store.replace(LEASE, "default", "yunikorn-scheduler", lease, None)
         rewritten = time.monotonic()
-        wait_for(lambda: not a.fence.is_open(), timeout=1.0, message="a's fence closing at the rewrite")
-        wait_for(a.lost.is_set, timeout=1.0, message="a losing the lease")
+        wait_for(lambda: not a.fence.is_open(), timeout=NOTICED, message="a's fence closing at the rewrite")
+        wait_for(a.lost.is_set, timeout=NOTICED, message="a losing the lease")
         wait_for(b.led.is_set, timeout=10, message="b taking the lease once it was not renewed for its duration")
         assert time.monotonic() - rewritten >= WATCHED["lease_duration"]
         spec = _lease(kubesim)

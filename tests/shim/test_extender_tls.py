@@ -172,7 +172,7 @@ def test_a_client_that_dribbles_its_request_frees_its_thread_at_the_deadline(clu
         status, reply = post(extender.port, BIND, {"PodName": "p", "PodNamespace": "default", "PodUID": "u",
                                                    "Node": "n"}, ours, kube_scheduler)
         assert status == 200 and reply["Error"] == "pod default/p does not exist"
-        assert time.monotonic() - started < 5  # the dribbler held the only thread for 1 s, not 20
+        assert time.monotonic() - started < 10  # the dribbler held the only thread for 1 s, not 20
     finally:
         stop.set()
         dribbler.join()
