@@ -54,6 +54,7 @@ from actors.shim.lifecycle import (
 )
 from actors.shim.messages import (
     BindOutcome,
+    BindOutcomes,
     BindRequest,
     Binds,
     CoreEvents,
@@ -609,6 +610,12 @@ class ApplicationActor(PooledActor):
         pod = task.pod
         self._pod_event(pod, WARNING, "PreemptionRefused", f"{pod.full_name} not evicted: {message.reason}")
         self._to_core.add(self._allocation(task, task.node))
+
+    def on_BindOutcomes(self, message: BindOutcomes) -> None:
+        for outcome in message.outcomes:  # one pod's failure is its own, as for its updates
+            task = self._tasks.get(outcome.uid)
+            if task is not None:
+                self._contained(task.pod, self.on_BindOutcome, outcome)
 
     def on_BindOutcome(self, outcome: BindOutcome) -> None:
         task = self._tasks.get(outcome.uid)

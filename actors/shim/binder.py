@@ -28,6 +28,7 @@ from actors.shim.fence import Fenced
 from actors.shim.messages import (
     BinderStatsRequest,
     BindOutcome,
+    BindOutcomes,
     BindRequest,
     Binds,
     CreatePlaceholders,
@@ -146,8 +147,13 @@ class Binder(Actor):
     def on__Finished(self, message: _Finished) -> None:
         with self._outcomes_lock:
             outcomes, self._outcomes = self._outcomes, []
+        told: dict[str, tuple[pykka.ActorRef, list[BindOutcome]]] = {}
         for outcome, at in outcomes:
-            self._finished(outcome, at)
+            receiver = self._finished(outcome, at)
+            told.setdefault(receiver.actor_urn, (receiver, []))[1].append(outcome)
+        for receiver, theirs in told.values():  # one message per receiver: an application binds many pods
+            # a stopped application has lost interest in its pods
+            tell_if_alive(receiver, theirs[0] if len(theirs) == 1 else BindOutcomes(tuple(theirs)))
 
     def on_DeletePod(self, message: DeletePod) -> None:
         if not self._draining:
@@ -206,19 +212,21 @@ class Binder(Actor):
     def _give_up(self, wait: _ClaimsWait, reason: str) -> None:
         self._claim_waits.pop(wait.request.uid, None)
         request = wait.request
-        self._finished(BindOutcome(request.uid, request.node, False, reason=reason, volumes=True), time.monotonic())
+        outcome = BindOutcome(request.uid, request.node, False, reason=reason, volumes=True)
+        tell_if_alive(self._finished(outcome, time.monotonic()), outcome)
 
     def on_BinderStatsRequest(self, message: BinderStatsRequest) -> BinderStats:
         return BinderStats(self._bound, self._failed, len(self._in_flight), self._last_bound_at)
 
-    def _finished(self, outcome: BindOutcome, at: float) -> None:
+    def _finished(self, outcome: BindOutcome, at: float) -> pykka.ActorRef:
+        """Count ``outcome``; the actor it is for."""
         reply_to = self._in_flight.pop(outcome.uid, None) or self._listener
         if outcome.bound:
             self._bound += 1
             self._last_bound_at = at
         else:
             self._failed += 1
-        tell_if_alive(reply_to, outcome)  # a stopped application has lost interest in its pod
+        return reply_to
 
     def _accept(self, request: BindRequest) -> None:
         if self._draining:
@@ -275,10 +283,11 @@ class Binder(Actor):
             outcome = BindOutcome(request.uid, request.node, False, reason=f"unexpected error: {error}")
         self._report(outcome)
 
-    def _report(self, outcome: BindOutcome) -> None:
+    def _report(self, *outcomes: BindOutcome) -> None:
+        at = time.monotonic()
         with self._outcomes_lock:
-            self._outcomes.append((outcome, time.monotonic()))
-            first = len(self._outcomes) == 1
+            first = not self._outcomes
+            self._outcomes.extend((outcome, at) for outcome in outcomes)
         if not first:
             return  # the doorbell for the batch is already on its way
         try:
@@ -366,9 +375,9 @@ class Binder(Actor):
             for request in requests:
                 self._bind_pod(request)
             return
-        for request, error in zip(requests, errors, strict=True):
-            self._report(BindOutcome(request.uid, request.node, True) if error is None else
-                         BindOutcome(request.uid, request.node, False, gone=error.gone, reason=str(error)))
+        self._report(*(BindOutcome(request.uid, request.node, True) if error is None else
+                       BindOutcome(request.uid, request.node, False, gone=error.gone, reason=str(error))
+                       for request, error in zip(requests, errors, strict=True)))
 
     def _stop_workers(self) -> None:
         """Let the workers finish what was accepted, then end them."""

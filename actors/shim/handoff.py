@@ -132,10 +132,10 @@ class AllocationHandoff(Binder):
             self._waiting.pop(request.uid, None)
         super()._accept(request)
 
-    def _finished(self, outcome: BindOutcome, at: float) -> None:
+    def _finished(self, outcome: BindOutcome, at: float) -> pykka.ActorRef:
         if not outcome.bound:
             self._pending.pop(outcome.uid, None)
-        super()._finished(outcome, at)
+        return super()._finished(outcome, at)
 
     def _bind_all(self, requests: list[BindRequest]) -> None:
         for request in requests:
