@@ -19,7 +19,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -264,14 +264,20 @@ class KubeClient:
         query = [("watch", "true"), ("allowWatchBookmarks", "true"), ("resourceVersion", resource_version),
                  ("timeoutSeconds", str(timeout_seconds))]
         self.rate.wait()
-        response = self._send("GET", path, query, timeout=(10.0, read_timeout))
-        if response.status == 410:
-            response.read()
-            raise WatchExpired(f"watch {path} from resourceVersion {resource_version}: 410 Gone")
-        if not 200 <= response.status <= 299:
+        if self._transport is not None:
+            status, reason, retry_after, body = self._transport.stream(path, query, {"Accept": JSON}, read_timeout)
+            if 200 <= status <= 299:
+                return WatchStream(body.chunks(), body.close)
+            data = body
+        else:
+            response = self._send("GET", path, query, timeout=(10.0, read_timeout))
+            status, reason, retry_after = response.status, response.reason, response.getheader("Retry-After")
+            if 200 <= status <= 299:
+                return WatchStream(_streamed(response.response), response.response.shutdown)
             data = response.read()
-            raise _error(response.status, response.reason, data, response.getheader("Retry-After"))
-        return WatchStream(response.response)
+        if status == 410:
+            raise WatchExpired(f"watch {path} from resourceVersion {resource_version}: 410 Gone")
+        raise _error(status, reason, data, retry_after)
 
     # ---- writes --------------------------------------------------------------------------------
 
@@ -444,12 +450,13 @@ def _error(status: int, reason: str, data: bytes, retry_after: str | None) -> Ap
 
 class WatchStream:
     """The events of one watch as ``(type, object)`` pairs: ``ADDED``, ``MODIFIED``, ``DELETED`` with the
-    object's JSON, ``BOOKMARK`` with only its metadata. An ``ERROR`` event with status 410 raises
-    ``WatchExpired``; a broken connection raises urllib3's error. ``close`` may be called from another
-    thread to end a blocked read."""
+    object's JSON, ``BOOKMARK`` with only its metadata, read from ``chunks`` of its body. An ``ERROR``
+    event with status 410 raises ``WatchExpired``; a broken connection raises the transport's error.
+    ``close`` may be called from another thread to end a blocked read (``shutdown`` is what does it)."""
 
-    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
-        self._response = response
+    def __init__(self, chunks: Iterator[bytes], shutdown: Callable[[], object]) -> None:
+        self._chunks = chunks
+        self._shutdown = shutdown
         self._closed = threading.Event()
 
     def __iter__(self) -> Iterator[tuple[str, dict]]:
@@ -460,7 +467,7 @@ class WatchStream:
         """The events as they arrive: one list per chunk read from the connection."""
         pending = b""
         try:
-            for chunk in self._response.stream(65536, decode_content=True):
+            for chunk in self._chunks:
                 pending += chunk
                 if b"\n" not in chunk:
                     continue
@@ -472,15 +479,21 @@ class WatchStream:
             if self._closed.is_set():
                 return
             raise
-        finally:
-            self._response.release_conn()
 
     def close(self) -> None:
         self._closed.set()
         try:
-            self._response.shutdown()
+            self._shutdown()
         except Exception:  # the stream may already be gone: closing is best effort
             log.debug("closing a watch stream", exc_info=True)
+
+
+def _streamed(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    """A watch's body through urllib3 (no lean transport): one HTTP chunk at a time."""
+    try:
+        yield from response.stream(65536, decode_content=True)
+    finally:
+        response.release_conn()
 
 
 def _event(document: Mapping) -> tuple[str, dict]:
