@@ -187,3 +187,11 @@ def test_https_verifies_the_server_against_the_configured_ca(tls_server, tmp_pat
     stranger = transport_for(f"https://localhost:{server.server_port}", ssl_ca_cert=str(tmp_path / "other.pem"))
     with pytest.raises(TransportError, match="CERTIFICATE_VERIFY_FAILED"):
         get(stranger, "/echo")
+
+
+def test_a_stream_over_https_verifies_the_server_and_reads_the_body(tls_server):
+    server, ca_file = tls_server
+    transport = transport_for(f"https://localhost:{server.server_port}", ssl_ca_cert=ca_file)
+    status, _, _, body = transport.stream("/watch-ends", None, {}, read_timeout=5.0)
+    assert status == 200
+    assert b"".join(body.chunks()).splitlines() == [b'{"n": 1}', b'{"n": 2}', b'{"n": 3}']
