@@ -48,6 +48,7 @@ from actors.shim.lifecycle import (
     TASK_TRANSITIONS,
     AppEvent,
     AppState,
+    InvalidTransition,
     StateMachine,
     TaskEvent,
     TaskState,
@@ -120,9 +121,11 @@ class Task:
 
     def fire(self, event: TaskEvent, node: str | None = None) -> str:
         """Fire ``event`` (see ``lifecycle``); ``node`` sets the node the pod is placed on."""
-        if not TASK_TRANSITIONS.allows(self.state, event):
-            TASK_TRANSITIONS.target(self.state, event, f"task {self.pod.full_name}")  # raises, naming the task
-        self.state = TASK_TRANSITIONS.target(self.state, event, "")
+        try:
+            self.state = TASK_TRANSITIONS.target(self.state, event, "")
+        except InvalidTransition:  # said again naming the task: its name is made only when needed
+            TASK_TRANSITIONS.target(self.state, event, f"task {self.pod.full_name}")
+            raise
         if node is not None:
             self.node = node
             self.placed_by_core = event is TaskEvent.ALLOCATE
