@@ -7,8 +7,10 @@ scheduler (core + shim, in this process) starts and ``--pods`` pending pods in `
 created through the API by the same kind of creator process. Printed per size: pods bound/s from the
 first create to the last bind, kubesim's raw create and bind rates, the ratio to the raw bind rate, the
 raw create+bind rate (a plain client creating then binding each pod, ``1/(1/creates + 1/binds)``: what
-kubesim can sustain when it must also absorb the creates, as it does here) and the ratio to it, and the
-CPU seconds of the scheduler process and of kubesim during the run.
+kubesim can sustain when it must also absorb the creates, as it does here) and the ratio to it, the
+CPU seconds of the scheduler process (and its CPU per pod) and of kubesim during the run. With
+``--profile PATH``, py-spy samples the scheduler's thread holding the GIL during each run into
+``PATH.<nodes>`` (collapsed stacks, each thread's name first).
 
 With ``--constrained F`` the nodes are labelled in 10 zones and each size runs twice: unconstrained,
 then with a fraction F of the pods carrying a required pod anti-affinity on the zone (groups of 10 pods
@@ -22,6 +24,7 @@ embedded default, written with the events of every allocation) and the rates are
     python benchmarks/e2e_throughput.py --nodes 500 --pods 5000
     python benchmarks/e2e_throughput.py --nodes 5000 --constrained 0.2
     python benchmarks/e2e_throughput.py --nodes 500 --pods 10000 --history off,sqlite,off,sqlite
+    python benchmarks/e2e_throughput.py --nodes 5000 --profile e2e.stacks
 """
 
 from __future__ import annotations
