@@ -138,11 +138,10 @@ class Binder(Actor):
         super().on_failure(*exc_info)
 
     def on_Binds(self, message: Binds) -> None:
-        for request in message.requests:
-            self._accept(request)
+        self._accept_all(message.requests)
 
     def on_BindRequest(self, message: BindRequest) -> None:
-        self._accept(message)
+        self._accept_all((message,))
 
     def on__Finished(self, message: _Finished) -> None:
         with self._outcomes_lock:
@@ -228,17 +227,35 @@ class Binder(Actor):
             self._failed += 1
         return reply_to
 
-    def _accept(self, request: BindRequest) -> None:
+    def _accept_all(self, requests: tuple[BindRequest, ...]) -> None:
+        """Hand the binds to the workers: one with claims alone, the others in groups of ``BIND_BATCH``
+        that a worker sends together (one group wakes one worker, where one bind each woke many)."""
+        group: list[BindRequest] = []
+        for request in requests:
+            if not self._accept(request):
+                continue
+            if request.claims:
+                self._work.put((self._bind, request))
+                continue
+            group.append(request)
+            if len(group) == BIND_BATCH:
+                self._work.put((self._bind_all, group))
+                group = []
+        if group:
+            self._work.put((self._bind_all, group))
+
+    def _accept(self, request: BindRequest) -> bool:
+        """Whether the bind is to be made: not while draining (it fails at once), nor a second time."""
         if self._draining:
             tell_if_alive(request.reply_to or self._listener,
                           BindOutcome(request.uid, request.node, False, reason="scheduler is shutting down"))
-            return
+            return False
         if request.uid in self._in_flight:
             log.warning("pod %s/%s is already being bound; duplicate request dropped", request.namespace,
                         request.name)
-            return
+            return False
         self._in_flight[request.uid] = request.reply_to or self._listener
-        self._work.put((self._bind, request))
+        return True
 
     def _bind(self, request: BindRequest) -> None:
         if request.claims:
@@ -350,21 +367,7 @@ class Binder(Actor):
     def _serve(self) -> None:
         while (item := self._work.get()) is not None:
             function, message = item
-            if function != self._bind or message.claims:
-                function(message)
-                continue
-            # Binds waiting behind this one go with it, pipelined on one connection (``bind_all``).
-            binds = [message]
-            while len(binds) < BIND_BATCH:
-                try:
-                    later = self._work.get_nowait()
-                except queue.Empty:
-                    break
-                if later is None or later[0] != self._bind or later[1].claims:
-                    self._work.put(later)  # other work (or a worker's stop) goes back, behind what waits
-                    break
-                binds.append(later[1])
-            self._bind_all(binds)
+            function(message)
 
     def _bind_all(self, requests: list[BindRequest]) -> None:
         """Bind pods without claims together (see ``KubeClient.bind_all``); each outcome as ``_bind_pod``'s."""

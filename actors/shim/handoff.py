@@ -124,13 +124,13 @@ class AllocationHandoff(Binder):
 
     # ---- the binder's work, replaced -----------------------------------------------------------
 
-    def _accept(self, request: BindRequest) -> None:
+    def _accept(self, request: BindRequest) -> bool:
         if not self._draining:
             self._pending[request.uid] = request.node
             self._names[request.uid] = (request.namespace, request.name)
             self._in_progress.pop(request.uid, None)
             self._waiting.pop(request.uid, None)
-        super()._accept(request)
+        return super()._accept(request)
 
     def _finished(self, outcome: BindOutcome, at: float) -> pykka.ActorRef:
         if not outcome.bound:
