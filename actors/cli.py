@@ -183,6 +183,8 @@ def configure_logging(level: str) -> None:
     handler.setFormatter(LogfmtFormatter())
     logging.basicConfig(level=level, handlers=[handler], force=True)
     logging.getLogger("urllib3").setLevel(logging.WARNING)
+    if logging.getLogger().level > logging.DEBUG:  # the history store's migrations say each step at info
+        logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -274,7 +276,7 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
             log.info("extender at %s (client certificates required)", extender.url)
         if args.embedded:
             threading.Thread(target=embedded.create_pods, name="sample-workload", daemon=True,
-                             args=(client, (embedded.sample_pod(i) for i in range(args.pods)))).start()
+                             args=(client, (embedded.sample_pod(i) for i in range(args.pods)), stop)).start()
             if _show_progress(service, args.pods, stop):
                 print(embedded.summary(client), flush=True)
                 if args.exit_when_done:

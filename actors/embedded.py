@@ -82,14 +82,21 @@ def install_config(client: KubeClient, namespace: str, queues_yaml: str = SAMPLE
         client.request("PUT", f"/api/v1/namespaces/{namespace}/configmaps/{CONFIGMAP_CONFIGS}", body=body)
 
 
-def create_pods(client: KubeClient, pods: Iterable[dict], threads: int = 8) -> int:
-    """Create the pods concurrently; returns how many were created."""
+def create_pods(client: KubeClient, pods: Iterable[dict], stop: threading.Event, threads: int = 8) -> None:
+    """Create the pods concurrently until ``stop`` is set. A failure is logged, not raised: it ends the
+    sample workload, not the scheduler."""
     def create(pod: dict) -> None:
-        namespace = pod["metadata"]["namespace"]
-        client.request_retrying("POST", f"/api/v1/namespaces/{namespace}/pods", body=pod)
+        if not stop.is_set():
+            namespace = pod["metadata"]["namespace"]
+            client.request_retrying("POST", f"/api/v1/namespaces/{namespace}/pods", body=pod)
 
-    with ThreadPoolExecutor(threads, thread_name_prefix="create-pods") as pool:
-        return sum(1 for _ in pool.map(create, pods))
+    try:
+        with ThreadPoolExecutor(threads, thread_name_prefix="create-pods") as pool:
+            for _ in pool.map(create, pods):
+                pass
+    except Exception as error:
+        if not stop.is_set():  # once stopping, the cluster going away is expected
+            log.error("the sample workload stopped creating pods: %s", error)
 
 
 def summary(client: KubeClient) -> str:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import falcon
+from waitress import trigger
 from waitress.adjustments import Adjustments
 from waitress.buffers import ReadOnlyFileBasedBuffer
 from waitress.channel import HTTPChannel
@@ -107,9 +108,34 @@ class _Channel(HTTPChannel):
         return sent
 
 
+class _WakeUp(trigger.trigger):
+    """Waitress's wake-up pipe, written to by worker threads (and ``stop``) while the I/O thread may be
+    closing it: a write to a closed descriptor's number lands in whatever the process opened next under
+    that number, a stray ``x`` ahead of another client's request. Here a write and the close exclude each
+    other, and a write after the close does nothing."""
+
+    def __init__(self, map: dict) -> None:  # noqa: A002 - waitress's name
+        self._writing = threading.Lock()
+        super().__init__(map)
+
+    def _physical_pull(self) -> None:
+        with self._writing:
+            if not self._closed:
+                super()._physical_pull()
+
+    def _close(self) -> None:
+        with self._writing:
+            super()._close()
+
+
 class _Listener(TcpWSGIServer):
     channel_class = _Channel
     min_send_rate = 0  # bytes per second a client must take of a waiting answer, over ``channel_timeout``
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.trigger.close()  # waitress makes its own before a subclass can choose; nothing has used it yet
+        self.trigger = _WakeUp(self._map)
 
     def maintenance(self, now: float) -> None:
         timeout = self.adj.channel_timeout
@@ -190,23 +216,20 @@ class _Served:
         return len(self._server.active_channels)
 
     def stop(self) -> None:
-        """Close the listener and every connection, let the worker threads end, then the I/O loop."""
+        """Close every connection and the listener on the I/O thread, which ends once nothing is left to
+        watch; then let the worker threads end."""
         server = self._server
 
-        def close(everything: bool) -> None:  # on the I/O thread, which ends once it has no socket to watch
-            for dispatcher in list(server._map.values()):  # connections, the listener, the wake-up pipe
+        def close() -> None:
+            for dispatcher in list(server._map.values()):
                 if isinstance(dispatcher, HTTPChannel):
                     dispatcher.handle_close()  # a worker writing to it gets ClientDisconnected
-                elif everything or dispatcher is server:
-                    dispatcher.close()
+            server.close()  # the listener and the wake-up pipe
 
-        try:
-            server.trigger.pull_trigger(lambda: close(False))
-            server.task_dispatcher.shutdown(timeout=5)  # the wake-up pipe stays open for workers still writing
-            server.trigger.pull_trigger(lambda: close(True))
-        except OSError:  # the I/O thread is gone already
-            log.debug("REST server closed before its wake-up was written")
+        server.trigger.pull_trigger(close)
         self._thread.join(timeout=5)
+        if not self._thread.is_alive():  # closed by the thunk, or the I/O thread had ended before it ran
+            close()
         server.task_dispatcher.shutdown(timeout=5)
 
 

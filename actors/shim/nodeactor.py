@@ -254,8 +254,9 @@ class NodeActor(PooledActor):
 
     def _fire(self, event: NodeEvent) -> None:
         state = self._machine.fire(event)
-        log.info("node %s: %s", self.node_name, state)
         type_, reason, what = _EVENTS[state]
+        # Every node passes New -> Recovering -> Schedulable at start: only trouble is worth a line at info.
+        log.log(logging.INFO if type_ == WARNING else logging.DEBUG, "node %s: %s", self.node_name, state)
         if self._recorder is not None:
             tell_if_alive(self._recorder, Feedback((KubeEvent("Node", "", self.node_name, "", type_, reason,
                                                       f"node {self.node_name} is {what}"),)))

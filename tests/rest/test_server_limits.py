@@ -3,8 +3,10 @@ oversized or ambiguous requests; the probes' own listener."""
 
 import contextlib
 import http.client
+import os
 import resource
 import socket
+import stat
 import threading
 import time
 
@@ -39,6 +41,33 @@ def _get(server, path="/ws/v1/partitions", timeout=5.0):
 
 def _connect(server) -> socket.socket:
     return socket.create_connection(("127.0.0.1", server.port), timeout=5)
+
+
+def test_stopping_writes_no_wake_up_to_a_descriptor_waitress_closed(core_factory, monkeypatch):
+    """A wake-up byte written after waitress closed its pipe lands in whatever the process opened next
+    under that descriptor number: once seen as ``xPOST`` at the start of another client's request."""
+    strays = []
+    write = os.write
+
+    def watched(descriptor: int, data: bytes) -> int:
+        if data == b"x":
+            try:
+                if not stat.S_ISFIFO(os.fstat(descriptor).st_mode):
+                    strays.append((descriptor, "not a pipe"))
+            except OSError:
+                strays.append((descriptor, "closed"))
+        return write(descriptor, data)
+
+    monkeypatch.setattr(os, "write", watched)
+    core = core_factory()
+    for _ in range(3):
+        running = RestServer(SchedulerView(core.scheduler), host="127.0.0.1", port=0, health_port=0)
+        kept = http.client.HTTPConnection("127.0.0.1", running.port, timeout=5)  # a keep-alive connection open
+        kept.request("GET", "/ws/v1/partitions")
+        assert kept.getresponse().read()
+        running.stop()
+        kept.close()
+    assert strays == []
 
 
 def test_idle_and_slow_connections_hold_no_thread_and_starve_no_one(server):
