@@ -38,6 +38,7 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 TOKEN_REFRESH_PERIOD = 60.0
+WATCH_CONNECT_TIMEOUT = 10.0  # seconds to open a watch's connection (its reads wait up to its read timeout)
 DEFAULT_QPS, DEFAULT_BURST = 1000.0, 1000  # upstream's kubernetes.qps / kubernetes.burst
 
 
@@ -265,12 +266,13 @@ class KubeClient:
                  ("timeoutSeconds", str(timeout_seconds))]
         self.rate.wait()
         if self._transport is not None:
-            status, reason, retry_after, body = self._transport.stream(path, query, {"Accept": JSON}, read_timeout)
+            status, reason, retry_after, body = self._transport.stream(path, query, {"Accept": JSON}, read_timeout,
+                                                                       WATCH_CONNECT_TIMEOUT)
             if 200 <= status <= 299:
                 return WatchStream(body.chunks(), body.close)
             data = body
         else:
-            response = self._send("GET", path, query, timeout=(10.0, read_timeout))
+            response = self._send("GET", path, query, timeout=(WATCH_CONNECT_TIMEOUT, read_timeout))
             status, reason, retry_after = response.status, response.reason, response.getheader("Retry-After")
             if 200 <= status <= 299:
                 return WatchStream(_streamed(response.response), response.response.shutdown)

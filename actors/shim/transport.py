@@ -193,13 +193,13 @@ class FastTransport:
         return [a[:4] for a in answers.done], None
 
     def stream(self, path: str, query: list[tuple[str, str]] | None, headers: dict[str, str],
-               read_timeout: float) -> tuple[int, str, str | None, BodyStream | bytes]:
+               read_timeout: float, connect_timeout: float) -> tuple[int, str, str | None, BodyStream | bytes]:
         """A GET whose body is read as it arrives (a watch), on a new connection that fails when silent for
         ``read_timeout`` seconds: ``(status, reason, Retry-After header, body)``, the body a
         ``BodyStream`` for a 2xx answer, else read whole."""
         request = self._head("GET", path, query, None, headers, self._common("GET", path, None))
         streamed = _Streamed()
-        connection = self._connect(self._timeout)
+        connection = self._connect(connect_timeout)
         try:
             connection.settimeout(read_timeout)
             connection.sendall(request)

@@ -132,7 +132,7 @@ def test_a_response_cut_short_is_a_transport_error_and_the_next_request_reconnec
 
 def test_a_streamed_body_yields_what_each_read_brought_and_ends_with_the_response(server):
     transport = transport_for(f"http://127.0.0.1:{server.server_port}")
-    status, reason, _, body = transport.stream("/watch-ends", [("watch", "true")], {}, read_timeout=5.0)
+    status, reason, _, body = transport.stream("/watch-ends", [("watch", "true")], {}, read_timeout=5.0, connect_timeout=5.0)
     assert (status, reason) == (200, "OK") and isinstance(body, BodyStream)
     received = b"".join(body.chunks())
     assert received == b'{"n": 1}\n{"n": 2}\n{"n": 3}\n'
@@ -140,7 +140,7 @@ def test_a_streamed_body_yields_what_each_read_brought_and_ends_with_the_respons
 
 def test_a_streamed_body_closed_from_another_thread_ends_quietly(server):
     transport = transport_for(f"http://127.0.0.1:{server.server_port}")
-    _, _, _, body = transport.stream("/watch", None, {}, read_timeout=30.0)
+    _, _, _, body = transport.stream("/watch", None, {}, read_timeout=30.0, connect_timeout=5.0)
     chunks = body.chunks()
     assert next(chunks) == b'{"n": 1}\n{"n": 2}\n'  # two HTTP chunks, one read
     threading.Timer(0.2, body.close).start()
@@ -149,7 +149,7 @@ def test_a_streamed_body_closed_from_another_thread_ends_quietly(server):
 
 def test_a_stream_answered_with_an_error_status_returns_the_body_whole(server):
     transport = transport_for(f"http://127.0.0.1:{server.server_port}")
-    status, reason, retry_after, body = transport.stream("/busy", None, {}, read_timeout=5.0)
+    status, reason, retry_after, body = transport.stream("/busy", None, {}, read_timeout=5.0, connect_timeout=5.0)
     assert (status, reason, retry_after) == (429, "Too Many Requests", "7")
     assert json.loads(body) == {"reason": "TooManyRequests"}
 
@@ -192,6 +192,6 @@ def test_https_verifies_the_server_against_the_configured_ca(tls_server, tmp_pat
 def test_a_stream_over_https_verifies_the_server_and_reads_the_body(tls_server):
     server, ca_file = tls_server
     transport = transport_for(f"https://localhost:{server.server_port}", ssl_ca_cert=ca_file)
-    status, _, _, body = transport.stream("/watch-ends", None, {}, read_timeout=5.0)
+    status, _, _, body = transport.stream("/watch-ends", None, {}, read_timeout=5.0, connect_timeout=5.0)
     assert status == 200
     assert b"".join(body.chunks()).splitlines() == [b'{"n": 1}', b'{"n": 2}', b'{"n": 3}']
