@@ -7,8 +7,10 @@ scheduler (core + shim, in this process) starts and ``--pods`` pending pods in `
 created through the API by the same kind of creator process. Printed per size: pods bound/s from the
 first create to the last bind, kubesim's raw create and bind rates, the ratio to the raw bind rate, the
 raw create+bind rate (a plain client creating then binding each pod, ``1/(1/creates + 1/binds)``: what
-kubesim can sustain when it must also absorb the creates, as it does here) and the ratio to it, and the
-CPU seconds of the scheduler process and of kubesim during the run.
+kubesim can sustain when it must also absorb the creates, as it does here) and the ratio to it, the
+CPU seconds of the scheduler process (and its CPU per pod) and of kubesim during the run. With
+``--profile PATH``, py-spy samples the scheduler's thread holding the GIL during each run into
+``PATH.<nodes>`` (collapsed stacks, each thread's name first).
 
 With ``--constrained F`` the nodes are labelled in 10 zones and each size runs twice: unconstrained,
 then with a fraction F of the pods carrying a required pod anti-affinity on the zone (groups of 10 pods
@@ -22,6 +24,7 @@ embedded default, written with the events of every allocation) and the rates are
     python benchmarks/e2e_throughput.py --nodes 500 --pods 5000
     python benchmarks/e2e_throughput.py --nodes 5000 --constrained 0.2
     python benchmarks/e2e_throughput.py --nodes 500 --pods 10000 --history off,sqlite,off,sqlite
+    python benchmarks/e2e_throughput.py --nodes 5000 --profile e2e.stacks
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ import gc
 import multiprocessing
 import os
 import resource
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -100,6 +105,15 @@ def start_kubesim(nodes: int, kubeconfig: str, zones: int = 0) -> subprocess.Pop
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_profiler(path: str) -> subprocess.Popen:
+    """py-spy sampling this process's thread that holds the GIL (so, what costs CPU in Python) into
+    ``path`` as collapsed stacks, one line per stack with its sample count, each thread's name first."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    return subprocess.Popen([spy, "record", "--pid", str(os.getpid()), "--gil", "--threads", "--nonblocking",
+                             "--rate", "250", "--format", "raw", "--output", path],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def create_pods(kubeconfig: str, count: int, queues: int, threads: int, scheduler: str, times,
@@ -181,6 +195,7 @@ def run(nodes: int, args: argparse.Namespace, constrained: float = 0.0, history:
             service = SchedulerService(client, core, ServiceSettings(bind_workers=args.bind_workers)).start()
             if not service.wait_until("Running", 120):
                 raise SystemExit(f"scheduler did not reach Running: {service.latest_state()}")
+            profiler = start_profiler(f"{args.profile}.{nodes}") if args.profile else None
             cpu_before, sim_before = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(sim.pid)
             creator, times = start_creator(kubeconfig, args.pods, args.queues, args.create_threads,
                                            SCHEDULER_NAME, constrained)
@@ -193,6 +208,9 @@ def run(nodes: int, args: argparse.Namespace, constrained: float = 0.0, history:
             last_bind = time.time() - (time.monotonic() - stats.last_bound_at)
             threads = threading.active_count()
             cpu_after, sim_after = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(sim.pid)
+            if profiler is not None:
+                profiler.send_signal(signal.SIGINT)
+                profiler.wait()
             creator.join()
             created = times.get(timeout=60) - first_create
             # Only the pods left unbound: listing every pod would add the list's size to the peak RSS.
@@ -231,10 +249,12 @@ def main() -> None:
                         help="fraction of pods with zone anti-affinity or zone spread (runs each size twice)")
     parser.add_argument("--history", default="off",
                         help="comma-separated history store settings to run each size with: off, sqlite")
+    parser.add_argument("--profile", metavar="PATH",
+                        help="sample the scheduler with py-spy during each run into PATH.<nodes> (collapsed stacks)")
     args = parser.parse_args()
     tune_collector()  # as the scheduler command does
     header = ("nodes", "pods", "seconds", "pods/s", "creates/s", "raw binds/s", "ratio", "raw c+b/s", "ratio",
-              "sched cpu s", "kubesim cpu s", "failed", "unbound", "threads")
+              "sched cpu s", "us/pod", "kubesim cpu s", "failed", "unbound", "threads")
     print(f"the scheduler's client-side rate limit: {args.kube_qps:g} requests/s", flush=True)
     print(" ".join(f"{h:>{max(len(h), 7)}}" for h in header), flush=True)
     for nodes in (int(n) for n in args.nodes.split(",")):
@@ -247,7 +267,8 @@ def main() -> None:
             by_history.setdefault(history, []).append(r["rate"])
             row = (r["nodes"], r["pods"], f"{r['seconds']:.1f}", f"{r['rate']:.0f}", f"{r['create_rate']:.0f}",
                    f"{r['raw']:.0f}", f"{r['ratio']:.2f}", f"{r['pipeline']:.0f}", f"{r['pipeline_ratio']:.2f}",
-                   f"{r['scheduler_cpu']:.1f}", f"{r['kubesim_cpu']:.1f}", r["failed"], r["unbound"], r["threads"])
+                   f"{r['scheduler_cpu']:.1f}",
+                   f"{r['scheduler_cpu'] / r['pods'] * 1e6:.0f}", f"{r['kubesim_cpu']:.1f}", r["failed"], r["unbound"], r["threads"])
             print(" ".join(f"{v!s:>{max(len(h), 7)}}" for h, v in zip(header, row, strict=True)), flush=True)
         if len(by_history) > 1:
             means = {h: sum(r) / len(r) for h, r in by_history.items()}

@@ -48,12 +48,14 @@ from actors.shim.lifecycle import (
     TASK_TRANSITIONS,
     AppEvent,
     AppState,
+    InvalidTransition,
     StateMachine,
     TaskEvent,
     TaskState,
 )
 from actors.shim.messages import (
     BindOutcome,
+    BindOutcomes,
     BindRequest,
     Binds,
     CoreEvents,
@@ -99,32 +101,35 @@ _GANG_ENDS = {si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT}
 
 
 class Task:
-    """A pod of ours and its state (under ``TASK_TRANSITIONS``); its view on the board follows every
-    transition. One per pod: it keeps its state itself rather than in a ``StateMachine`` of its own."""
+    """A pod of ours and its state (under ``TASK_TRANSITIONS``); its view on the board follows its
+    transitions: a task that changed joins ``changed``, whose views its actor shows once the message
+    is handled. One per pod: it keeps its state itself rather than in a ``StateMachine`` of its own."""
 
-    __slots__ = ("pod", "priority", "state", "node", "placed_by_core", "_board")
+    __slots__ = ("pod", "priority", "state", "node", "placed_by_core", "_changed")
 
-    def __init__(self, pod: PodRecord, priority: int, board: StateBoard) -> None:
+    def __init__(self, pod: PodRecord, priority: int, changed: dict[str, Task]) -> None:
         self.pod = pod
         self.priority = priority
         self.state = TaskState.NEW
         self.node = ""
         self.placed_by_core = False
-        self._board = board
-        self._show()
+        self._changed = changed
+        changed[pod.uid] = self
 
     def can(self, event: TaskEvent) -> bool:
         return TASK_TRANSITIONS.allows(self.state, event)
 
     def fire(self, event: TaskEvent, node: str | None = None) -> str:
         """Fire ``event`` (see ``lifecycle``); ``node`` sets the node the pod is placed on."""
-        if not TASK_TRANSITIONS.allows(self.state, event):
-            TASK_TRANSITIONS.target(self.state, event, f"task {self.pod.full_name}")  # raises, naming the task
-        self.state = TASK_TRANSITIONS.target(self.state, event, "")
+        try:
+            self.state = TASK_TRANSITIONS.target(self.state, event, "")
+        except InvalidTransition:  # said again naming the task: its name is made only when needed
+            TASK_TRANSITIONS.target(self.state, event, f"task {self.pod.full_name}")
+            raise
         if node is not None:
             self.node = node
             self.placed_by_core = event is TaskEvent.ALLOCATE
-        self._show()
+        self._changed[self.pod.uid] = self
         return self.state
 
     def holds_core_request(self) -> bool:
@@ -132,9 +137,9 @@ class Task:
         return self.state in (TaskState.SCHEDULING, TaskState.ALLOCATED) or (
             self.state == TaskState.BOUND and self.placed_by_core)
 
-    def _show(self) -> None:
+    def view(self) -> PodView:
         pod = self.pod
-        self._board.pods.show(PodView(pod.uid, pod.namespace, pod.name, pod.app_id, self.state, self.node, False))
+        return PodView(pod.uid, pod.namespace, pod.name, pod.app_id, self.state, self.node, False)
 
 
 class ApplicationActor(PooledActor):
@@ -162,6 +167,7 @@ class ApplicationActor(PooledActor):
         self._board = board
         self._plugin_mode = plugin_mode
         self._tasks: dict[str, Task] = {}
+        self._changed: dict[str, Task] = {}  # tasks whose view is to be shown after this message
         self._to_core: Batch[Any] = self.batch(outlet, ToCore)
         self._binds: Batch[BindRequest] = self.batch(binder, Binds)
         self._feedback: Batch[KubeEvent | PodCondition] = self.batch(recorder, Feedback)
@@ -259,7 +265,7 @@ class ApplicationActor(PooledActor):
             self._task_unschedulable(task, "FailedScheduling", pod.volume_wait)
 
     def _new_task(self, pod: PodRecord, priority: int) -> None:
-        task = Task(pod, priority, self._board)
+        task = Task(pod, priority, self._changed)
         self._tasks[pod.uid] = task
         if pod.invalid:
             task.fire(TaskEvent.REJECT)
@@ -304,7 +310,7 @@ class ApplicationActor(PooledActor):
         log.error("application %s: handling pod %s failed: %r", self.app_id, pod.full_name, error, exc_info=error)
         task = self._tasks.get(pod.uid)
         if task is None and not pod.terminated:
-            task = self._tasks[pod.uid] = Task(pod, 0, self._board)
+            task = self._tasks[pod.uid] = Task(pod, 0, self._changed)
         message = f"the scheduler could not handle pod {pod.full_name}: {error!r}"[:1024]
         if task is not None and task.can(TaskEvent.REJECT):
             task.fire(TaskEvent.REJECT)
@@ -324,6 +330,7 @@ class ApplicationActor(PooledActor):
             self._to_core.add(translate.release(task.pod, "pod deleted", PARTITION))
         if task.can(TaskEvent.KILL):
             task.fire(TaskEvent.KILL)
+        self._changed.pop(pod.uid, None)
         self._board.pods.hide(pod.uid)
         if pod.placeholder and self.state == AppState.RESUMING and not self._placeholders():
             self._machine.fire(AppEvent.RUN)  # the gang is over: its pods are scheduled as ordinary ones
@@ -610,6 +617,12 @@ class ApplicationActor(PooledActor):
         self._pod_event(pod, WARNING, "PreemptionRefused", f"{pod.full_name} not evicted: {message.reason}")
         self._to_core.add(self._allocation(task, task.node))
 
+    def on_BindOutcomes(self, message: BindOutcomes) -> None:
+        for outcome in message.outcomes:  # one pod's failure is its own, as for its updates
+            task = self._tasks.get(outcome.uid)
+            if task is not None:
+                self._contained(task.pod, self.on_BindOutcome, outcome)
+
     def on_BindOutcome(self, outcome: BindOutcome) -> None:
         task = self._tasks.get(outcome.uid)
         if task is None or task.state != TaskState.ALLOCATED or task.node != outcome.node:
@@ -667,6 +680,9 @@ class ApplicationActor(PooledActor):
         self._feedback.add(KubeEvent("Pod", pod.namespace, pod.name, pod.uid, type_, reason, message))
 
     def after_message(self) -> None:
+        if self._changed:
+            self._board.pods.show_all([task.view() for task in self._changed.values()])
+            self._changed.clear()
         self.flush_batches()
         for placed in self._placed_elsewhere:  # after the withdrawn ask, so the core sees it gone first
             self._context.tell(PlacedElsewhere(placed))

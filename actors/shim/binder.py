@@ -28,6 +28,7 @@ from actors.shim.fence import Fenced
 from actors.shim.messages import (
     BinderStatsRequest,
     BindOutcome,
+    BindOutcomes,
     BindRequest,
     Binds,
     CreatePlaceholders,
@@ -137,17 +138,21 @@ class Binder(Actor):
         super().on_failure(*exc_info)
 
     def on_Binds(self, message: Binds) -> None:
-        for request in message.requests:
-            self._accept(request)
+        self._accept_all(message.requests)
 
     def on_BindRequest(self, message: BindRequest) -> None:
-        self._accept(message)
+        self._accept_all((message,))
 
     def on__Finished(self, message: _Finished) -> None:
         with self._outcomes_lock:
             outcomes, self._outcomes = self._outcomes, []
+        told: dict[str, tuple[pykka.ActorRef, list[BindOutcome]]] = {}
         for outcome, at in outcomes:
-            self._finished(outcome, at)
+            receiver = self._finished(outcome, at)
+            told.setdefault(receiver.actor_urn, (receiver, []))[1].append(outcome)
+        for receiver, theirs in told.values():  # one message per receiver: an application binds many pods
+            # a stopped application has lost interest in its pods
+            tell_if_alive(receiver, theirs[0] if len(theirs) == 1 else BindOutcomes(tuple(theirs)))
 
     def on_DeletePod(self, message: DeletePod) -> None:
         if not self._draining:
@@ -206,31 +211,51 @@ class Binder(Actor):
     def _give_up(self, wait: _ClaimsWait, reason: str) -> None:
         self._claim_waits.pop(wait.request.uid, None)
         request = wait.request
-        self._finished(BindOutcome(request.uid, request.node, False, reason=reason, volumes=True), time.monotonic())
+        outcome = BindOutcome(request.uid, request.node, False, reason=reason, volumes=True)
+        tell_if_alive(self._finished(outcome, time.monotonic()), outcome)
 
     def on_BinderStatsRequest(self, message: BinderStatsRequest) -> BinderStats:
         return BinderStats(self._bound, self._failed, len(self._in_flight), self._last_bound_at)
 
-    def _finished(self, outcome: BindOutcome, at: float) -> None:
+    def _finished(self, outcome: BindOutcome, at: float) -> pykka.ActorRef:
+        """Count ``outcome``; the actor it is for."""
         reply_to = self._in_flight.pop(outcome.uid, None) or self._listener
         if outcome.bound:
             self._bound += 1
             self._last_bound_at = at
         else:
             self._failed += 1
-        tell_if_alive(reply_to, outcome)  # a stopped application has lost interest in its pod
+        return reply_to
 
-    def _accept(self, request: BindRequest) -> None:
+    def _accept_all(self, requests: tuple[BindRequest, ...]) -> None:
+        """Hand the binds to the workers: one with claims alone, the others in groups of ``BIND_BATCH``
+        that a worker sends together (one group wakes one worker, where one bind each woke many)."""
+        group: list[BindRequest] = []
+        for request in requests:
+            if not self._accept(request):
+                continue
+            if request.claims:
+                self._work.put((self._bind, request))
+                continue
+            group.append(request)
+            if len(group) == BIND_BATCH:
+                self._work.put((self._bind_all, group))
+                group = []
+        if group:
+            self._work.put((self._bind_all, group))
+
+    def _accept(self, request: BindRequest) -> bool:
+        """Whether the bind is to be made: not while draining (it fails at once), nor a second time."""
         if self._draining:
             tell_if_alive(request.reply_to or self._listener,
                           BindOutcome(request.uid, request.node, False, reason="scheduler is shutting down"))
-            return
+            return False
         if request.uid in self._in_flight:
             log.warning("pod %s/%s is already being bound; duplicate request dropped", request.namespace,
                         request.name)
-            return
+            return False
         self._in_flight[request.uid] = request.reply_to or self._listener
-        self._work.put((self._bind, request))
+        return True
 
     def _bind(self, request: BindRequest) -> None:
         if request.claims:
@@ -275,10 +300,11 @@ class Binder(Actor):
             outcome = BindOutcome(request.uid, request.node, False, reason=f"unexpected error: {error}")
         self._report(outcome)
 
-    def _report(self, outcome: BindOutcome) -> None:
+    def _report(self, *outcomes: BindOutcome) -> None:
+        at = time.monotonic()
         with self._outcomes_lock:
-            self._outcomes.append((outcome, time.monotonic()))
-            first = len(self._outcomes) == 1
+            first = not self._outcomes
+            self._outcomes.extend((outcome, at) for outcome in outcomes)
         if not first:
             return  # the doorbell for the batch is already on its way
         try:
@@ -341,21 +367,7 @@ class Binder(Actor):
     def _serve(self) -> None:
         while (item := self._work.get()) is not None:
             function, message = item
-            if function != self._bind or message.claims:
-                function(message)
-                continue
-            # Binds waiting behind this one go with it, pipelined on one connection (``bind_all``).
-            binds = [message]
-            while len(binds) < BIND_BATCH:
-                try:
-                    later = self._work.get_nowait()
-                except queue.Empty:
-                    break
-                if later is None or later[0] != self._bind or later[1].claims:
-                    self._work.put(later)  # other work (or a worker's stop) goes back, behind what waits
-                    break
-                binds.append(later[1])
-            self._bind_all(binds)
+            function(message)
 
     def _bind_all(self, requests: list[BindRequest]) -> None:
         """Bind pods without claims together (see ``KubeClient.bind_all``); each outcome as ``_bind_pod``'s."""
@@ -366,9 +378,9 @@ class Binder(Actor):
             for request in requests:
                 self._bind_pod(request)
             return
-        for request, error in zip(requests, errors, strict=True):
-            self._report(BindOutcome(request.uid, request.node, True) if error is None else
-                         BindOutcome(request.uid, request.node, False, gone=error.gone, reason=str(error)))
+        self._report(*(BindOutcome(request.uid, request.node, True) if error is None else
+                       BindOutcome(request.uid, request.node, False, gone=error.gone, reason=str(error))
+                       for request, error in zip(requests, errors, strict=True)))
 
     def _stop_workers(self) -> None:
         """Let the workers finish what was accepted, then end them."""

@@ -19,7 +19,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 TOKEN_REFRESH_PERIOD = 60.0
+WATCH_CONNECT_TIMEOUT = 10.0  # seconds to open a watch's connection (its reads wait up to its read timeout)
 DEFAULT_QPS, DEFAULT_BURST = 1000.0, 1000  # upstream's kubernetes.qps / kubernetes.burst
 
 
@@ -264,14 +265,21 @@ class KubeClient:
         query = [("watch", "true"), ("allowWatchBookmarks", "true"), ("resourceVersion", resource_version),
                  ("timeoutSeconds", str(timeout_seconds))]
         self.rate.wait()
-        response = self._send("GET", path, query, timeout=(10.0, read_timeout))
-        if response.status == 410:
-            response.read()
-            raise WatchExpired(f"watch {path} from resourceVersion {resource_version}: 410 Gone")
-        if not 200 <= response.status <= 299:
+        if self._transport is not None:
+            status, reason, retry_after, body = self._transport.stream(path, query, {"Accept": JSON}, read_timeout,
+                                                                       WATCH_CONNECT_TIMEOUT)
+            if 200 <= status <= 299:
+                return WatchStream(body.chunks(), body.close)
+            data = body
+        else:
+            response = self._send("GET", path, query, timeout=(WATCH_CONNECT_TIMEOUT, read_timeout))
+            status, reason, retry_after = response.status, response.reason, response.getheader("Retry-After")
+            if 200 <= status <= 299:
+                return WatchStream(_streamed(response.response), response.response.shutdown)
             data = response.read()
-            raise _error(response.status, response.reason, data, response.getheader("Retry-After"))
-        return WatchStream(response.response)
+        if status == 410:
+            raise WatchExpired(f"watch {path} from resourceVersion {resource_version}: 410 Gone")
+        raise _error(status, reason, data, retry_after)
 
     # ---- writes --------------------------------------------------------------------------------
 
@@ -314,13 +322,14 @@ class KubeClient:
                 except Fenced as error:
                     results[index] = BindError(f"binding {namespace}/{name} to {node} failed: {error}")
                     continue
-                self.rate.wait()
                 body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
                         "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
                 if uid:
                     body["metadata"]["uid"] = uid
                 requests.append(("POST", path, None, orjson.dumps(body), {"Accept": JSON, "Content-Type": JSON}))
                 sent.append(index)
+            if requests:  # they go in one write: paced as one wait for them all, not one sleep each
+                self.rate.wait(len(requests))
             answers, _ = self._transport.exchange_all(requests) if requests else ([], None)
         for position, index in enumerate(sent):
             namespace, name, node, uid = binds[index]
@@ -444,12 +453,13 @@ def _error(status: int, reason: str, data: bytes, retry_after: str | None) -> Ap
 
 class WatchStream:
     """The events of one watch as ``(type, object)`` pairs: ``ADDED``, ``MODIFIED``, ``DELETED`` with the
-    object's JSON, ``BOOKMARK`` with only its metadata. An ``ERROR`` event with status 410 raises
-    ``WatchExpired``; a broken connection raises urllib3's error. ``close`` may be called from another
-    thread to end a blocked read."""
+    object's JSON, ``BOOKMARK`` with only its metadata, read from ``chunks`` of its body. An ``ERROR``
+    event with status 410 raises ``WatchExpired``; a broken connection raises the transport's error.
+    ``close`` may be called from another thread to end a blocked read (``shutdown`` is what does it)."""
 
-    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
-        self._response = response
+    def __init__(self, chunks: Iterator[bytes], shutdown: Callable[[], object]) -> None:
+        self._chunks = chunks
+        self._shutdown = shutdown
         self._closed = threading.Event()
 
     def __iter__(self) -> Iterator[tuple[str, dict]]:
@@ -460,7 +470,7 @@ class WatchStream:
         """The events as they arrive: one list per chunk read from the connection."""
         pending = b""
         try:
-            for chunk in self._response.stream(65536, decode_content=True):
+            for chunk in self._chunks:
                 pending += chunk
                 if b"\n" not in chunk:
                     continue
@@ -472,15 +482,21 @@ class WatchStream:
             if self._closed.is_set():
                 return
             raise
-        finally:
-            self._response.release_conn()
 
     def close(self) -> None:
         self._closed.set()
         try:
-            self._response.shutdown()
+            self._shutdown()
         except Exception:  # the stream may already be gone: closing is best effort
             log.debug("closing a watch stream", exc_info=True)
+
+
+def _streamed(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    """A watch's body through urllib3 (no lean transport): one HTTP chunk at a time."""
+    try:
+        yield from response.stream(65536, decode_content=True)
+    finally:
+        response.release_conn()
 
 
 def _event(document: Mapping) -> tuple[str, dict]:

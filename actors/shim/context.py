@@ -48,6 +48,7 @@ from actors.shim.eventbuffer import NORMAL, WARNING
 from actors.shim.lifecycle import SCHEDULER_TRANSITIONS, SchedulerEvent, SchedulerState, StateMachine
 from actors.shim.messages import (
     BindOutcome,
+    BindOutcomes,
     Changes,
     Connect,
     CoreEvents,
@@ -608,6 +609,10 @@ class ShimContext(Actor):
 
     def on_BindOutcome(self, outcome: BindOutcome) -> None:
         self._tell_pod_app(outcome.uid, outcome)  # outcomes of binds that named no application actor
+
+    def on_BindOutcomes(self, message: BindOutcomes) -> None:
+        for outcome in message.outcomes:
+            self._tell_pod_app(outcome.uid, outcome)
 
     def on_RetractTask(self, message: RetractTask) -> None:
         self._tell_pod_app(message.uid, message)

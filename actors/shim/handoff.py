@@ -124,18 +124,18 @@ class AllocationHandoff(Binder):
 
     # ---- the binder's work, replaced -----------------------------------------------------------
 
-    def _accept(self, request: BindRequest) -> None:
+    def _accept(self, request: BindRequest) -> bool:
         if not self._draining:
             self._pending[request.uid] = request.node
             self._names[request.uid] = (request.namespace, request.name)
             self._in_progress.pop(request.uid, None)
             self._waiting.pop(request.uid, None)
-        super()._accept(request)
+        return super()._accept(request)
 
-    def _finished(self, outcome: BindOutcome, at: float) -> None:
+    def _finished(self, outcome: BindOutcome, at: float) -> pykka.ActorRef:
         if not outcome.bound:
             self._pending.pop(outcome.uid, None)
-        super()._finished(outcome, at)
+        return super()._finished(outcome, at)
 
     def _bind_all(self, requests: list[BindRequest]) -> None:
         for request in requests:

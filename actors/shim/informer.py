@@ -83,7 +83,7 @@ class Informer(Actor):
         self._settings = settings
         self._stopping = threading.Event()
         self._stream: WatchStream | None = None
-        self._status = InformerStatus(kind.name, False, 0, 0, 0, "")
+        self._progress = (0, 0, 0, "")  # objects, lists, watches, resourceVersion: the pump's, as of its last batch
         self._skipped: set[str] = set()  # namespace/name of the objects the parser refused, logged once
         self._pump = threading.Thread(target=self._pump_supervised, name=f"informer-{kind.name}", daemon=True)
 
@@ -111,7 +111,8 @@ class Informer(Actor):
             stream.close()
 
     def on_InformerStatusRequest(self, message: InformerStatusRequest) -> InformerStatus:
-        return self._status
+        objects, lists, watches, resource_version = self._progress
+        return InformerStatus(self._kind.name, lists > 0, objects, lists, watches, resource_version)
 
     # ---- the pump thread -----------------------------------------------------------------------
 
@@ -236,7 +237,9 @@ class Informer(Actor):
         log.warning("informer %s: object %s skipped, it cannot be read: %s", self._kind.name, key, f"{error!r}"[:512])
 
     def _publish(self, store: dict[str, Any], lists: int, watches: int, resource_version: str) -> None:
-        self._status = InformerStatus(self._kind.name, lists > 0, len(store), lists, watches, resource_version)
+        # One tuple, replaced whole (what a reader takes is of one moment); the status record is made
+        # only when asked for, not for every batch of events.
+        self._progress = (len(store), lists, watches, resource_version)
 
 
 def _stored_key(store: Mapping[str, Any], raw: Any) -> str | None:

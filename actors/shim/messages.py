@@ -316,7 +316,7 @@ class Settle:
 # ---- ApplicationActor ----------------------------------------------------------------------------
 # Also told: the SI answers of the core that concern the application (``AllocationResponse``,
 # ``ApplicationResponse``, ``UpdateContainerSchedulingStateRequest``), and, routed by the context,
-# ``CoreEvents``, ``BindOutcome`` and ``RetractTask`` (under ``ShimContext``), and ``Settle``.
+# ``CoreEvents``, ``BindOutcome``, ``BindOutcomes`` and ``RetractTask`` (under ``ShimContext``), and ``Settle``.
 
 @message
 class TaskUpdate:
@@ -340,8 +340,8 @@ class Leading:
 
 # ---- ShimContext ---------------------------------------------------------------------------------
 # Also told: the core's SI answers (``AllocationResponse``, ``ApplicationResponse``, ``NodeResponse``,
-# ``UpdateContainerSchedulingStateRequest``). ``CoreEvents``, ``BindOutcome`` and ``RetractTask`` are
-# routed on to the application they concern.
+# ``UpdateContainerSchedulingStateRequest``). ``CoreEvents``, ``BindOutcome``, ``BindOutcomes`` and
+# ``RetractTask`` are routed on to the application they concern.
 
 @message
 class Added:
@@ -392,6 +392,13 @@ class BindOutcome:
     gone: bool = False
     reason: str = ""
     volumes: bool = False  # the pod's volumes could not be bound for the node
+
+
+@message
+class BindOutcomes:
+    """From the binder: the outcomes for one receiver that finished together, in the order they did."""
+
+    outcomes: tuple[BindOutcome, ...]
 
 
 @message

@@ -32,13 +32,13 @@ class TokenBucket:
             self.qps, self.burst = qps, burst
             self._tokens = min(self._tokens, burst)
 
-    def wait(self) -> None:
-        """Return once the caller may send its request."""
+    def wait(self, requests: int = 1) -> None:
+        """Return once the caller may send its ``requests`` (sent together: one wait for all of them)."""
         if self.qps == UNLIMITED:
             return
         with self._lock:
             self._refill()
-            self._tokens -= 1
+            self._tokens -= requests
             delay = -self._tokens / self.qps if self._tokens < 0 else 0.0
         if delay > 0:
             self._sleep(delay)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from actors.shim.lifecycle import SchedulerState, TaskState
@@ -95,17 +96,21 @@ class PodViews:
         self.version = 0
 
     def show(self, view: PodView) -> None:
+        self.show_all((view,))
+
+    def show_all(self, views: Iterable[PodView]) -> None:
         with self._lock:
-            old = self._views.get(view.uid)
-            self._views[view.uid] = view
+            for view in views:
+                old = self._views.get(view.uid)
+                self._views[view.uid] = view
+                placed = view.state in PLACED
+                if old is not None and old.node == view.node and (old.state in PLACED) == placed:
+                    continue  # the per-node count is unchanged (e.g. Allocated -> Bound)
+                if old is not None:
+                    self._uncount(old)
+                if placed:
+                    self._placed_per_node[view.node] += 1
             self.version += 1
-            placed = view.state in PLACED
-            if old is not None and old.node == view.node and (old.state in PLACED) == placed:
-                return  # the per-node count is unchanged (e.g. Allocated -> Bound)
-            if old is not None:
-                self._uncount(old)
-            if placed:
-                self._placed_per_node[view.node] += 1
 
     def hide(self, uid: str) -> None:
         with self._lock:

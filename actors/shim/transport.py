@@ -6,7 +6,9 @@ sends plain HTTP/1.1 requests on one keep-alive socket per thread: the request i
 ``sendall`` and the response is parsed by ``httptools`` (llhttp, the parser under uvicorn), where
 ``http.client`` spent most of its time in the email package's header parser. Everything else comes from
 the official client's configuration: server URL, TLS (CA, client certificate, verification) and the
-authentication headers the official ``ApiClient`` computes (token refresh included). Watches and lists
+authentication headers the official ``ApiClient`` computes (token refresh included). A watch has a
+connection of its own (``FastTransport.stream``), whose body is read as it arrives: each read from the
+socket yields every event it brought, where urllib3 yields one HTTP chunk (one event) at a time. Lists
 keep using the official client. A cluster reached through a proxy or with a TLS server name override
 uses the official client for everything (``FastTransport.usable``).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -28,25 +31,35 @@ class TransportError(Exception):
     """The connection failed before a whole answer arrived (refused, reset, timed out, closed, garbled)."""
 
 
-class _Answers:
-    """Collects the responses on one connection from the parser's callbacks, in order (several when
-    requests were pipelined)."""
+class _Head:
+    """The parser's callbacks for a response's status line and the headers the transport reads."""
 
-    __slots__ = ("parser", "done", "_status", "_reason", "_retry_after", "_chunks", "_keep_alive")
+    __slots__ = ("parser", "reason", "retry_after")
 
     def __init__(self) -> None:
         self.parser = httptools.HttpResponseParser(self)
-        self.done: list[tuple[int, str, str | None, bytes, bool]] = []  # status, reason, Retry-After, body, keep-alive
-
-    def on_message_begin(self) -> None:
-        self._reason, self._retry_after, self._chunks, self._keep_alive = "", None, [], False
+        self.reason, self.retry_after = "", None
 
     def on_status(self, reason: bytes) -> None:
-        self._reason += reason.decode("iso-8859-1")
+        self.reason += reason.decode("iso-8859-1")
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if name.lower() == b"retry-after":
-            self._retry_after = value.decode("iso-8859-1")
+            self.retry_after = value.decode("iso-8859-1")
+
+
+class _Answers(_Head):
+    """Collects the responses on one connection from the parser's callbacks, in order (several when
+    requests were pipelined)."""
+
+    __slots__ = ("done", "_status", "_chunks", "_keep_alive")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.done: list[tuple[int, str, str | None, bytes, bool]] = []  # status, reason, Retry-After, body, keep-alive
+
+    def on_message_begin(self) -> None:
+        self.reason, self.retry_after, self._chunks, self._keep_alive = "", None, [], False
 
     def on_headers_complete(self) -> None:
         self._status = self.parser.get_status_code()
@@ -56,7 +69,70 @@ class _Answers:
         self._chunks.append(data)
 
     def on_message_complete(self) -> None:
-        self.done.append((self._status, self._reason, self._retry_after, b"".join(self._chunks), self._keep_alive))
+        self.done.append((self._status, self.reason, self.retry_after, b"".join(self._chunks), self._keep_alive))
+
+
+class _Streamed(_Head):
+    """The parser's callbacks for one streamed response: its head, then its body as it comes."""
+
+    __slots__ = ("status", "headed", "body", "complete")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.status = 0
+        self.headed = self.complete = False
+        self.body: list[bytes] = []
+
+    def on_headers_complete(self) -> None:
+        self.status = self.parser.get_status_code()
+        self.headed = True
+
+    def on_body(self, data: bytes) -> None:
+        self.body.append(data)
+
+    def on_message_complete(self) -> None:
+        self.complete = True
+
+
+class BodyStream:
+    """The body of a streamed response on a connection of its own. ``chunks()`` yields what each read
+    from the socket brought (HTTP chunks decoded and joined) until the response ends; ``close()``, from
+    any thread, ends a blocked read, after which the stream ends quietly."""
+
+    def __init__(self, connection: socket.socket, streamed: _Streamed) -> None:
+        self._connection = connection
+        self._streamed = streamed
+        self._closed = False
+
+    def chunks(self) -> Iterator[bytes]:
+        streamed = self._streamed
+        try:
+            while True:
+                if streamed.body:
+                    data = b"".join(streamed.body)
+                    streamed.body.clear()
+                    yield data
+                if streamed.complete:
+                    return
+                received = self._connection.recv(RECEIVE_SIZE)
+                if not received:
+                    if self._closed:  # shut down by close()
+                        return
+                    raise TransportError("the server closed the connection in the middle of a response")
+                streamed.parser.feed_data(received)
+        except (OSError, httptools.HttpParserError) as error:
+            if self._closed:
+                return
+            raise TransportError(f"{type(error).__name__}: {error}") from error
+        finally:
+            self._connection.close()
+
+    def close(self) -> None:
+        self._closed = True
+        try:
+            self._connection.shutdown(socket.SHUT_RDWR)
+        except OSError:  # already gone: closing is best effort
+            pass
 
 
 class FastTransport:
@@ -93,17 +169,10 @@ class FastTransport:
         """Send ``requests`` (method, path, query, body, headers) pipelined on the calling thread's
         connection, in one write, and read their answers in order: the answers received, and the
         error that cut the rest off (``None`` when every request was answered)."""
-        data = []
-        for method, path, query, body, headers in requests:
-            headers = {**self._api_client.default_headers, **headers}
-            self._api_client.update_params_for_auth(headers, [], ["BearerToken"], path, method, body)
-            target = self._prefix + path + ("?" + urlencode(query) if query else "")
-            data.append(f"{method} {target} HTTP/1.1\r\n".encode("ascii"))
-            data.append(self._host_header)
-            data.extend(f"{name}: {value}\r\n".encode("latin-1") for name, value in headers.items())
-            data.append(b"Content-Length: %d\r\n\r\n" % len(body) if body is not None else b"\r\n")
-            if body is not None:
-                data.append(body)
+        # Authenticated once for the batch: the official client's bookkeeping cost as much as the rest of a request.
+        common = self._common(*requests[0][:2], requests[0][3]) if requests else None
+        data = [self._head(method, path, query, body, headers, common)
+                for method, path, query, body, headers in requests]
         answers = _Answers()
         try:
             connection = self._connection()
@@ -123,6 +192,35 @@ class FastTransport:
             self.close()
         return [a[:4] for a in answers.done], None
 
+    def stream(self, path: str, query: list[tuple[str, str]] | None, headers: dict[str, str],
+               read_timeout: float, connect_timeout: float) -> tuple[int, str, str | None, BodyStream | bytes]:
+        """A GET whose body is read as it arrives (a watch), on a new connection that fails when silent for
+        ``read_timeout`` seconds: ``(status, reason, Retry-After header, body)``, the body a
+        ``BodyStream`` for a 2xx answer, else read whole."""
+        request = self._head("GET", path, query, None, headers, self._common("GET", path, None))
+        streamed = _Streamed()
+        connection = self._connect(connect_timeout)
+        try:
+            connection.settimeout(read_timeout)
+            connection.sendall(request)
+            while not streamed.headed:
+                received = connection.recv(RECEIVE_SIZE)
+                if not received:
+                    raise ConnectionResetError("the server closed the connection")
+                streamed.parser.feed_data(received)
+            if 200 <= streamed.status <= 299:
+                return streamed.status, streamed.reason, streamed.retry_after, BodyStream(connection, streamed)
+            while not streamed.complete:
+                received = connection.recv(RECEIVE_SIZE)
+                if not received:
+                    break
+                streamed.parser.feed_data(received)
+        except (OSError, httptools.HttpParserError) as error:
+            connection.close()
+            raise TransportError(f"GET {path}: {type(error).__name__}: {error}") from error
+        connection.close()
+        return streamed.status, streamed.reason, streamed.retry_after, b"".join(streamed.body)
+
     def close(self) -> None:
         """Close the calling thread's connection (others close when their threads end)."""
         connection = getattr(self._local, "connection", None)
@@ -130,14 +228,36 @@ class FastTransport:
             connection.close()
             self._local.connection = None
 
+    def _head(self, method: str, path: str, query: list[tuple[str, str]] | None, body: bytes | None,
+              headers: dict[str, str], common: dict[str, str]) -> bytes:
+        """The request's bytes: its line, the ``common`` headers (``_common``), its own, and its body."""
+        headers = {**common, **headers}
+        target = self._prefix + path + ("?" + urlencode(query) if query else "")
+        data = [f"{method} {target} HTTP/1.1\r\n".encode("ascii"), self._host_header]
+        data.extend(f"{name}: {value}\r\n".encode("latin-1") for name, value in headers.items())
+        data.append(b"Content-Length: %d\r\n\r\n" % len(body) if body is not None else b"\r\n")
+        if body is not None:
+            data.append(body)
+        return b"".join(data)
+
+    def _common(self, method: str, path: str, body: bytes | None) -> dict[str, str]:
+        """The client's default headers and the authentication the official client computes (a bearer
+        token, refreshed by its hook): the same for every request sent at one moment."""
+        headers = dict(self._api_client.default_headers)
+        self._api_client.update_params_for_auth(headers, [], ["BearerToken"], path, method, body)
+        return headers
+
     def _connection(self) -> socket.socket:
         connection = getattr(self._local, "connection", None)
         if connection is None:
-            connection = socket.create_connection((self._host, self._port), timeout=self._timeout)
-            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self._ssl is not None:
-                connection = self._ssl.wrap_socket(connection, server_hostname=self._host)
-            self._local.connection = connection
+            connection = self._local.connection = self._connect(self._timeout)
+        return connection
+
+    def _connect(self, timeout: float) -> socket.socket:
+        connection = socket.create_connection((self._host, self._port), timeout=timeout)
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._ssl is not None:
+            connection = self._ssl.wrap_socket(connection, server_hostname=self._host)
         return connection
 
 

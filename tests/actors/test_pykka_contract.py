@@ -141,3 +141,47 @@ def test_a_failing_on_start_stops_the_actor_before_its_loop():
     failing._actor_loop_setup()
     assert failing.actor_stopped.is_set()
     assert failing.actor_ref not in pykka.ActorRegistry.get_all()
+
+
+def test_a_thread_actor_on_a_simple_queue_keeps_pykkas_order_stop_and_dead_letters():
+    """``actors.base.Actor`` gives pykka's thread loop a ``queue.SimpleQueue`` inbox (put, get and
+    empty are all the loop uses): messages in order, a stop after those queued before it, and an ask
+    queued behind the stop answered with ``ActorDeadError``."""
+    import queue
+
+    from actors.base import Actor, message
+
+    @message
+    class Hold:
+        until: threading.Event
+
+    @message
+    class Note:
+        text: str
+
+    class Keeper(Actor):
+        def __init__(self):
+            super().__init__()
+            self.notes = []
+
+        def on_Hold(self, msg):
+            msg.until.wait(10)
+
+        def on_Note(self, msg):
+            self.notes.append(msg.text)
+            return list(self.notes)
+
+    ref = Keeper.start()
+    assert isinstance(ref.actor_inbox, queue.SimpleQueue)
+    release = threading.Event()
+    ref.tell(Hold(release))
+    ref.tell(Note("a"))
+    answer = ref.ask(Note("b"), block=False)
+    stopped = ref.stop(block=False)
+    late = ref.ask(Note("late"), block=False)
+    release.set()
+    assert answer.get(timeout=10) == ["a", "b"]
+    stopped.get(timeout=10)
+    with pytest.raises(pykka.ActorDeadError):
+        late.get(timeout=10)
+    assert ref.actor_inbox.empty()

@@ -8,6 +8,7 @@ from typing import Any
 
 import pykka
 
+from actors.shim.messages import BindOutcomes
 from si import si_pb2
 from tests.waiting import wait_for  # noqa: F401 - re-exported for the shim tests
 
@@ -118,5 +119,6 @@ class Inbox(pykka.ThreadingActor):
 
 
 def inbox_messages(ref: pykka.ActorRef, kind: type | None = None) -> list[Any]:
-    messages = ref.ask(Inbox.ALL)
+    """What ``ref`` was told, of ``kind``; the outcomes a binder sends together count one by one."""
+    messages = [o for m in ref.ask(Inbox.ALL) for o in (m.outcomes if isinstance(m, BindOutcomes) else (m,))]
     return [m for m in messages if kind is None or isinstance(m, kind)]

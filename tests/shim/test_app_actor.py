@@ -6,6 +6,7 @@ import pytest
 from actors.shim.appactor import ApplicationActor
 from actors.shim.messages import (
     BindOutcome,
+    BindOutcomes,
     Binds,
     FailPod,
     Feedback,
@@ -130,6 +131,22 @@ def test_allocated_bound_and_a_failed_bind_asks_again(app):
     a.tell(si_pb2.AllocationResponse(new=[allocation]))
     a.tell(BindOutcome(first.uid, "n1", True))
     assert a.tasks() == {"p0": "Bound"} and a.events("Scheduled")
+
+
+def test_outcomes_told_together_are_each_handled_as_if_told_alone(app):
+    first, second, third = pod("p0"), pod("p1"), pod("p2")
+    a = app(first)
+    a.tell(TaskUpdates(tuple(TaskUpdate(p, 0) for p in (first, second, third))), accepted())
+    a.tell(si_pb2.AllocationResponse(new=[si_pb2.Allocation(allocationKey=p.uid, applicationID=APP, nodeID="n1")
+                                          for p in (first, second, third)]))
+    asks_before = len(a.sent())
+    a.tell(BindOutcomes((BindOutcome(first.uid, "n1", True), BindOutcome("not-a-pod-of-it", "n1", True),
+                         BindOutcome(second.uid, "n1", False, reason="500 boom"),
+                         BindOutcome(third.uid, "n1", True))))
+    assert a.tasks() == {"p0": "Bound", "p1": "Scheduling", "p2": "Bound"}
+    release, ask = a.sent()[asks_before:]
+    assert release.allocationKey == ask.allocationKey == second.uid and not ask.nodeID
+    assert len(a.events("Scheduled")) == 2 and a.events("PodBindFailure")
 
 
 def test_rejected_fails_the_pods_without_a_node(app):

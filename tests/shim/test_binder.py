@@ -7,7 +7,9 @@ from actors.shim.binder import Binder
 from actors.shim.client import ApiError, KubeClient, RetryPolicy
 from actors.shim.messages import (
     BindOutcome,
+    BindOutcomes,
     BindRequest,
+    Binds,
     DeletePod,
     Drain,
     Flush,
@@ -59,6 +61,22 @@ def bind_all(shim_client, requests, workers=8):
     binder.stop()
     inbox.stop()
     return outcomes
+
+
+def test_the_outcomes_for_one_receiver_that_finish_together_are_told_as_one_message(kubesim, core_api,
+                                                                                    shim_client, nodes):
+    requests = [BindRequest(make_pod(core_api, f"p{i}"), "default", f"p{i}", nodes[i % 2]) for i in range(40)]
+    inbox = Inbox.start()
+    binder = Binder.start(shim_client, inbox, 1)
+    binder.tell(Binds(tuple(requests)))  # one worker: it sends them in batches, and reports each batch at once
+    binder.ask(Drain())
+    wait_for(lambda: len(inbox_messages(inbox, BindOutcome)) == len(requests))
+    told = inbox.ask(Inbox.ALL)
+    binder.stop()
+    inbox.stop()
+    assert any(isinstance(m, BindOutcomes) for m in told) and len(told) < len(requests)
+    assert sorted(o.uid for m in told for o in (m.outcomes if isinstance(m, BindOutcomes) else (m,))) \
+        == sorted(r.uid for r in requests)
 
 
 def node_of(core_api, name):

@@ -18,6 +18,7 @@ from actors.shim.context import ContextSettings, ShimContext
 from actors.shim.messages import (
     Added,
     BindOutcome,
+    BindOutcomes,
     BindRequest,
     Binds,
     Changes,
@@ -216,6 +217,17 @@ def test_allocation_is_bound_and_reported(shim):
     assert shim.events("Scheduled")[0].message == "Successfully assigned default/p1 to node n1"
     assert shim.events("PodBindSuccessful")
     assert shim.events("Scheduling")
+
+
+def test_outcomes_told_together_reach_each_pods_application(shim):
+    pods = [pod_json("p1"), pod_json("p2", labels={"applicationId": "other"})]
+    uids = [pod["metadata"]["uid"] for pod in pods]
+    shim.list_all(pods=pods, nodes=[node_json("n1")])
+    shim.tell_and_settle(allocation_response((uids[0], "n1")))
+    shim.tell_and_settle(allocation_response((uids[1], "n1"), app="other"))
+    shim.tell_and_settle(BindOutcomes((BindOutcome(uids[0], "n1", True), BindOutcome("unknown", "n1", True),
+                                       BindOutcome(uids[1], "n1", True))))
+    assert sorted(p.state for p in shim.state().pods) == ["Bound", "Bound"]
 
 
 def test_informer_confirmation_binds_too_and_events_are_not_repeated(shim):

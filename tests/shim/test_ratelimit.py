@@ -30,3 +30,11 @@ def test_an_unlimited_bucket_never_waits():
     for _ in range(10_000):
         bucket.wait()
     assert clock.sleeps == []
+
+
+def test_requests_sent_together_wait_once_for_the_last_of_them():
+    clock = FrozenClock()
+    bucket = TokenBucket(10, 2, clock=clock, sleep=clock.sleep)
+    bucket.wait(4)  # two from the burst, then the turns of the third and fourth
+    bucket.wait()
+    assert clock.sleeps == [0.2, 0.3]

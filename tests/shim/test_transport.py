@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from kubernetes import client as k8s
 
-from actors.shim.transport import FastTransport, TransportError
+from actors.shim.transport import BodyStream, FastTransport, TransportError
 from webhook.pki import generate_ca, generate_server_certificate
 
 
@@ -32,6 +32,17 @@ class Scripted(BaseHTTPRequestHandler):
             for part in (b'{"a": ', b'[1, 2, 3]', b"}"):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
             self.wfile.write(b"0\r\n\r\n")
+        elif self.path.startswith("/watch"):
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            together = b"".join(b"%x\r\n%s\r\n" % (len(line), line) for line in (b'{"n": 1}\n', b'{"n": 2}\n'))
+            self.wfile.write(together)  # two chunks in one write: they arrive together
+            self.wfile.flush()
+            if self.path.startswith("/watch-ends"):
+                self.wfile.write(b"9\r\n{\"n\": 3}\n\r\n0\r\n\r\n")
+            else:
+                self.rfile.read(1)  # holds the stream open until the client goes
         elif self.path == "/busy":
             self._answer(429, b'{"reason": "TooManyRequests"}', {"Retry-After": "7"}, "Too Many Requests")
         elif self.path == "/close":
@@ -119,6 +130,30 @@ def test_a_response_cut_short_is_a_transport_error_and_the_next_request_reconnec
     assert get(transport, "/echo")[0] == 200
 
 
+def test_a_streamed_body_yields_what_each_read_brought_and_ends_with_the_response(server):
+    transport = transport_for(f"http://127.0.0.1:{server.server_port}")
+    status, reason, _, body = transport.stream("/watch-ends", [("watch", "true")], {}, read_timeout=5.0, connect_timeout=5.0)
+    assert (status, reason) == (200, "OK") and isinstance(body, BodyStream)
+    received = b"".join(body.chunks())
+    assert received == b'{"n": 1}\n{"n": 2}\n{"n": 3}\n'
+
+
+def test_a_streamed_body_closed_from_another_thread_ends_quietly(server):
+    transport = transport_for(f"http://127.0.0.1:{server.server_port}")
+    _, _, _, body = transport.stream("/watch", None, {}, read_timeout=30.0, connect_timeout=5.0)
+    chunks = body.chunks()
+    assert next(chunks) == b'{"n": 1}\n{"n": 2}\n'  # two HTTP chunks, one read
+    threading.Timer(0.2, body.close).start()
+    assert list(chunks) == []  # blocked on the next read until closed
+
+
+def test_a_stream_answered_with_an_error_status_returns_the_body_whole(server):
+    transport = transport_for(f"http://127.0.0.1:{server.server_port}")
+    status, reason, retry_after, body = transport.stream("/busy", None, {}, read_timeout=5.0, connect_timeout=5.0)
+    assert (status, reason, retry_after) == (429, "Too Many Requests", "7")
+    assert json.loads(body) == {"reason": "TooManyRequests"}
+
+
 def test_a_refused_connection_is_a_transport_error():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -152,3 +187,11 @@ def test_https_verifies_the_server_against_the_configured_ca(tls_server, tmp_pat
     stranger = transport_for(f"https://localhost:{server.server_port}", ssl_ca_cert=str(tmp_path / "other.pem"))
     with pytest.raises(TransportError, match="CERTIFICATE_VERIFY_FAILED"):
         get(stranger, "/echo")
+
+
+def test_a_stream_over_https_verifies_the_server_and_reads_the_body(tls_server):
+    server, ca_file = tls_server
+    transport = transport_for(f"https://localhost:{server.server_port}", ssl_ca_cert=ca_file)
+    status, _, _, body = transport.stream("/watch-ends", None, {}, read_timeout=5.0, connect_timeout=5.0)
+    assert status == 200
+    assert b"".join(body.chunks()).splitlines() == [b'{"n": 1}', b'{"n": 2}', b'{"n": 3}']
