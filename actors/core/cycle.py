@@ -562,23 +562,24 @@ _REORDERED = frozenset((Decided.ALLOCATED, Decided.ALLOCATED_RESERVED))
 
 
 def _queue_key(parent: Queue, total: Resource):
-    """How ``parent`` orders its children: least share first, then most pending, then by name (highest
-    pending priority before all with priority sorting)."""
+    """How ``parent`` orders its children, as upstream's ``sortQueue``: least share first, then highest
+    pending priority (before the share with priority sorting), then most pending, then by name."""
     if parent.priority_sorting:
         return lambda c: (-c.priority(), c.share(total), -sum(c.pending.values()), c.name)
-    return lambda c: (c.share(total), -sum(c.pending.values()), c.name)
+    return lambda c: (c.share(total), -c.priority(), -sum(c.pending.values()), c.name)
 
 
 def _app_key(queue: Queue, total: Resource):
-    """How the leaf ``queue`` orders its applications: by dominant share of the cluster (``fair``) or not,
-    then by submission, arrival and id (highest ask priority before all with priority sorting)."""
+    """How the leaf ``queue`` orders its applications, as upstream's ``sortApplications``: by dominant share
+    of the cluster (``fair``) or by submission (``fifo``), the highest ask priority breaking ties (or
+    deciding first, with priority sorting), then by arrival and id."""
     if queue.sort_policy == "fair":
         if queue.priority_sorting:
             return lambda a: (-a.priority, a.used.dominant_share(total), a.submission_time, a.arrived, a.application_id)
-        return lambda a: (a.used.dominant_share(total), a.submission_time, a.arrived, a.application_id)
+        return lambda a: (a.used.dominant_share(total), -a.priority, a.submission_time, a.arrived, a.application_id)
     if queue.priority_sorting:
         return lambda a: (-a.priority, a.submission_time, a.arrived, a.application_id)
-    return lambda a: (a.submission_time, a.arrived, a.application_id)
+    return lambda a: (a.submission_time, -a.priority, a.arrived, a.application_id)
 
 
 def _stateaware_filter(queue: Queue, apps: list[Application]) -> list[Application]:

@@ -2,6 +2,8 @@
 
 from collections import Counter
 
+import pytest
+
 from actors.core.partition import Timing
 from actors.core.scheduler import Tuning
 from actors.core.snapshot import ALL_AREAS, HEALTH, NODES
@@ -83,6 +85,23 @@ def test_fair_serves_the_least_used_application_first(core_factory):
     core.nodes(1, vcore=4000, memory=64 * GIB)
     core.settle()
     assert Counter(a.applicationID for a in core.callback.new()) == {"first": 2, "second": 2}
+
+
+@pytest.mark.parametrize("policy", ["fair", "fifo"])
+def test_without_priority_sorting_the_highest_ask_priority_breaks_a_tie(core_factory, policy):
+    """Upstream's sortApplications: equal shares (fair) or submissions (fifo) go to the application whose
+    pending asks have the highest priority, whichever arrived first."""
+    core = core_factory(config(queue("q", properties={"application.sort.policy": policy,
+                                                      "application.sort.priority": "disabled"})))
+    core.app("first", queue="root.q")
+    core.app("second", queue="root.q")
+    core.settle()
+    core.asks("first", 1, priority=1)
+    core.asks("second", 1, priority=100)
+    core.settle()
+    core.nodes(1, vcore=1000)  # room for one of the two
+    core.settle()
+    assert [a.applicationID for a in core.callback.new()] == ["second"]
 
 
 def test_stateaware_lets_one_application_start_at_a_time(core_factory):
