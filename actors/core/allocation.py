@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from actors.core.events import resource_wire
 from si import si_pb2
 from si.constants import TAG_FOREIGN, TAG_REQUIRED_NODE
 from si.resources import Resource
@@ -95,8 +96,22 @@ class Allocation:
         return (-self.priority, self.request_time, self.arrived, self.key)
 
     def to_proto(self) -> si_pb2.Allocation:
-        return si_pb2.Allocation(allocationKey=self.key, applicationID=self.application_id,
-                                 partitionName=self.partition, nodeID=self.node_id, priority=self.priority,
-                                 resourcePerAlloc=self.resource.to_proto(), allocationTags=self.tags,
-                                 taskGroupName=self.task_group, placeholder=self.placeholder,
-                                 originator=self.originator)
+        message = si_pb2.Allocation()
+        self.fill(message)
+        return message
+
+    def fill(self, message: si_pb2.Allocation) -> None:
+        """Write this allocation into an empty ``message`` in place: a message of a response filled where
+        it lies costs half of one built, then copied in (the core does it for every allocation)."""
+        message.allocationKey = self.key
+        message.applicationID = self.application_id
+        message.partitionName = self.partition
+        message.nodeID = self.node_id
+        message.priority = self.priority
+        message.resourcePerAlloc.MergeFromString(resource_wire(self.resource))
+        tags = message.allocationTags
+        for name, value in self.tags.items():  # the map built from a dict goes through Mapping's generic update
+            tags[name] = value
+        message.taskGroupName = self.task_group
+        message.placeholder = self.placeholder
+        message.originator = self.originator

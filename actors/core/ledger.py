@@ -36,7 +36,8 @@ E = si_pb2.EventRecord
 
 @dataclass
 class Outbox:
-    new: list[si_pb2.Allocation] = field(default_factory=list)
+    # The response the new allocations are written into where they lie (Allocation.fill), not copied in.
+    allocations: si_pb2.AllocationResponse = field(default_factory=si_pb2.AllocationResponse)
     released: list[si_pb2.AllocationRelease] = field(default_factory=list)
     rejected_allocations: list[si_pb2.RejectedAllocation] = field(default_factory=list)
     accepted_apps: list[si_pb2.AcceptedApplication] = field(default_factory=list)
@@ -396,7 +397,7 @@ class Ledger:
         elif app.state == states.COMPLETING:
             self.set_state(app, states.RUNNING)
         if decided:
-            self.outbox.new.append(allocation.to_proto())
+            allocation.fill(self.outbox.allocations.new.add())
             self.event(E.REQUEST, allocation.key, E.REQUEST_ALLOC, E.NONE, f"allocated on {node.node_id}",
                        app.application_id, allocation.resource)
         self.event(E.NODE, node.node_id, E.NODE_ALLOC, E.ADD, "", allocation.key, allocation.resource)

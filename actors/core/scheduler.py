@@ -177,13 +177,15 @@ class PartitionActor(Actor):
     def _flush(self, out: Outbox) -> None:
         callback = self.callback
         counters = self.partition.stats.counters  # counted per batch: one addition each
-        counters["allocated"] += len(out.new)
+        response = out.allocations
+        counters["allocated"] += len(response.new)
         counters["rejected"] += len(out.rejected_allocations)
         counters["apps_accepted"] += len(out.accepted_apps)
         counters["apps_rejected"] += len(out.rejected_apps)
-        if out.new or out.released or out.rejected_allocations:
-            callback.update_allocation(si_pb2.AllocationResponse(
-                new=out.new, released=out.released, rejectedAllocations=out.rejected_allocations))
+        if response.new or out.released or out.rejected_allocations:
+            response.released.extend(out.released)
+            response.rejectedAllocations.extend(out.rejected_allocations)
+            callback.update_allocation(response)
         if out.accepted_apps or out.rejected_apps or out.updated_apps:
             callback.update_application(si_pb2.ApplicationResponse(
                 accepted=out.accepted_apps, rejected=out.rejected_apps, updated=out.updated_apps))

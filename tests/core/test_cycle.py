@@ -31,13 +31,13 @@ def test_a_decision_books_nothing_until_the_partition_allocates_it():
 
     assert (result.kind, result.ask.key, result.node) == (Decided.ALLOCATED, "k", node)
     assert node.allocated.is_zero() and queue.allocated.is_zero() and app.find_ask("k") is not None
-    assert not partition.take_outbox().new
+    assert not partition.take_outbox().allocations.new
 
     partition.allocate(result)
 
     assert node.allocated == Resource.of(vcore=1000) and queue.allocated == Resource.of(vcore=1000)
     assert app.find_ask("k") is None and "k" in app.allocations
-    assert [a.allocationKey for a in partition.take_outbox().new] == ["k"]
+    assert [a.allocationKey for a in partition.take_outbox().allocations.new] == ["k"]
     assert next(decisions, None) is None  # nothing left: the walk saw what was booked
 
 
@@ -48,4 +48,4 @@ def test_a_decision_not_booked_leaves_the_ask_to_the_next_cycle():
     decisions.close()
 
     assert partition.schedule() == 1
-    assert [a.allocationKey for a in partition.take_outbox().new] == ["k"]
+    assert [a.allocationKey for a in partition.take_outbox().allocations.new] == ["k"]

@@ -78,7 +78,7 @@ def apply(partition: Partition, cycle: type[Cycle], operation: tuple, serial: in
         decisions = cycle(partition.ledger, reservation_delay=3600).decisions(operation[1], 2**62)
         for result in decisions:
             partition.allocate(result)
-    return [(a.allocationKey, a.nodeID) for a in partition.take_outbox().new]
+    return [(a.allocationKey, a.nodeID) for a in partition.take_outbox().allocations.new]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -93,7 +93,7 @@ def test_random_operations_keep_the_partition_consistent(ops):
             partition.apply_config(CONFIGS[op[1]])
         else:
             partition.schedule()
-            check_decisions(partition, partition.take_outbox().new)
+            check_decisions(partition, partition.take_outbox().allocations.new)
         found = health.findings(partition)
         # Running allocations the resource manager reports may exceed a node (the cluster is the truth):
         # the health checks report that, as upstream's do, and nothing else may be wrong.

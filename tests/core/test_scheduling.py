@@ -432,3 +432,22 @@ def test_a_snapshot_holds_only_the_areas_asked_for_and_serves_narrower_reads_unt
     core.settle()
     again = scheduler.snapshot(frozenset({HEALTH}))
     assert again is not full and again.partitions[0].total_nodes == 3, "a read that follows a change sees it"
+
+
+def test_an_allocation_and_its_events_carry_the_ask_as_sent(core_factory):
+    core = core_factory()
+    core.nodes(1)
+    core.app("app", queue="root.q")
+    core.asks("app", 1, vcore=1500, memory=3 * 2**20, priority=7, tags={"kubernetes.io/meta/podName": "p", "a": ""})
+    core.settle()
+    placed = {a.allocationKey: a for a in core.callback.new()}
+    assert placed["app-0"] == si_pb2.Allocation(
+        allocationKey="app-0", applicationID="app", partitionName="default", nodeID="node-0", priority=7,
+        resourcePerAlloc=Resource.of(vcore=1500, memory=3 * 2**20).to_proto(),
+        allocationTags={"kubernetes.io/meta/podName": "p", "a": ""})
+    _, _, events = core.scheduler.events.batch(0, 1000)
+    by_detail = {(e.eventChangeDetail, e.objectID, e.referenceID): e for _, e in events}
+    size = Resource.of(vcore=1500, memory=3 * 2**20)
+    assert Resource.from_proto(by_detail[si_pb2.EventRecord.NODE_ALLOC, "node-0", "app-0"].resource) == size
+    assert Resource.from_proto(by_detail[si_pb2.EventRecord.REQUEST_ALLOC, "app-0", "app"].resource) == size
+    assert not by_detail[si_pb2.EventRecord.APP_NEW, "app", ""].HasField("resource")
