@@ -37,17 +37,6 @@ from si.resources import Resource, min_limit, remaining, total
 RUNNING_STATES = (states.RUNNING, states.STARTING)  # Starting (stateaware) is running to upstream
 
 
-_NO_TAGS = MappingProxyType({})
-
-
-def allocation_snapshot(a: Allocation, _new=tuple.__new__) -> AllocationSnapshot:
-    # The tags dict is never changed after the allocation is created: a read-only view suffices. Built as
-    # the tuple it is, without the generated constructor's call (a burst builds one per allocation).
-    return _new(AllocationSnapshot, (a.key, MappingProxyType(a.tags) if a.tags else _NO_TAGS, a.request_time, a.allocation_time, a.resource,
-                                     a.priority, a.node_id, a.application_id, a.placeholder, a.task_group, a.foreign,
-                                     a.preemptable, a.originator, a.placeholder_used, a.preempted))
-
-
 def ask_snapshot(a: Allocation) -> AskSnapshot:
     log = tuple((reason, when, count) for reason, (when, count) in a.failure_log.items()) if a.failure_log else ()
     return AskSnapshot(a.key, MappingProxyType(dict(a.tags)), a.request_time, a.resource, a.priority,
@@ -55,11 +44,17 @@ def ask_snapshot(a: Allocation) -> AskSnapshot:
                        a.originator, a.scale_up_triggered, log, a.triggered_preemption)
 
 
-def application_snapshot(app: Application, shared: dict[str, AllocationSnapshot]) -> ApplicationSnapshot:
+def application_snapshot(app: Application, shared: dict[str, AllocationSnapshot],
+                         checked: dict[str, AllocationSnapshot] | None = None) -> ApplicationSnapshot:
+    """``checked``: the allocations whose snapshots this partition snapshot already compared with them (its
+    nodes'); when every allocation of the application is among them, none is looked at again."""
+    allocations = tuple(map(checked.get, app.allocations)) if checked else None
+    if allocations is None or not all(allocations):
+        allocations = _shared(app.allocations.values(), shared)
     return ApplicationSnapshot(
         app.application_id, app.partition, app.queue_path, app.user, app.groups, app.state, app.submission_time,
         app.finished_time, app.used, app.max_used, app.pending, tuple(ask_snapshot(a) for a in app.asks),
-        _shared(app.allocations.values(), shared), app.rejected_message,
+        allocations, app.rejected_message,
         tuple(app.state_log), MappingProxyType(dict(app.tags)),
         tuple(PlaceholderSnapshot(d.task_group, d.count, d.min_resource, d.replaced, d.timed_out)
               for d in app.placeholders.values()),
@@ -71,10 +66,17 @@ _RESOURCE, _NODE, _TIME, _USED, _PREEMPTED = map(AllocationSnapshot._fields.inde
     "resource", "node_id", "allocation_time", "placeholder_used", "preempted"))
 
 
-def _shared(allocations: Iterable[Allocation], shared: dict[str, AllocationSnapshot]) -> tuple[AllocationSnapshot, ...]:
+_NO_TAGS = MappingProxyType({})
+
+
+def _shared(allocations: Iterable[Allocation], shared: dict[str, AllocationSnapshot],
+            _new=tuple.__new__) -> tuple[AllocationSnapshot, ...]:
     """One snapshot per allocation, whether a node or an application lists it, kept from one partition
     snapshot to the next while the allocation is unchanged (so a snapshot pays only for what changed).
-    One loop for the lot, fields by position: it runs for every allocation of a changed node or application."""
+    One loop for the lot, fields by position, a snapshot built inline as the tuple it is (without the
+    generated constructor's call): it runs for every allocation of a changed node or application, and
+    after a burst builds 100,000. The tags dict is never changed after the allocation is created: a
+    read-only view of it suffices."""
     get = shared.get
     result = []
     for a in allocations:
@@ -82,24 +84,32 @@ def _shared(allocations: Iterable[Allocation], shared: dict[str, AllocationSnaps
         if (found is None or found[_RESOURCE] is not a.resource or found[_NODE] != a.node_id
                 or found[_TIME] != a.allocation_time or found[_USED] != a.placeholder_used
                 or found[_PREEMPTED] != a.preempted):
-            found = shared[a.key] = allocation_snapshot(a)
+            found = shared[a.key] = _new(AllocationSnapshot, (
+                a.key, MappingProxyType(a.tags) if a.tags else _NO_TAGS, a.request_time, a.allocation_time,
+                a.resource, a.priority, a.node_id, a.application_id, a.placeholder, a.task_group, a.foreign,
+                a.preemptable, a.originator, a.placeholder_used, a.preempted))
         result.append(found)
     return tuple(result)
 
 
 def node_snapshot(node: Node, shared: dict[str, AllocationSnapshot],
-                  attributes: dict[str, tuple[dict, Mapping[str, str]]] | None = None) -> NodeSnapshot:
+                  attributes: dict[str, tuple[dict, Mapping[str, str]]] | None = None,
+                  checked: dict[str, AllocationSnapshot] | None = None) -> NodeSnapshot:
     """``attributes``: by node, the attributes dict last pictured and its read-only copy, reused while the
-    node holds the same dict (it replaces it whole when its attributes change, never edits it)."""
+    node holds the same dict (it replaces it whole when its attributes change, never edits it).
+    ``checked`` is given the snapshots of the node's allocations (see :func:`application_snapshot`)."""
     capacity, allocated, occupied = node.capacity, node.allocated, node.occupied
     kept = attributes.get(node.node_id) if attributes is not None else None
     if kept is None or kept[0] is not node.attributes:
         kept = (node.attributes, MappingProxyType(dict(node.attributes)))
         if attributes is not None:
             attributes[node.node_id] = kept
+    allocations = _shared(node.allocations.values(), shared)
+    if checked is not None:
+        checked.update(zip(node.allocations, allocations, strict=True))
     return NodeSnapshot(node.node_id, node.host_name, node.rack_name, kept[1], capacity, allocated, occupied,
                         capacity - allocated - occupied if occupied else capacity - allocated,
-                        utilized(capacity, allocated), _shared(node.allocations.values(), shared),
+                        utilized(capacity, allocated), allocations,
                         _shared(node.foreign.values(), shared) if node.foreign else (), node.schedulable,
                         bool(node.held_by), (node.held_by,) if node.held_by else ())
 
@@ -265,16 +275,17 @@ def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> Partitio
     totals = pictures.totals
     totals.update(all_nodes)
     nodes = apps = terminated = None
+    checked: dict[str, AllocationSnapshot] = {}  # what the nodes pictured now hold: not compared again
     if NODES in areas:
         attributes = pictures.attributes
         if len(attributes) > 2 * len(all_nodes) + 1000:  # nodes gone
             pictures.attributes = attributes = {n.node_id: attributes[n.node_id] for n in all_nodes
                                                 if n.node_id in attributes}
-        pictures.nodes.update(all_nodes, lambda n: node_snapshot(n, shared, attributes))
+        pictures.nodes.update(all_nodes, lambda n: node_snapshot(n, shared, attributes, checked))
         nodes = tuple(pictures.nodes.built)
     if APPLICATIONS in areas:
         def app_snapshot(a: Application) -> ApplicationSnapshot:
-            return application_snapshot(a, shared)
+            return application_snapshot(a, shared, checked)
 
         pictures.apps.update(list(partition.apps.values()), app_snapshot)
         pictures.terminated.update(list(partition.terminated.values()), app_snapshot)

@@ -90,3 +90,28 @@ def test_a_node_pictured_again_shows_its_new_attributes(core_factory):
     core.nodes(1, action=si_pb2.NodeInfo.UPDATE, zone="b")
     core.settle()
     assert core.snapshot().partitions[0].nodes[0].attributes["zone"] == "b"
+
+
+def test_an_allocation_is_pictured_once_for_its_node_and_its_application(core_factory):
+    core = core_factory()
+    core.nodes(2)
+    core.app("app-1", queue="root.a")
+    core.asks("app-1", 4, tags={"pod": "a"})
+
+    def pictures() -> tuple[dict, dict]:
+        partition = core.snapshot().partitions[0]
+        on_nodes = {a.allocation_key: a for n in partition.nodes for a in n.allocations}
+        (app,) = partition.applications
+        return on_nodes, {a.allocation_key: a for a in app.allocations}
+
+    on_nodes, of_app = pictures()
+    assert sorted(of_app) == ["app-1-0", "app-1-1", "app-1-2", "app-1-3"]
+    assert all(of_app[key] is on_nodes[key] for key in of_app)
+    assert {a.node_id for a in of_app.values()} == {"node-0", "node-1"}
+    assert all(a.allocation_tags == {"pod": "a"} for a in of_app.values())
+    core.release("app-1", "app-1-0")
+    core.asks("app-1", 1, prefix="later-")
+    on_nodes, of_app = pictures()
+    assert sorted(of_app) == ["app-1-1", "app-1-2", "app-1-3", "later-0"]
+    assert all(of_app[key] is on_nodes[key] for key in of_app)
+    assert of_app["later-0"].node_id in {"node-0", "node-1"} and of_app["later-0"].allocation_time > 0
