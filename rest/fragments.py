@@ -15,7 +15,7 @@ while it is unchanged, so what a reader made of it can be kept too:
 
 Allocations are not kept one by one from one answer to the next: on a loaded machine a separate piece
 per allocation looked up by identity across answers costs more than building its JSON object again
-does; a node's are kept as one piece, compared by identity in C.
+does; a node's are taken as one piece from its last JSON, after a comparison by identity that runs in C.
 Within one answer that renders nodes and applications (the full state dump right after a burst), each
 allocation is serialized once, under its node, and its bytes are spliced under its application: an
 array of allocations is serialized in one call and cut at the text between two of them, which no
@@ -62,6 +62,9 @@ def _cut(body: bytes) -> list[bytes]:
     return pieces
 
 
+_ALLOCATIONS = b'"allocations":['  # where a node's JSON holds its allocations
+
+
 def _joined(pieces: list[bytes]) -> bytes:
     return b"".join((_OPEN, _BETWEEN.join(pieces), _CLOSE)) if pieces else b"[]"
 
@@ -82,8 +85,8 @@ class Fragments:
     def __init__(self) -> None:
         self._objects: dict[int, tuple[weakref.ref, bytes]] = {}  # id of a node or application -> its JSON
         self._arrays: dict[Any, tuple[tuple, list[bytes]]] = {}  # name -> (objects, their JSON)
-        # node id -> (its last node rendered, that node's allocations, their JSON array)
-        self._allocations: dict[str, tuple[weakref.ref, tuple, bytes]] = {}
+        # node id -> (its last node rendered, that node's allocations, its JSON, where in it their array is)
+        self._allocations: dict[str, tuple[weakref.ref, tuple, bytes, int, int]] = {}
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -96,34 +99,30 @@ class Fragments:
 
     def nodes(self, nodes: Sequence, cut: dict[int, bytes] | None = None) -> list[bytes]:
         """``cut``: the nodes rendered now add their allocations' JSON to it, by identity."""
-        if cut is None:
-            return self._render(nodes, lambda missing: [orjson.dumps(daos.node(n, orjson.Fragment(
-                self._node_allocations(n)))) for n in missing])
         return self._render(nodes, lambda missing: [self._node(n, cut) for n in missing])
 
-    def _node(self, node, cut: dict[int, bytes]) -> bytes:
-        """The JSON of ``node``, each of its allocations' added to ``cut`` by its identity (the caller
-        keeps those allocations alive while it holds them)."""
-        body = self._node_allocations(node)
-        if node.allocations:
-            cut.update(zip(map(id, node.allocations), _cut(body), strict=True))
-        return orjson.dumps(daos.node(node, orjson.Fragment(body)))
-
-    def _node_allocations(self, node) -> bytes:
-        """The JSON array of ``node``'s allocations: when they begin with the very allocations of the
-        node's last rendering, in order, that rendering's bytes with only the others appended."""
+    def _node(self, node, cut: dict[int, bytes] | None) -> bytes:
+        """The JSON of ``node``; its allocations' (see the module's doc) added to ``cut`` by their
+        identity if given (the caller keeps those allocations alive while it holds them)."""
         allocs, key = node.allocations, node.node_id
         last = self._allocations.get(key)
         if last is not None and len(last[1]) <= len(allocs) and all(map(is_, last[1], allocs)):
-            body = last[2]
-            if len(allocs) > len(last[1]):
-                added = orjson.dumps([daos.allocation(a) for a in allocs[len(last[1]):]])
+            _, before, json, start, stop = last
+            body = json[start:stop]
+            if len(allocs) > len(before):
+                added = orjson.dumps([daos.allocation(a) for a in allocs[len(before):]])
                 body = added if body == b"[]" else b"".join((body[:-1], b",", added[1:]))
         else:
             body = orjson.dumps([daos.allocation(a) for a in allocs])
+        if cut is not None and allocs:
+            cut.update(zip(map(id, allocs), _cut(body), strict=True))
+        json = orjson.dumps(daos.node(node, orjson.Fragment(body)))
+        # The first such text is the key's: the fields before it hold no array, and a quote inside a
+        # string is escaped. The node's JSON is kept anyway (_objects): its allocations are not copied.
+        start = json.index(_ALLOCATIONS) + len(_ALLOCATIONS) - 1
         self._allocations[key] = (weakref.ref(node, lambda ref, key=key: self._forget_allocations(key, ref)),
-                                  allocs, body)
-        return body
+                                  allocs, json, start, start + len(body))
+        return json
 
     def _forget_allocations(self, key: str, ref: weakref.ref) -> None:
         entry = self._allocations.get(key)
