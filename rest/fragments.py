@@ -4,11 +4,11 @@ The core keeps a node's and an application's snapshot object from one partition 
 while it is unchanged, so what a reader made of it can be kept too:
 
 - a node or an application that did not change is not rendered again; one that changed is rendered
-  anew, and so are its allocations, but for a node's: while a node only gains allocations (under load,
-  almost every node gains one between two polls), its allocations' JSON is that of its last rendering
-  with only the new ones serialized and appended. A node whose earlier allocations are not the very
-  same objects, in the same order, at the head of its list (one was removed, replaced or moved) has
-  them all serialized again;
+  anew, and so are its allocations, but for a node's: while a node only gains allocations (while the
+  core allocates, most nodes gain one between two polls of a dashboard), its allocations' JSON is that
+  of its last rendering with only the new ones serialized and appended. A node whose earlier
+  allocations are not the very same objects, in the same order, at the head of its list (one was
+  removed, replaced or moved) has them all serialized again;
 - a list of nodes (or applications) is put together from the previous list of the same name: only the
   objects that are not the very ones at the same position are looked up, and that comparison runs in C,
   so a poll of thousands of nodes of which a few changed costs about what sending them costs.
