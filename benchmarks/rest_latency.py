@@ -8,7 +8,8 @@ Two loads: dashboards (four clients per path polling every second, out of step) 
 per path asking back to back; on this 2-core machine those clients take CPU from the scheduler themselves).
 Upstream's web UI reads once per page it opens, with no timer: eight screens refreshed every second is
 more than people at it ask for, and the figure is the cost of each read.
-Run: ``python benchmarks/rest_latency.py [--nodes 5000 --asks 50000 --rounds 3]``.
+Run: ``python benchmarks/rest_latency.py [--nodes 5000 --asks 50000 --rounds 3]``; with ``--render``, only the
+CPU of rendering ``/nodes`` when every node gained an allocation since the last poll, as under those loads.
 """
 
 from __future__ import annotations
@@ -18,14 +19,17 @@ import http.client
 import multiprocessing
 import sys
 import time
+from dataclasses import replace
 from statistics import median
 
 from benchmarks_common import CONFIG, CountingCallback, clean_heap, feed
 
 from actors.base import stop_all
 from actors.core.scheduler import Scheduler
+from actors.core.snapshot import NODES
 from actors.heap import tune_collector
 from rest.app import SchedulerView
+from rest.fragments import Fragments, array
 from rest.server import RestServer
 
 
@@ -108,6 +112,33 @@ def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0) -> dict:
             "rps": {path: counter.value / elapsed for path, counter in counters.items()}}
 
 
+def render_seconds(nodes: int, asks: int, polls: int = 8) -> float:
+    """CPU seconds (median of ``polls``) the REST server spends rendering ``/nodes`` from the core's
+    pictures of ``asks`` allocations when every node gained one since the last poll (pictured again
+    with a copy of its first allocation under a new key added), the picturing itself not counted."""
+    clean_heap()
+    from si import si_pb2
+
+    callback = CountingCallback(asks)
+    scheduler = Scheduler(tick_interval=1.0)
+    scheduler.register(si_pb2.RegisterResourceManagerRequest(rmID="bench", config=CONFIG), callback)
+    feed(scheduler, nodes, asks)
+    if not callback.done.wait(900):
+        raise SystemExit(f"only {callback.count} of {asks} allocations")
+    pictured = scheduler.snapshot(frozenset({NODES})).partition("default").nodes
+    scheduler.stop()
+    stop_all()
+    fragments, seconds = Fragments(), []
+    array(fragments.parts("nodes", pictured, fragments.nodes))
+    for poll in range(polls):
+        pictured = tuple(replace(n, allocations=(*n.allocations, n.allocations[0]._replace(
+            allocation_key=f"{n.node_id}-{poll}"))) if n.allocations else n for n in pictured)
+        began = time.process_time()
+        array(fragments.parts("nodes", pictured, fragments.nodes))
+        seconds.append(time.process_time() - began)
+    return median(seconds)
+
+
 LOADS = (("dashboards (4 per path, every 1 s)", 4, 1.0), ("stress (1 per path, back to back)", 1, 0.0))
 
 
@@ -117,9 +148,14 @@ def main(argv=None) -> int:
     parser.add_argument("--asks", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=3, help="each load against its own quiet run; medians")
     parser.add_argument("--load", choices=("dashboards", "stress", "both"), default="both")
+    parser.add_argument("--render", action="store_true", help="only the CPU of rendering /nodes, every node changed")
     args = parser.parse_args(argv)
-    loads = [entry for entry in LOADS if args.load in ("both", entry[0].split()[0])]
     tune_collector()  # as the scheduler command does
+    if args.render:
+        print(f"/nodes of {args.nodes} nodes ({args.asks} allocations), every node one allocation more since the "
+              f"last poll: {1000 * render_seconds(args.nodes, args.asks):.1f} ms of CPU to render (median)")
+        return 0
+    loads = [entry for entry in LOADS if args.load in ("both", entry[0].split()[0])]
     print(f"{args.nodes} nodes, {args.asks} allocations, {args.rounds} rounds; every read sees the core as it is")
     quiet_runs, ratios, cpu_ratios, loaded_runs = [], {}, {}, {}
     for round_ in range(1, args.rounds + 1):

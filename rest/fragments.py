@@ -4,13 +4,18 @@ The core keeps a node's and an application's snapshot object from one partition 
 while it is unchanged, so what a reader made of it can be kept too:
 
 - a node or an application that did not change is not rendered again; one that changed is rendered
-  whole, its allocations with it;
+  anew, and so are its allocations, but for a node's: while a node only gains allocations (while the
+  core allocates, most nodes gain one between two polls of a dashboard), its allocations' JSON is that
+  of its last rendering with only the new ones serialized and appended. A node whose earlier
+  allocations are not the very same objects, in the same order, at the head of its list (one was
+  removed, replaced or moved) has them all serialized again;
 - a list of nodes (or applications) is put together from the previous list of the same name: only the
   objects that are not the very ones at the same position are looked up, and that comparison runs in C,
   so a poll of thousands of nodes of which a few changed costs about what sending them costs.
 
-Allocations are not kept from one answer to the next: on a loaded machine a separate piece per
-allocation looked up by identity across answers costs more than building its JSON object again does.
+Allocations are not kept one by one from one answer to the next: on a loaded machine a separate piece
+per allocation looked up by identity across answers costs more than building its JSON object again
+does; a node's are taken as one piece from its last JSON, after a comparison by identity that runs in C.
 Within one answer that renders nodes and applications (the full state dump right after a burst), each
 allocation is serialized once, under its node, and its bytes are spliced under its application: an
 array of allocations is serialized in one call and cut at the text between two of them, which no
@@ -26,7 +31,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Sequence
 from itertools import compress, count
-from operator import is_not
+from operator import is_, is_not
 from typing import Any
 
 import orjson
@@ -57,19 +62,11 @@ def _cut(body: bytes) -> list[bytes]:
     return pieces
 
 
+_ALLOCATIONS = b'"allocations":['  # where a node's JSON holds its allocations
+
+
 def _joined(pieces: list[bytes]) -> bytes:
     return b"".join((_OPEN, _BETWEEN.join(pieces), _CLOSE)) if pieces else b"[]"
-
-
-def _node(node, cut: dict[int, bytes]) -> bytes:
-    """The JSON of ``node``, each of its allocations' added to ``cut`` by its identity (the caller keeps
-    those allocations alive while it holds them)."""
-    allocs = node.allocations
-    if not allocs:
-        return orjson.dumps(daos.node(node))
-    body = orjson.dumps([daos.allocation(a) for a in allocs])
-    cut.update(zip(map(id, allocs), _cut(body), strict=True))
-    return orjson.dumps(daos.node(node, orjson.Fragment(body)))
 
 
 def _spliced(allocs: Sequence, cut: dict[int, bytes]) -> bytes:
@@ -88,6 +85,8 @@ class Fragments:
     def __init__(self) -> None:
         self._objects: dict[int, tuple[weakref.ref, bytes]] = {}  # id of a node or application -> its JSON
         self._arrays: dict[Any, tuple[tuple, list[bytes]]] = {}  # name -> (objects, their JSON)
+        # node id -> (its last node rendered, that node's allocations, its JSON, where in it their array is)
+        self._allocations: dict[str, tuple[weakref.ref, tuple, bytes, int, int]] = {}
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -100,9 +99,35 @@ class Fragments:
 
     def nodes(self, nodes: Sequence, cut: dict[int, bytes] | None = None) -> list[bytes]:
         """``cut``: the nodes rendered now add their allocations' JSON to it, by identity."""
-        if cut is None:
-            return self._render(nodes, lambda missing: [orjson.dumps(daos.node(n)) for n in missing])
-        return self._render(nodes, lambda missing: [_node(n, cut) for n in missing])
+        return self._render(nodes, lambda missing: [self._node(n, cut) for n in missing])
+
+    def _node(self, node, cut: dict[int, bytes] | None) -> bytes:
+        """The JSON of ``node``; its allocations' (see the module's doc) added to ``cut`` by their
+        identity if given (the caller keeps those allocations alive while it holds them)."""
+        allocs, key = node.allocations, node.node_id
+        last = self._allocations.get(key)
+        if last is not None and len(last[1]) <= len(allocs) and all(map(is_, last[1], allocs)):
+            _, before, json, start, stop = last
+            body = json[start:stop]
+            if len(allocs) > len(before):
+                added = orjson.dumps([daos.allocation(a) for a in allocs[len(before):]])
+                body = added if body == b"[]" else b"".join((body[:-1], b",", added[1:]))
+        else:
+            body = orjson.dumps([daos.allocation(a) for a in allocs])
+        if cut is not None and allocs:
+            cut.update(zip(map(id, allocs), _cut(body), strict=True))
+        json = orjson.dumps(daos.node(node, orjson.Fragment(body)))
+        # The first such text is the key's: the fields before it hold no array, and a quote inside a
+        # string is escaped. The node's JSON is kept anyway (_objects): its allocations are not copied.
+        start = json.index(_ALLOCATIONS) + len(_ALLOCATIONS) - 1
+        self._allocations[key] = (weakref.ref(node, lambda ref, key=key: self._forget_allocations(key, ref)),
+                                  allocs, json, start, start + len(body))
+        return json
+
+    def _forget_allocations(self, key: str, ref: weakref.ref) -> None:
+        entry = self._allocations.get(key)
+        if entry is not None and entry[0] is ref:  # not yet replaced by a newer node's
+            del self._allocations[key]
 
     def applications(self, apps: Sequence, cut: dict[int, bytes] | None = None) -> list[bytes]:
         """``cut``: allocations serialized already, by identity; the others are serialized now."""

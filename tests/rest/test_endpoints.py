@@ -423,3 +423,40 @@ def test_answers_put_together_from_kept_pieces_equal_a_whole_rendering(rest):
                 for name, value in (*node["allocated"].items(), *node["occupied"].items()):
                     used[name] = used.get(name, 0) + value
             assert dump["partitions"][0]["capacity"]["usedCapacity"] == used
+
+
+def test_a_node_s_allocations_kept_and_appended_to_equal_a_whole_rendering(rest):
+    """A node's allocations' JSON is its last rendering's with the new allocations appended only while
+    the earlier ones are the very same, in order, at the head of its list: a removal, a reorder or a
+    replacement (even of a list as long, or longer) has them all serialized again; in the dump too,
+    where each allocation's piece is cut from that JSON."""
+    import dataclasses
+
+    import orjson
+
+    from actors.core.snapshot import NODES
+    from rest import daos
+    from rest.fragments import Fragments
+
+    core, _ = rest
+    core.nodes(1, vcore=16000)
+    core.app("app-1", queue="root.team", user="alice")
+    core.asks("app-1", 4, tags={"kubernetes.io/label/x": '"},{"allocationKey":'})
+    core.settle()
+    node = core.scheduler.snapshot(frozenset({NODES})).partition("default").nodes[0]
+    a, b, c, d = node.allocations
+    # attributes written before the allocations that spell their key
+    node = dataclasses.replace(node, attributes={"allocations": '"allocations":[', '"allocations":[': "[]"})
+    lists = [(), (a,), (a, b), (a, b, c), (a, b, c), (b, a, c), (b, a, c, d), (a, c), (a, c, d), (a, b, d),
+             (a, b, d, c), (d,), (d, a, b, c), ()]
+    fragments, dump = Fragments(), Fragments()
+    pictures = []  # as the last list of nodes answered does, keeps a node's last picture alive
+    for allocations in lists:
+        pictured = dataclasses.replace(node, allocations=allocations)
+        pictures.append(pictured)
+        whole = orjson.dumps(daos.node(pictured))
+        assert fragments.node(pictured) == whole, [x.allocation_key for x in allocations]
+        cut = {}
+        assert dump.nodes((pictured,), cut) == [whole]
+        opening = len(b'{"allocationKey":')
+        assert [cut[id(x)] for x in allocations] == [orjson.dumps(daos.allocation(x))[opening:-1] for x in allocations]
