@@ -340,10 +340,10 @@ class Simulation:
     # The core's answers.
     def _answers(self) -> None:
         out = self.partition.take_outbox()
-        if any(vars(out).values()):
+        if out:
             self._answered += 1
         now, pods = self.now, self.pods
-        for allocation in out.new:
+        for allocation in out.allocations.new:
             pod = pods[allocation.allocationKey]
             pod.start, pod.node = now, allocation.nodeID
             self._last_progress = now

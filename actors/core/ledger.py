@@ -49,7 +49,9 @@ class Outbox:
     scheduling_states: list[si_pb2.UpdateContainerSchedulingStateRequest] = field(default_factory=list)
     finished: list[FinishedApplication] = field(default_factory=list)  # for the history store
 
-
+    def __bool__(self) -> bool:
+        """Whether anything waits to be told."""
+        return bool(self.allocations.new) or any(v for k, v in vars(self).items() if k != "allocations")
 
 
 class _FoundUsage:

@@ -166,7 +166,7 @@ class PartitionActor(Actor):
 
     def _after(self, changed: bool = True) -> None:
         out = self.partition.take_outbox()
-        if changed or any(vars(out).values()):
+        if changed or out:
             # Before anyone hears of the change: a reader that follows it sees a new version.
             self.changes.bump(self.partition.name)
         self._flush(out)

@@ -128,7 +128,7 @@ def test_no_decision_breaks_a_required_constraint(zones, wanted, releases):
                 placed.remove(asks[gone])
                 released.add(gone)
         partition.schedule(max_allocations=1)
-        for decision in partition.take_outbox().new:
+        for decision in partition.take_outbox().allocations.new:
             pod = asks[decision.allocationKey]
             pod.node = decision.nodeID
             why = violation(pod, placed, labels)
