@@ -110,10 +110,13 @@ def cpu_seconds(pid: int) -> float:
 def start_profiler(path: str) -> subprocess.Popen:
     """py-spy sampling this process's thread that holds the GIL (so, what costs CPU in Python) into
     ``path`` as collapsed stacks, one line per stack with its sample count, each thread's name first."""
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    return subprocess.Popen([spy, "record", "--pid", str(os.getpid()), "--gil", "--threads", "--nonblocking",
+    return subprocess.Popen([py_spy(), "record", "--pid", str(os.getpid()), "--gil", "--threads", "--nonblocking",
                              "--rate", "250", "--format", "raw", "--output", path],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def py_spy() -> str:
+    return shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
 
 
 def create_pods(kubeconfig: str, count: int, queues: int, threads: int, scheduler: str, times,
@@ -252,6 +255,8 @@ def main() -> None:
     parser.add_argument("--profile", metavar="PATH",
                         help="sample the scheduler with py-spy during each run into PATH.<nodes> (collapsed stacks)")
     args = parser.parse_args()
+    if args.profile and not Path(py_spy()).is_file():
+        parser.error("--profile needs py-spy: pip install py-spy")
     tune_collector()  # as the scheduler command does
     header = ("nodes", "pods", "seconds", "pods/s", "creates/s", "raw binds/s", "ratio", "raw c+b/s", "ratio",
               "sched cpu s", "us/pod", "kubesim cpu s", "failed", "unbound", "threads")
