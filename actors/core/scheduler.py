@@ -11,6 +11,7 @@ callback: one response of each kind per processed message or batch.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -470,6 +471,8 @@ class Scheduler:
         self._housekeeper = clock.every(lambda: min(self._tick_interval, self._default_tick), self._housekeeping,
                                         "core-ticker")
         self._snapshots: dict[frozenset[str], tuple[tuple, CoreSnapshot]] = {}  # areas -> (version, snapshot)
+        self._told = itertools.count(1)
+        self._last_told = 0  # the number of the request told last
         self._snapshot_turn = threading.Condition()
         self._taking = False  # a reader is taking a snapshot for its round
         self._next_snapshot: _SnapshotRound | None = None  # the round readers arriving now join
@@ -553,16 +556,19 @@ class Scheduler:
             self.check_health()  # as upstream, the first check runs when the checker starts
 
     def update_node(self, request: si_pb2.NodeRequest) -> None:
-        if self._admit(request):
-            self._core.tell(request)
+        self._tell(request)
 
     def update_application(self, request: si_pb2.ApplicationRequest) -> None:
-        if self._admit(request):
-            self._core.tell(request)
+        self._tell(request)
 
     def update_allocation(self, request: si_pb2.AllocationRequest) -> None:
+        self._tell(request)
+
+    def _tell(self, request) -> None:
         if self._admit(request):
             self._core.tell(request)
+            # Numbered once told: a snapshot read from here on is not one taken before the core had it.
+            self._last_told = next(self._told)
 
     def _backlog(self) -> int:
         """Requests and batches waiting in the core's actors."""
@@ -618,7 +624,8 @@ class Scheduler:
         a reader of queues alone does not make the core picture every node and application. A snapshot
         taken since the core last changed is shared; otherwise one is taken between scheduling batches."""
         with self._snapshot_turn:
-            current = [s for v, s in self._snapshots.values() if v == self._changes.version() and areas <= s.areas]
+            version = self._snapshot_version()
+            current = [s for v, s in self._snapshots.values() if v == version and areas <= s.areas]
             if current:
                 return max(current, key=lambda s: s.taken_at)
             # Readers arriving while a snapshot is being taken share the next one: it is asked for after
@@ -633,7 +640,7 @@ class Scheduler:
                     self._snapshot_turn.wait()
                     continue
                 self._taking, self._next_snapshot = True, None
-                version = self._changes.version()  # before taking: a change meanwhile makes the next read retake
+                version = self._snapshot_version()  # before taking: a change meanwhile makes the next read retake
                 self._snapshot_turn.release()
                 try:
                     turn.snapshot = self._core.ask(TakeSnapshot(turn.areas))
@@ -648,6 +655,11 @@ class Scheduler:
             if turn.error is not None:
                 raise turn.error
             return turn.snapshot
+
+    def _snapshot_version(self) -> tuple:
+        """What a kept snapshot must have been taken at to be current: the core's changes, and the last
+        request told to it (which may still wait in its inbox, unseen by the version its actors count)."""
+        return self._last_told, self._changes.version()
 
     @staticmethod
     def validate(text: str) -> str | None:
