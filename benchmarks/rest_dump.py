@@ -16,11 +16,10 @@ import sys
 import time
 from statistics import median
 
-from benchmarks_common import CONFIG, CountingCallback, clean_heap, feed
-from rest_latency import dump_seconds
+from benchmarks_common import feed
+from rest_latency import dump_seconds, registered
 
 from actors.base import stop_all
-from actors.core.scheduler import Scheduler
 from actors.core.snapshot import APPLICATIONS, NODES
 from actors.heap import tune_collector
 from rest.app import SchedulerView
@@ -30,12 +29,7 @@ DUMP_AREAS = frozenset({NODES, APPLICATIONS})  # as rest.app's route for the dum
 
 
 def run(nodes: int, asks: int) -> dict:
-    clean_heap()
-    from si import si_pb2
-
-    callback = CountingCallback(asks)
-    scheduler = Scheduler(tick_interval=1.0)
-    scheduler.register(si_pb2.RegisterResourceManagerRequest(rmID="bench", config=CONFIG), callback)
+    scheduler, callback = registered(asks)
     view = SchedulerView(scheduler)
     server = RestServer(view, host="127.0.0.1", port=0)
     try:

@@ -69,14 +69,21 @@ def dump_seconds(port: int) -> tuple[float, float, int]:
     return time.perf_counter() - began, time.process_time() - cpu_began, len(body)
 
 
-def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0) -> dict:
-    """Allocate ``asks`` while ``clients`` processes per path poll /nodes and /queues every ``interval``."""
+def registered(asks: int) -> tuple[Scheduler, CountingCallback]:
+    """A scheduler registered with the benchmark's queues, on a clean heap, and its resource manager's
+    callback, done once ``asks`` allocations arrived."""
     clean_heap()
     from si import si_pb2
 
     callback = CountingCallback(asks)
     scheduler = Scheduler(tick_interval=1.0)
     scheduler.register(si_pb2.RegisterResourceManagerRequest(rmID="bench", config=CONFIG), callback)
+    return scheduler, callback
+
+
+def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0) -> dict:
+    """Allocate ``asks`` while ``clients`` processes per path poll /nodes and /queues every ``interval``."""
+    scheduler, callback = registered(asks)
     view = SchedulerView(scheduler)
     server = RestServer(view, host="127.0.0.1", port=0)
     context = multiprocessing.get_context("spawn")  # the scheduler's threads are running: never fork them
@@ -116,12 +123,7 @@ def render_seconds(nodes: int, asks: int, polls: int = 8) -> float:
     """CPU seconds (median of ``polls``) the REST server spends rendering ``/nodes`` from the core's
     pictures of ``asks`` allocations when every node gained one since the last poll (pictured again
     with a copy of its first allocation under a new key added), the picturing itself not counted."""
-    clean_heap()
-    from si import si_pb2
-
-    callback = CountingCallback(asks)
-    scheduler = Scheduler(tick_interval=1.0)
-    scheduler.register(si_pb2.RegisterResourceManagerRequest(rmID="bench", config=CONFIG), callback)
+    scheduler, callback = registered(asks)
     feed(scheduler, nodes, asks)
     if not callback.done.wait(900):
         raise SystemExit(f"only {callback.count} of {asks} allocations")
