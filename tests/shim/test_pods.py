@@ -1,5 +1,6 @@
 """Pod classification, application/queue/user precedence and resource arithmetic."""
 
+import dataclasses
 import json
 
 import pytest
@@ -275,3 +276,18 @@ def test_a_resize_under_way_sizes_its_own_pod_only_not_the_workload_sharing_its_
                                                "resources": {"requests": {"cpu": "3"}}}]
     assert parse_pod(resized).resource["vcore"] == 3000
     assert parse_pod(plain).resource["vcore"] == 1000
+
+
+@pytest.mark.parametrize("raw", [
+    pod_json(node="n1", phase="Running", labels={"applicationId": "app-1"}, owner_kind="Node"),
+    pod_json(annotations={"yunikorn.apache.org/task-group-name": "g", "yunikorn.apache.org/placeholder": "true"}),
+    pod_json(spec={"priority": "high"}),  # invalid: its record says why
+])
+def test_a_parsed_record_is_whole_and_frozen_as_the_dataclass_makes_one(raw):
+    pod = parse_pod(raw)
+    # Made field by field: the dataclass's own constructor, given every field read back, makes an equal record.
+    assert dataclasses.replace(pod) == pod
+    assert (pod.name, pod.node_name, pod.resource_version, pod.volume_wait, pod.late_claims) == (
+        raw["metadata"]["name"], raw["spec"].get("nodeName", ""), "1", "", ())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        pod.node_name = "elsewhere"
