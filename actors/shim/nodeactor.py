@@ -29,6 +29,7 @@ from actors.shim.eventbuffer import NORMAL, WARNING
 from actors.shim.lifecycle import NODE_IN_CORE, NODE_TRANSITIONS, NodeEvent, NodeState, StateMachine
 from actors.shim.messages import (
     CoreConfirmed,
+    CountedForeign,
     Feedback,
     KubeEvent,
     NodeChanged,
@@ -37,6 +38,7 @@ from actors.shim.messages import (
     NodeRecovered,
     NotReadyTooLong,
     PlacedPod,
+    PodAllocation,
     PodsLeft,
     PodsOnNode,
     Settle,
@@ -190,27 +192,22 @@ class NodeActor(PooledActor):
         self._token += 1
         tell_if_alive(self._outlet, ToCore(tuple(items), confirm_to=self.actor_ref, token=self._token))
 
-    def _allocation(self, placed: PlacedPod) -> si_pb2.Allocation:
+    def _allocation(self, placed: PlacedPod) -> PodAllocation:
         pod = placed.pod
         self._reported.add(pod.uid)
         if pod.invalid and not placed.foreign:  # no task of ours, but it runs here: its room is taken
             log.warning("pod %s on node %s counted as another scheduler's pod: %s", pod.full_name, self.node_name,
                         pod.invalid)
             placed = self._pods[pod.uid] = dataclasses.replace(placed, foreign=True)
-        try:
-            return self._report(placed)
-        except Exception as error:  # the room it takes is counted whatever else it holds
-            log.error("pod %s on node %s counted as another scheduler's pod at priority 0: %r", pod.full_name,
-                      self.node_name, error)
-            placed = self._pods[pod.uid] = dataclasses.replace(placed, priority=0, foreign=True)
-            return self._report(placed)
+        if placed.foreign:
+            self._board.pods.show(_foreign_view(pod))
+        return PodAllocation(pod, placed.priority, self.node_name, placed.foreign, placed.originator, self.actor_ref)
 
-    def _report(self, placed: PlacedPod) -> si_pb2.Allocation:
-        pod = placed.pod
-        if not placed.foreign:
-            return translate.allocation(pod, placed.priority, PARTITION, self.node_name, originator=placed.originator)
-        self._board.pods.show(_foreign_view(pod))
-        return translate.foreign_allocation(pod, placed.priority, PARTITION)
+    def on_CountedForeign(self, msg: CountedForeign) -> None:
+        placed = self._pods.get(msg.uid)
+        if placed is not None and not placed.foreign:
+            placed = self._pods[msg.uid] = dataclasses.replace(placed, priority=0, foreign=True)
+            self._board.pods.show(_foreign_view(placed.pod))
 
     # ---- state ---------------------------------------------------------------------------------
 

@@ -10,10 +10,16 @@ message (one ``AllocationRequest`` for a whole informer batch). Three rules on t
 - releasing a key drops an allocation for it still waiting in the outbox (a pod added and deleted in
   one batch is never asked for), and the release goes out before any later allocation for that key
   (a failed bind releases, then asks again).
+A pod's allocation told as a ``PodAllocation`` is built straight into the request that carries it, by
+the outbox's ``build``; one told as an ``si_pb2.Allocation`` is copied into it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from actors.shim.messages import PodAllocation
 from si import si_pb2
 
 _NODE, _APP_NEW, _APP_REMOVE, _ALLOCATE, _RELEASE = "node", "app-new", "app-remove", "allocate", "release"
@@ -22,8 +28,9 @@ _NODE, _APP_NEW, _APP_REMOVE, _ALLOCATE, _RELEASE = "node", "app-new", "app-remo
 class Outbox:
     """Collects requests; ``drain`` returns them as SI messages, in sending order."""
 
-    def __init__(self, rm_id: str) -> None:
+    def __init__(self, rm_id: str, build: Callable[[Any, PodAllocation], None] | None = None) -> None:
         self.rm_id = rm_id
+        self._build = build  # build(a request's allocations, item): the item built as the last of them
         self._segments: list[tuple[str, list]] = []
         self._leading_apps: list[si_pb2.AddApplicationRequest] = []
         self._leading_nodes: list[si_pb2.NodeInfo] = []
@@ -64,8 +71,8 @@ class Outbox:
         self._append(_APP_REMOVE, si_pb2.RemoveApplicationRequest(applicationID=application_id,
                                                                   partitionName=partition))
 
-    def allocate(self, allocation: si_pb2.Allocation) -> None:
-        self._allocation_keys.add(allocation.allocationKey)
+    def allocate(self, allocation: si_pb2.Allocation | PodAllocation) -> None:
+        self._allocation_keys.add(_key(allocation))
         self._append(_ALLOCATE, allocation)
 
     def release(self, release: si_pb2.AllocationRelease) -> None:
@@ -74,7 +81,7 @@ class Outbox:
             self._allocation_keys.discard(key)
             for kind, items in self._segments:
                 if kind == _ALLOCATE:
-                    items[:] = [a for a in items if a.allocationKey != key]
+                    items[:] = [a for a in items if _key(a) != key]
         self._append(_RELEASE, release)
 
     def drain(self) -> list[si_pb2.NodeRequest | si_pb2.ApplicationRequest | si_pb2.AllocationRequest]:
@@ -93,7 +100,7 @@ class Outbox:
             elif kind == _APP_REMOVE:
                 messages.append(si_pb2.ApplicationRequest(remove=items, rmID=self.rm_id))
             elif kind == _ALLOCATE:
-                messages.append(si_pb2.AllocationRequest(allocations=items, rmID=self.rm_id))
+                messages.append(self._allocations(items))
             else:
                 messages.append(si_pb2.AllocationRequest(
                     releases=si_pb2.AllocationReleasesRequest(allocationsToRelease=items), rmID=self.rm_id))
@@ -104,3 +111,17 @@ class Outbox:
         self._allocation_keys = set()
         self._nodes_named = set()
         return messages
+
+    def _allocations(self, items: list[si_pb2.Allocation | PodAllocation]) -> si_pb2.AllocationRequest:
+        request = si_pb2.AllocationRequest(rmID=self.rm_id)
+        allocations = request.allocations
+        for item in items:
+            if isinstance(item, PodAllocation):
+                self._build(allocations, item)
+            else:
+                allocations.append(item)
+        return request
+
+
+def _key(item: si_pb2.Allocation | PodAllocation) -> str:
+    return item.pod.uid if isinstance(item, PodAllocation) else item.allocationKey

@@ -14,6 +14,7 @@ the core knows is updated with its new instance type.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -21,14 +22,24 @@ import threading
 import pykka
 
 from actors.base import Actor, tell_if_alive
+from actors.shim import translate
 from actors.shim.corelink import CoreLink
-from actors.shim.messages import CoreConfirmed, FlushDue, FlushToCore, InstanceTypeLabel, Registered, ToCore
+from actors.shim.messages import (
+    CoreConfirmed,
+    CountedForeign,
+    FlushDue,
+    FlushToCore,
+    InstanceTypeLabel,
+    PodAllocation,
+    Registered,
+    ToCore,
+)
 from actors.shim.outbox import Outbox
 from actors.shim.settings import DEFAULT_INSTANCE_TYPE_LABEL
 from actors.shim.ticker import Alarms
 from si import si_pb2
 from si.clock import REAL_CLOCK, Clock
-from si.constants import NODE_ATTR_INSTANCE_TYPE, label_tag
+from si.constants import DEFAULT_PARTITION, NODE_ATTR_INSTANCE_TYPE, label_tag
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +56,8 @@ class CoreOutlet(Actor):
     def __init__(self, core: CoreLink, supervisor=None, clock: Clock = REAL_CLOCK) -> None:
         super().__init__(supervisor)
         self._core = core
-        self._outbox = Outbox("")
+        self._outbox = Outbox("", self._build)
+        self._counted_foreign: set[str] = set()  # pods of ours reported as foreign (``_build``) until released
         self._confirmations: list[tuple[pykka.ActorRef, int]] = []
         self._confirmer = _Confirmer(core)
         self._alarms = Alarms("outlet-linger", clock)
@@ -56,10 +68,10 @@ class CoreOutlet(Actor):
     def on_ToCore(self, msg: ToCore) -> None:
         outbox = self._outbox
         for item in msg.items:
-            if isinstance(item, si_pb2.Allocation):
+            if isinstance(item, (PodAllocation, si_pb2.Allocation)):
                 outbox.allocate(item)
             elif isinstance(item, si_pb2.AllocationRelease):
-                outbox.release(item)
+                outbox.release(self._released(item) if self._counted_foreign else item)
             elif isinstance(item, si_pb2.NodeInfo):
                 outbox.node(self._typed(item))
             elif isinstance(item, si_pb2.AddApplicationRequest):
@@ -121,6 +133,41 @@ class CoreOutlet(Actor):
         else:
             typed.attributes[NODE_ATTR_INSTANCE_TYPE] = value
         return typed
+
+    def _build(self, allocations, item: PodAllocation) -> None:
+        """``item`` built as the last of ``allocations`` (a request's). A pod of ours whose allocation
+        cannot be built is reported as another scheduler's pod at priority 0, so its room is counted
+        whatever else it holds, and its node is told; one that cannot be built at all is left out."""
+        pod, built = item.pod, len(allocations)
+        try:
+            if item.foreign:
+                translate.foreign_allocation(pod, item.priority, DEFAULT_PARTITION, into=allocations)
+            else:
+                translate.allocation(pod, item.priority, DEFAULT_PARTITION, item.node_id, item.originator,
+                                     into=allocations)
+            return
+        except Exception as error:
+            del allocations[built:]
+            if item.foreign:
+                log.error("pod %s on node %s not reported, its allocation cannot be built: %r", pod.full_name,
+                          item.node_id, error)
+                return
+            log.error("pod %s on node %s counted as another scheduler's pod at priority 0: %r", pod.full_name,
+                      item.node_id, error)
+        self._counted_foreign.add(pod.uid)
+        if item.reporter is not None:
+            tell_if_alive(item.reporter, CountedForeign(pod.uid))
+        self._build(allocations, dataclasses.replace(item, priority=0, foreign=True))
+
+    def _released(self, release: si_pb2.AllocationRelease) -> si_pb2.AllocationRelease:
+        """A pod reported as foreign (``_build``) is released as foreign, even by a node that had not heard yet."""
+        if release.allocationKey not in self._counted_foreign:
+            return release
+        self._counted_foreign.discard(release.allocationKey)
+        foreign = si_pb2.AllocationRelease()
+        foreign.CopyFrom(release)
+        foreign.applicationID = ""
+        return foreign
 
     def _flush(self) -> None:
         self._flush_due = False

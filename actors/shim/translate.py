@@ -9,6 +9,7 @@ The allocation key is the pod UID throughout.
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
+from typing import Any
 
 from actors.shim import keys
 from actors.shim.gang import Gang
@@ -16,6 +17,8 @@ from actors.shim.nodes import NodeRecord
 from actors.shim.pods import PodRecord
 from si import constants, si_pb2
 from si.kubernetes import LABEL_DISABLE_STATE_AWARE
+
+Allocations = Any  # a request's repeated Allocation field (protobuf's container type is not public)
 
 
 def allocation_tags(pod: PodRecord, foreign: bool = False) -> dict[str, str]:
@@ -53,12 +56,14 @@ def _with_pod(message: si_pb2.Allocation, pod: PodRecord, foreign: bool) -> si_p
 
 
 def allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT_PARTITION,
-               node_id: str = "", originator: bool = False) -> si_pb2.Allocation:
+               node_id: str = "", originator: bool = False, into: Allocations | None = None) -> si_pb2.Allocation:
     """A task's pod as an ask (no ``node_id``) or as an allocation already on ``node_id``; ``originator``:
-    the pod that declared its application (upstream's Task.IsOriginator), never a placeholder."""
-    message = _with_pod(si_pb2.Allocation(allocationKey=pod.uid, applicationID=pod.app_id, priority=priority,
-                                          nodeID=node_id, partitionName=partition, taskGroupName=pod.task_group,
-                                          placeholder=pod.placeholder, originator=originator and not pod.placeholder),
+    the pod that declared its application (upstream's Task.IsOriginator), never a placeholder. Built as
+    the last of ``into`` when given (a request's allocations)."""
+    make = into.add if into is not None else si_pb2.Allocation
+    message = _with_pod(make(allocationKey=pod.uid, applicationID=pod.app_id, priority=priority, nodeID=node_id,
+                             partitionName=partition, taskGroupName=pod.task_group, placeholder=pod.placeholder,
+                             originator=originator and not pod.placeholder),
                         pod, foreign=False)
     policy = message.preemptionPolicy
     policy.allowPreemptSelf = pod.allow_preemption is not False
@@ -66,10 +71,13 @@ def allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT
     return message
 
 
-def foreign_allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT_PARTITION) -> si_pb2.Allocation:
-    """A pod the core does not schedule, taking room on its node: no application, tagged ``foreign``."""
-    return _with_pod(si_pb2.Allocation(allocationKey=pod.uid, priority=priority, nodeID=pod.node_name,
-                                       partitionName=partition), pod, foreign=True)
+def foreign_allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT_PARTITION,
+                       into: Allocations | None = None) -> si_pb2.Allocation:
+    """A pod the core does not schedule, taking room on its node: no application, tagged ``foreign``;
+    built as the last of ``into`` when given."""
+    make = into.add if into is not None else si_pb2.Allocation
+    return _with_pod(make(allocationKey=pod.uid, priority=priority, nodeID=pod.node_name, partitionName=partition),
+                     pod, foreign=True)
 
 
 def release(pod: PodRecord, message: str, partition: str = constants.DEFAULT_PARTITION,

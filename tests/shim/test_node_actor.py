@@ -5,9 +5,11 @@ import pytest
 
 from actors.shim.messages import (
     CoreConfirmed,
+    CountedForeign,
     NodeChanged,
     NodeRecovered,
     PlacedPod,
+    PodAllocation,
     PodsLeft,
     PodsOnNode,
     Settle,
@@ -16,7 +18,7 @@ from actors.shim.messages import (
 from actors.shim.nodeactor import NodeActor
 from actors.shim.nodes import parse_node
 from actors.shim.pods import parse_pod
-from actors.shim.state import StateBoard
+from actors.shim.state import FOREIGN, StateBoard
 from actors.shim.ticker import Alarms
 from si import si_pb2
 from si.clock import REAL_CLOCK, VirtualClock
@@ -66,6 +68,11 @@ def node():
         each.stop()
 
 
+def allocated(items):
+    """(pod uid, node) of every allocation among ``items``: the pods' the node tells the outlet to build."""
+    return [(i.pod.uid, i.node_id) for i in items if isinstance(i, PodAllocation)]
+
+
 def ours(name):
     return PlacedPod(parse_pod(pod_json(name, node="n1")), 0, report=True)
 
@@ -75,7 +82,7 @@ def test_node0_stays_recovering_until_the_core_confirms_its_pods(node):
     n = node(parse_node(node_json("n1")), [pod0])
     sent = n.sent()
     assert sent[0].action == Action.CREATE_DRAIN and sent[0].nodeID == "n1"
-    assert [(a.allocationKey, a.nodeID) for a in sent[1:]] == [(pod0.pod.uid, "n1")]
+    assert allocated(sent[1:]) == [(pod0.pod.uid, "n1")]
     assert n.state() == "Recovering"
     (token,) = n.confirmations()
     n.ref.tell(CoreConfirmed(token - 1))  # an older step's answer does not end the recovery
@@ -105,7 +112,7 @@ def test_reported_pods_are_released_when_they_leave_and_core_placed_ones_are_not
     n.ref.tell(PodsOnNode((reported, placed)))
     n.ref.tell(PodsLeft((reported.pod, placed.pod)))
     items = n.sent()
-    assert [a.allocationKey for a in items if isinstance(a, si_pb2.Allocation)] == [reported.pod.uid]
+    assert allocated(items) == [(reported.pod.uid, "n1")]
     assert [r.allocationKey for r in items if isinstance(r, si_pb2.AllocationRelease)] == [reported.pod.uid]
 
 
@@ -116,7 +123,7 @@ def test_a_node_only_named_by_pods_is_lost_and_recovers_when_it_appears(node):
     n.ref.tell(NodeChanged(parse_node(node_json("n1"))))
     sent = n.sent()
     assert sent[0].action == Action.CREATE_DRAIN
-    assert [a.allocationKey for a in sent[1:]] == [pod2.pod.uid]
+    assert allocated(sent[1:]) == [(pod2.pod.uid, "n1")]
     assert n.state() == "Recovering"
 
 
@@ -135,3 +142,16 @@ def test_a_node_not_ready_for_lost_after_is_lost_exactly_then(node):
     clock.advance(0.01, between=n.state)
     assert n.state() == "Lost", "NotReady for the 60 s of lost_after"
     assert n.sent()[-1].action == Action.DECOMISSION
+
+
+def test_a_pod_the_outlet_counted_as_foreign_is_shown_and_released_as_foreign(node):
+    hostile = ours("hostile")
+    n = node(parse_node(node_json("n1")), [hostile])
+    n.ref.tell(CoreConfirmed(n.confirmations()[0]))
+    n.ref.tell(CountedForeign(hostile.pod.uid))
+    n.ref.ask(Settle())
+    views, _ = n.board.pods.all()
+    assert [(v.uid, v.state) for v in views] == [(hostile.pod.uid, FOREIGN)]
+    n.ref.tell(PodsLeft((hostile.pod,)))
+    [release] = [i for i in n.sent() if isinstance(i, si_pb2.AllocationRelease)]
+    assert (release.allocationKey, release.applicationID) == (hostile.pod.uid, "")

@@ -1,0 +1,83 @@
+"""The outlet alone, between a recording core and the actors that tell it: the allocations of the pods
+on nodes are built straight into the requests the core receives, as the SI of those pods."""
+
+import pytest
+
+from actors.shim import translate
+from actors.shim.messages import CountedForeign, FlushToCore, PodAllocation, Registered, ToCore
+from actors.shim.outlet import CoreOutlet
+from actors.shim.pods import parse_pod
+from si import constants
+from tests.shim.doubles import Inbox, RecordingCore, inbox_messages
+from tests.shim.factories import pod_json
+
+
+@pytest.fixture
+def outlet():
+    core, reporter = RecordingCore(), Inbox.start()
+    ref = CoreOutlet.start(core)
+    ref.tell(Registered("rm-1"))
+    yield core, ref, reporter
+    ref.stop()
+    reporter.stop()
+
+
+def pod(name, **kwargs):
+    return parse_pod(pod_json(name, node="n1", labels={"applicationId": "app-1"}, **kwargs))
+
+
+def test_the_pods_allocations_reach_the_core_as_their_si_in_the_order_told(outlet):
+    core, ref, reporter = outlet
+    ours, foreign, asked = pod("ours"), pod("foreign", scheduler="default-scheduler"), pod("asked")
+    ref.tell(ToCore((PodAllocation(ours, 7, "n1", False, True, reporter),
+                     translate.allocation(asked, 3, constants.DEFAULT_PARTITION, "n1"),
+                     PodAllocation(foreign, 5, "n1", True, False, reporter))))
+    ref.ask(FlushToCore())
+    [request] = core.of("allocation")
+    assert request.rmID == "rm-1"
+    assert list(request.allocations) == [
+        translate.allocation(ours, 7, constants.DEFAULT_PARTITION, "n1", originator=True),
+        translate.allocation(asked, 3, constants.DEFAULT_PARTITION, "n1"),
+        translate.foreign_allocation(foreign, 5, constants.DEFAULT_PARTITION)]
+    assert inbox_messages(reporter) == []
+
+
+def test_a_pod_whose_allocation_cannot_be_built_holds_its_room_as_a_foreign_pod(outlet, monkeypatch):
+    core, ref, reporter = outlet
+    built = translate.allocation
+
+    def allocation(pod, *args, **kwargs):
+        if pod.name == "hostile":
+            kwargs["into"].add(allocationKey=pod.uid)  # half built when it raises: nothing of it may remain
+            raise ValueError("cannot be built")
+        return built(pod, *args, **kwargs)
+
+    monkeypatch.setattr(translate, "allocation", allocation)
+    hostile, fine = pod("hostile"), pod("fine")
+    ref.tell(ToCore((PodAllocation(hostile, 7, "n1", False, False, reporter),
+                     PodAllocation(fine, 7, "n1", False, False, reporter))))
+    ref.ask(FlushToCore())
+    # Released by a node that has not heard yet: released as the foreign pod the core holds.
+    ref.tell(ToCore((translate.release(hostile, "pod left the node"),)))
+    ref.ask(FlushToCore())
+    [allocations, releases] = core.of("allocation")
+    assert list(allocations.allocations) == [translate.foreign_allocation(hostile, 0, constants.DEFAULT_PARTITION),
+                                             built(fine, 7, constants.DEFAULT_PARTITION, "n1")]
+    [release] = releases.releases.allocationsToRelease
+    assert (release.allocationKey, release.applicationID) == (hostile.uid, "")
+    assert inbox_messages(reporter) == [CountedForeign(hostile.uid)]
+
+
+def test_a_foreign_pod_whose_allocation_cannot_be_built_is_left_out_alone(outlet, monkeypatch):
+    core, ref, reporter = outlet
+
+    def foreign_allocation(*args, **kwargs):
+        raise ValueError("cannot be built")
+
+    monkeypatch.setattr(translate, "foreign_allocation", foreign_allocation)
+    other, ours = pod("other", scheduler="default-scheduler"), pod("ours")
+    ref.tell(ToCore((PodAllocation(other, 0, "n1", True, False, reporter),
+                     PodAllocation(ours, 0, "n1", False, False, reporter))))
+    ref.ask(FlushToCore())
+    assert [a.allocationKey for a in core.allocations()] == [ours.uid]
+    assert inbox_messages(reporter) == []
