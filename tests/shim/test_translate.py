@@ -47,6 +47,16 @@ def test_same_offer_tracks_what_the_core_sees():
 def test_malformed_allocatable_is_reported_not_raised():
     raw = node_json("n1", cpu="fast")
     assert "invalid allocatable" in parse_node(raw).invalid
+    assert "invalid allocatable" in parse_node(raw).invalid  # the same size refused again, not remembered
+
+
+def test_nodes_of_one_size_read_it_alike_whatever_its_spelling():
+    sizes = [parse_node(node_json(f"n{i}", cpu=cpu, memory="16Gi")).allocatable
+             for i, cpu in enumerate(("4", "4000m", "4", 4))]  # a number where a string belongs reads as such
+    assert sizes == [Resource({"vcore": 4000, "memory": 16 * GiB, "pods": 110})] * 4
+    unhashable = node_json("n9")
+    unhashable["status"]["allocatable"]["cpu"] = {"not": "a quantity"}
+    assert "invalid allocatable" in parse_node(unhashable).invalid
 
 
 def test_yunikorn_ask_has_application_tags_and_no_node():
