@@ -123,25 +123,31 @@ class PodRecord:
 def parse_pod(raw: Mapping) -> PodRecord:
     """A ``PodRecord`` from a pod's JSON, whatever its content. Raises ``ValueError`` only when the pod
     has no identity (a uid, namespace and name, each a string)."""
-    raw = gojson.mapping(raw)
-    metadata = gojson.mapping(raw.get("metadata"))
+    # Type checks first: a JSON object is a dict, and the Mapping check costs more (every pod listed passes here).
+    if type(raw) is not dict:
+        raw = gojson.mapping(raw)
+    metadata = raw.get("metadata")
+    if type(metadata) is not dict:
+        metadata = gojson.mapping(metadata)
     uid, namespace, name = metadata.get("uid"), metadata.get("namespace"), metadata.get("name")
     if not (uid and namespace and name and isinstance(uid, str) and isinstance(namespace, str)
             and isinstance(name, str)):
         raise ValueError(f"pod without uid, namespace or name: {shown(metadata)}")
     spec = raw.get("spec") or {}
-    node = spec.get("nodeName") if isinstance(spec, Mapping) else None
+    node = spec.get("nodeName") if type(spec) is dict or isinstance(spec, Mapping) else None
     facts = _shared_facts(metadata, spec, namespace) if node is None or isinstance(node, str) else None
     if node and facts is not None and not facts.constraints:
-        constraint_tag = constraints.bound_only(node)
+        constraint_tag = _bound_only(node)
     else:
         if node:  # the node is part of its other constraints (or of the wrong type): read for this pod
             facts = _read_facts(metadata, spec, namespace)
         constraint_tag = facts.constraints
+    status = raw.get("status")
+    phase = (status if type(status) is dict else gojson.mapping(status)).get("phase")
     record = _make_record(
         uid, name, gojson.text(metadata.get("resourceVersion")),
         sys.intern(node) if node and isinstance(node, str) else "",
-        sys.intern(gojson.text(gojson.mapping(raw.get("status")).get("phase")) or "Pending"),
+        sys.intern(gojson.text(phase) or "Pending"),
         bool(metadata.get("deletionTimestamp")),
         facts.app_id + uid if facts.app_id_per_pod else facts.app_id,
         _timestamp(metadata.get("creationTimestamp")),
@@ -194,6 +200,9 @@ class _Facts:
     constraints: str  # without the pod's node
 
 
+# The constraint tag of a pod bound to a node and constrained by nothing else, by node: most pods listed.
+_bound_only = functools.lru_cache(maxsize=16384)(constraints.bound_only)
+
 # Facts by the JSON of what they are read from: a workload's pods (and a pod's versions) share one.
 # Bounded: when full, the oldest goes (a cache miss costs one full read).
 FACTS_KEPT = 4096
@@ -203,7 +212,7 @@ _facts_lock = threading.Lock()
 
 def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
     """The facts of a pod read without its node (``spec.nodeName``, a string when present)."""
-    if isinstance(spec, Mapping) and "nodeName" in spec:
+    if (type(spec) is dict or isinstance(spec, Mapping)) and "nodeName" in spec:
         spec = {k: v for k, v in spec.items() if k != "nodeName"}
     try:
         key = orjson.dumps((namespace, metadata.get("labels"), metadata.get("annotations"),

@@ -237,6 +237,8 @@ def test_pods_of_one_workload_share_what_their_specs_say_and_keep_their_own_iden
     assert (first.uid, first.node_name, first.phase, first.constraints) == ("u-1", "", "Pending", "")
     assert (second.uid, second.node_name, second.phase) == ("u-2", "node-7", "Running")
     assert second.constraints == '{"nodeName":"node-7"}'
+    elsewhere = parse_pod(pod_json(labels={"applicationId": "app-1"}, node="node-8", phase="Running"))
+    assert (elsewhere.constraints, second.constraints) == ('{"nodeName":"node-8"}', '{"nodeName":"node-7"}')
 
 
 def test_a_bound_pod_with_constraints_of_its_own_keeps_its_node_in_them():
