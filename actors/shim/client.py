@@ -29,7 +29,7 @@ import urllib3
 
 from actors.shim.fence import OPEN, Fence, Fenced
 from actors.shim.ratelimit import TokenBucket
-from actors.shim.transport import FastTransport, TransportError
+from actors.shim.transport import FastTransport, Pending, TransportError
 
 log = logging.getLogger(__name__)
 
@@ -246,18 +246,51 @@ class KubeClient:
     def pages(self, path: str, page_size: int = 5000) -> Iterator[tuple[list[dict], str]]:
         """The objects under ``path`` one page at a time (following ``continue`` tokens), each with the
         list's resourceVersion once known (``""`` until the last page): a reader that keeps only what
-        it makes of each page never holds the whole list at once."""
-        token = ""
-        while True:
-            query = [("limit", str(page_size))]
-            if token:
-                query.append(("continue", token))
-            page = self.request_retrying("GET", path, query=query)
-            metadata = page.get("metadata") or {}
-            token = metadata.get("continue") or ""
-            yield page.get("items") or [], "" if token else metadata.get("resourceVersion", "")
-            if not token:
-                return
+        it makes of each page never holds the whole list at once. The next page is asked for before a
+        page is handed over, so that the server prepares it while the reader reads this one."""
+        query = [("limit", str(page_size))]
+        ahead: Pending | None = None
+        try:
+            while True:
+                page = self._page(path, query, ahead)
+                metadata = page.get("metadata") or {}
+                token = metadata.get("continue") or ""
+                if token:
+                    query = [("limit", str(page_size)), ("continue", token)]
+                    ahead = self._ask_ahead(path, query)
+                yield page.get("items") or [], "" if token else metadata.get("resourceVersion", "")
+                if not token:
+                    return
+        finally:
+            if ahead is not None:
+                ahead.close()
+
+    def _ask_ahead(self, path: str, query: list[tuple[str, str]]) -> Pending | None:
+        """A GET sent now and read later; ``None`` without the lean transport, or when it cannot be sent
+        (the page is then asked for as any request is)."""
+        if self._transport is None:
+            return None
+        self.rate.wait()
+        try:
+            return self._transport.send_ahead(path, query, {"Accept": JSON})
+        except TransportError as error:
+            log.debug("asking ahead failed: %s", error)
+            return None
+
+    def _page(self, path: str, query: list[tuple[str, str]], ahead: Pending | None) -> dict:
+        """The answer to the GET of ``query``, read from ``ahead`` when it was sent ahead; one that failed
+        there in a way worth retrying is asked for again under the retry policy."""
+        if ahead is not None:
+            try:
+                status, reason, retry_after, data = ahead.answer()
+                if 200 <= status <= 299:
+                    return orjson.loads(data) if data else {}
+                raise _error(status, reason, data, retry_after)
+            except Exception as error:
+                if not is_transient(error):
+                    raise
+                log.debug("a page asked for ahead failed, asking again: %s", error)
+        return self.request_retrying("GET", path, query=query)
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int, read_timeout: float) -> WatchStream:
         """Open a watch from ``resource_version`` with bookmarks; the server ends it after

@@ -8,8 +8,9 @@ sends plain HTTP/1.1 requests on one keep-alive socket per thread: the request i
 the official client's configuration: server URL, TLS (CA, client certificate, verification) and the
 authentication headers the official ``ApiClient`` computes (token refresh included). A watch has a
 connection of its own (``FastTransport.stream``), whose body is read as it arrives: each read from the
-socket yields every event it brought, where urllib3 yields one HTTP chunk (one event) at a time. Lists
-keep using the official client. A cluster reached through a proxy or with a TLS server name override
+socket yields every event it brought, where urllib3 yields one HTTP chunk (one event) at a time. A
+request can also be sent ahead on a connection of its own and its answer read later
+(``FastTransport.send_ahead``): a list asks for its next page before it parses the one it has. A cluster reached through a proxy or with a TLS server name override
 uses the official client for everything (``FastTransport.usable``).
 """
 
@@ -135,6 +136,33 @@ class BodyStream:
             pass
 
 
+class Pending:
+    """A request sent on a connection of its own whose answer is read later (``answer``), so that the
+    server prepares it while the caller does something else; ``close`` drops it unread."""
+
+    def __init__(self, connection: socket.socket, name: str) -> None:
+        self._connection = connection
+        self._name = name
+
+    def answer(self) -> tuple[int, str, str | None, bytes]:
+        """``(status, reason, Retry-After header, body)``; ``TransportError`` when it cannot be read."""
+        answers = _Answers()
+        try:
+            while not answers.done:
+                received = self._connection.recv(RECEIVE_SIZE)
+                if not received:
+                    raise ConnectionResetError("the server closed the connection")
+                answers.parser.feed_data(received)
+        except (OSError, httptools.HttpParserError) as error:
+            raise TransportError(f"{self._name}: {type(error).__name__}: {error}") from error
+        finally:
+            self._connection.close()
+        return answers.done[0][:4]
+
+    def close(self) -> None:
+        self._connection.close()
+
+
 class FastTransport:
     """Keep-alive connections to the API server, one per calling thread."""
 
@@ -220,6 +248,21 @@ class FastTransport:
             raise TransportError(f"GET {path}: {type(error).__name__}: {error}") from error
         connection.close()
         return streamed.status, streamed.reason, streamed.retry_after, b"".join(streamed.body)
+
+    def send_ahead(self, path: str, query: list[tuple[str, str]] | None, headers: dict[str, str]) -> Pending:
+        """Send a GET on a new connection and return without waiting for the answer (``Pending.answer``):
+        ``TransportError`` when it cannot be sent."""
+        request = self._head("GET", path, query, None, headers, self._common("GET", path, None))
+        try:
+            connection = self._connect(self._timeout)
+        except OSError as error:
+            raise TransportError(f"GET {path}: {type(error).__name__}: {error}") from error
+        try:
+            connection.sendall(request)
+        except OSError as error:
+            connection.close()
+            raise TransportError(f"GET {path}: {type(error).__name__}: {error}") from error
+        return Pending(connection, f"GET {path}")
 
     def close(self) -> None:
         """Close the calling thread's connection (others close when their threads end)."""

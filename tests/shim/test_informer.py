@@ -8,7 +8,7 @@ from collections import defaultdict
 import pytest
 from kubernetes import client as k8s
 
-from actors.shim.client import KubeClient
+from actors.shim.client import ApiError, KubeClient
 from actors.shim.informer import Informer, WatchSettings
 from actors.shim.kinds import watched_kinds
 from actors.shim.messages import Added, Changes, InformerStatusRequest, Listed, Updated
@@ -192,3 +192,34 @@ def test_a_list_follows_continue_tokens_and_keeps_the_first_pages_resource_versi
     assert {item["metadata"]["uid"] for item in items} == uids
     assert lists == 3, "seven pods in pages of three"
     assert resource_version == core.list_pod_for_all_namespaces(limit=3).metadata.resource_version
+
+
+def pod_lists(kubesim) -> list[int]:
+    """The status of every list of pods kubesim answered, in order."""
+    return [r.code for r in kubesim.request_log if r.verb == "list" and r.resource == "pods"]
+
+
+def test_a_page_asked_for_ahead_that_fails_for_a_while_is_asked_again(kubesim, kube_api, shim_client):
+    core = k8s.CoreV1Api(kube_api)
+    uids = {create_pod(core, f"p{i}") for i in range(7)}
+    pages = shim_client.pages("/api/v1/pods", page_size=3)
+    listed = [item["metadata"]["uid"] for item in next(pages)[0]]
+    wait_for(lambda: pod_lists(kubesim) == [200, 200], message="the second page asked for before it is read")
+    kubesim.faults.fail(verb="list", resource="pods", status=500, count=1)  # the third, asked for ahead
+    for items, _ in pages:
+        listed.extend(item["metadata"]["uid"] for item in items)
+    assert sorted(listed) == sorted(uids)
+    assert pod_lists(kubesim) == [200, 200, 500, 200]
+
+
+def test_a_page_asked_for_ahead_that_is_refused_ends_the_list_with_the_refusal(kubesim, kube_api, shim_client):
+    core = k8s.CoreV1Api(kube_api)
+    for i in range(7):
+        create_pod(core, f"p{i}")
+    pages = shim_client.pages("/api/v1/pods", page_size=3)
+    next(pages)
+    kubesim.faults.fail(verb="list", resource="pods", status=403, count=1)
+    with pytest.raises(ApiError) as refused:
+        list(pages)
+    assert refused.value.status == 403
+    assert sorted(pod_lists(kubesim)) == [200, 403]

@@ -130,6 +130,23 @@ def test_a_response_cut_short_is_a_transport_error_and_the_next_request_reconnec
     assert get(transport, "/echo")[0] == 200
 
 
+def test_a_request_sent_ahead_is_answered_on_a_connection_of_its_own(server):
+    transport = transport_for(f"http://127.0.0.1:{server.server_port}")
+    kept = json.loads(get(transport, "/echo")[3])["port"]
+    pending = transport.send_ahead("/echo", [("limit", "3")], {"Accept": "application/json"})
+    assert json.loads(get(transport, "/echo")[3])["port"] == kept  # the kept-alive connection goes on meanwhile
+    status, _, _, data = pending.answer()
+    ahead = json.loads(data)
+    assert (status, ahead["path"], ahead["authorization"]) == (200, "/echo?limit=3", "Bearer secret-token")
+    assert ahead["port"] != kept
+
+
+def test_an_answer_cut_short_to_a_request_sent_ahead_is_a_transport_error(server):
+    transport = transport_for(f"http://127.0.0.1:{server.server_port}")
+    with pytest.raises(TransportError, match="GET /cut"):
+        transport.send_ahead("/cut", None, {}).answer()
+
+
 def test_a_streamed_body_yields_what_each_read_brought_and_ends_with_the_response(server):
     transport = transport_for(f"http://127.0.0.1:{server.server_port}")
     status, reason, _, body = transport.stream("/watch-ends", [("watch", "true")], {}, read_timeout=5.0, connect_timeout=5.0)
