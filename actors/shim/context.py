@@ -709,7 +709,7 @@ class ShimContext(Actor):
 
     def _left_aside(self, pod: PodRecord) -> bool:
         """Whether ``pod`` failed: on a node it is then counted as a foreign pod, so its room stays taken."""
-        return (kinds.PODS, pod.key) in self._failed
+        return bool(self._failed) and (kinds.PODS, pod.key) in self._failed
 
     def _object_failed(self, kind: str, record: Any, error: Exception) -> None:
         failed = (kind, record.key)
