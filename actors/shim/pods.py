@@ -137,7 +137,7 @@ def parse_pod(raw: Mapping) -> PodRecord:
     node = spec.get("nodeName") if type(spec) is dict or isinstance(spec, Mapping) else None
     facts = _shared_facts(metadata, spec, namespace) if node is None or isinstance(node, str) else None
     if node and facts is not None and not facts.constraints:
-        constraint_tag = _bound_only(node)
+        constraint_tag = _bound_tags.get(node) or _bound_tag(node)
     else:
         if node:  # the node is part of its other constraints (or of the wrong type): read for this pod
             facts = _read_facts(metadata, spec, namespace)
@@ -201,7 +201,15 @@ class _Facts:
 
 
 # The constraint tag of a pod bound to a node and constrained by nothing else, by node: most pods listed.
-_bound_only = functools.lru_cache(maxsize=16384)(constraints.bound_only)
+BOUND_TAGS_KEPT = 16384
+_bound_tags: dict[str, str] = {}
+
+
+def _bound_tag(node: str) -> str:
+    if len(_bound_tags) >= BOUND_TAGS_KEPT:  # a bound, not a cache policy: node names only churn slowly
+        _bound_tags.clear()
+    tag = _bound_tags[node] = constraints.bound_only(node)
+    return tag
 
 # Facts by the JSON of what they are read from: a workload's pods (and a pod's versions) share one.
 # Bounded: when full, the oldest goes (a cache miss costs one full read).
@@ -212,7 +220,10 @@ _facts_lock = threading.Lock()
 
 def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
     """The facts of a pod read without its node (``spec.nodeName``, a string when present)."""
-    if (type(spec) is dict or isinstance(spec, Mapping)) and "nodeName" in spec:
+    if type(spec) is dict and "nodeName" in spec:
+        spec = spec.copy()  # a copy and a delete keep the order of the rest, as cheap as that can be
+        del spec["nodeName"]
+    elif isinstance(spec, Mapping) and "nodeName" in spec:
         spec = {k: v for k, v in spec.items() if k != "nodeName"}
     try:
         key = orjson.dumps((namespace, metadata.get("labels"), metadata.get("annotations"),

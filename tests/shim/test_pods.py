@@ -293,3 +293,18 @@ def test_a_parsed_record_is_whole_and_frozen_as_the_dataclass_makes_one(raw):
         raw["metadata"]["name"], raw["spec"].get("nodeName", ""), "1", "", ())
     with pytest.raises(dataclasses.FrozenInstanceError):
         pod.node_name = "elsewhere"
+
+
+def test_the_tags_of_bound_pods_are_bounded_and_name_each_pods_own_node(monkeypatch):
+    from actors.shim import pods
+    monkeypatch.setattr(pods, "BOUND_TAGS_KEPT", 4)
+    tags = [parse_pod(pod_json(node=f"node-{index}", labels={"applicationId": "a"})).constraints for index in range(10)]
+    assert tags == [json.dumps({"nodeName": f"node-{index}"}, separators=(",", ":")) for index in range(10)]
+    assert len(pods._bound_tags) <= 4
+
+
+def test_a_spec_given_as_a_read_only_mapping_reads_as_the_same_spec_in_a_dict():
+    import types
+    raw = pod_json(node="node-1", labels={"applicationId": "a"}, cpu="2")
+    frozen = {**raw, "spec": types.MappingProxyType(raw["spec"])}
+    assert parse_pod(frozen) == parse_pod(raw)
