@@ -35,7 +35,45 @@ T = TypeVar("T")
 
 def message(cls: type[T]) -> type[T]:
     """Declare an actor message: a frozen, slotted dataclass (``@message class Tick: now: float``)."""
-    return dataclasses.dataclass(frozen=True, slots=True)(cls)
+    declared = dataclasses.dataclass(frozen=True, slots=True)(cls)
+    _set_through_slots(declared)
+    return declared
+
+
+def _set_through_slots(cls: type) -> None:
+    """Give a frozen slotted dataclass an ``__init__`` of the same parameters that sets each field through
+    its slot's own setter (``slot_setter``). The dataclass's sets each frozen field by name through
+    ``object.__setattr__``, about twice the cost (measured: 1.57 against 0.69 us for a message of five
+    fields), and messages are made for every pod. A class whose fields need more than their values (a
+    factory, ``__post_init__``, keyword-only or not-init fields) keeps the dataclass's."""
+    fields = dataclasses.fields(cls)
+    if hasattr(cls, "__post_init__") or any(
+            not f.init or f.kw_only or f.default_factory is not dataclasses.MISSING for f in fields):
+        return
+    init = slot_setter(cls, [f.name for f in fields],
+                       {f.name: f.default for f in fields if f.default is not dataclasses.MISSING})
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init
+
+
+def slot_setter(cls: type, names: list[str], defaults: dict[str, Any] | None = None,
+                new: bool = False) -> Callable[..., Any]:
+    """A function of parameters ``names`` (``defaults`` for some) that sets each slot of ``cls`` of that
+    name through the slot's own setter: an ``__init__(self, ...)``, or with ``new`` a constructor
+    ``(...)`` returning a new instance made without ``__init__``. Frozen stays frozen: nothing else can set."""
+    defaults = defaults or {}
+    parameters = [f"{name}=default_{name}" if name in defaults else name for name in names]
+    body = "".join(f"        set_{name}(self, {name})\n" for name in names)
+    if new:
+        head, body = f"    def make({', '.join(parameters)}):\n        self = new(cls)\n", body + "        return self\n"
+    else:
+        head = f"    def make({', '.join(['self', *parameters])}):\n"
+    outer = ["new", "cls", *(f"set_{name}" for name in names), *(f"default_{name}" for name in defaults)]
+    namespace: dict = {}
+    # The source holds nothing but the names of the class's own slots.
+    exec(f"def maker({', '.join(outer)}):\n{head}{body or '        pass'}\n    return make\n", namespace)
+    return namespace["maker"](object.__new__, cls, *(getattr(cls, name).__set__ for name in names),
+                              *defaults.values())
 
 
 @message

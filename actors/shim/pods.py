@@ -14,12 +14,13 @@ import functools
 import sys
 import threading
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 import orjson
 
+from actors.base import slot_setter
 from actors.shim import constraints, keys
 from si import gojson
 from si.bounded import elide, shown
@@ -167,24 +168,10 @@ _DEFAULTS = {field.name: field.default for field in dataclasses.fields(PodRecord
              if field.default is not dataclasses.MISSING}
 
 
-def _record_maker() -> Callable[..., PodRecord]:
-    """A function making a ``PodRecord`` from every field, positionally (``_PER_POD``, then ``_SHARED``).
-    Records are made for every pod listed or changed, and the dataclass's ``__init__`` took half of
-    parsing one: it sets each frozen field through ``object.__setattr__`` by name. This one calls each
-    slot's setter directly (measured: 2.1 us a record against 5.2 us), so a record stays as frozen."""
-    names = _PER_POD + _SHARED
-    setters = [f"set_{name}" for name in names]
-    # The setters are the maker's free variables (cells), cheaper to reach than globals.
-    source = (f"def maker(new, PodRecord, {', '.join(setters)}):\n"
-              f"    def make({', '.join(names)}):\n        record = new(PodRecord)\n"
-              + "".join(f"        set_{name}(record, {name})\n" for name in names)
-              + "        return record\n    return make\n")
-    namespace: dict = {}
-    exec(source, namespace)  # the source holds nothing but the dataclass's own field names
-    return namespace["maker"](object.__new__, PodRecord, *(getattr(PodRecord, name).__set__ for name in names))
-
-
-_make_record = _record_maker()
+# Records are made for every pod listed or changed, and the dataclass's ``__init__`` took half of parsing
+# one: it sets each frozen field through ``object.__setattr__`` by name, taking keywords. This sets each
+# slot directly, positionally (measured: 2.1 us a record against 5.2 us).
+_make_record = slot_setter(PodRecord, [*_PER_POD, *_SHARED], new=True)
 
 
 @dataclass(frozen=True, slots=True)

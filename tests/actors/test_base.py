@@ -156,3 +156,34 @@ def test_a_batch_is_told_as_one_message_after_each_message_and_a_failed_steps_it
     finally:
         stepper.stop()
         collector.stop()
+
+
+@message
+class Placed:
+    name: str
+    node: str = "nowhere"
+    count: int = 0
+
+
+@message
+class Grouped:
+    names: tuple = ()
+    extra: list = dataclasses.field(default_factory=list)
+
+    def __post_init__(self):
+        object.__setattr__(self, "names", tuple(self.names))
+
+
+def test_a_message_is_made_as_its_dataclass_would_make_it():
+    assert Placed("p") == Placed(name="p", node="nowhere", count=0)
+    assert Placed("p", count=2) == Placed("p", "nowhere", 2) != Placed("p", "n1", 2)
+    assert (Placed("p", "n1").node, repr(Placed("p"))) == ("n1", "Placed(name='p', node='nowhere', count=0)")
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'name'"):
+        Placed()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        Placed("p", colour="red")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Placed("p").node = "n2"
+    assert hash(Placed("p", "n1")) == hash(Placed("p", "n1"))
+    # A factory and a __post_init__ are the dataclass's to run.
+    assert Grouped(["a"]) == Grouped(("a",), []) and Grouped().extra is not Grouped().extra
