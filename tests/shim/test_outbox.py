@@ -1,7 +1,11 @@
 """The order the outlet sends a step's SI items in: merged by kind, registrations first where safe."""
 
+from actors.shim import translate
+from actors.shim.messages import PodAllocation
 from actors.shim.outbox import Outbox
+from actors.shim.pods import parse_pod
 from si import si_pb2
+from tests.shim.factories import pod_json
 
 Action = si_pb2.NodeInfo
 
@@ -44,3 +48,19 @@ def test_a_registration_after_something_else_about_its_node_keeps_its_place():
     box.node(node("n2", Action.CREATE))  # named before: stays behind the drain change
     assert shape(box.drain()) == [("node", [("n1", Action.DECOMISSION), ("n1", Action.CREATE_DRAIN),
                                             ("n2", Action.DRAIN_TO_SCHEDULABLE), ("n2", Action.CREATE)])]
+
+
+def test_a_pods_allocation_is_built_into_its_request_in_order_and_dropped_when_released_first():
+    def build(allocations, item):
+        translate.allocation(item.pod, item.priority, "default", item.node_id, into=allocations)
+
+    box = Outbox("rm", build)
+    kept, dropped = (parse_pod(pod_json(name, node="n1")) for name in ("kept", "dropped"))
+    box.allocate(PodAllocation(kept, 0, "n1", False, False))
+    box.allocate(allocation("ready-made", "n1"))
+    box.allocate(PodAllocation(dropped, 0, "n1", False, False))
+    box.release(si_pb2.AllocationRelease(allocationKey=dropped.uid))
+    allocations, releases = box.drain()
+    assert [a.allocationKey for a in allocations.allocations] == [kept.uid, "ready-made"]
+    assert allocations.allocations[0] == translate.allocation(kept, 0, "default", "n1")
+    assert [r.allocationKey for r in releases.releases.allocationsToRelease] == [dropped.uid]
