@@ -64,6 +64,15 @@ class Node:
             self.allocations[allocation.key] = allocation
             self.allocated = self.allocated + allocation.resource
 
+    def place(self, allocation: Allocation) -> None:
+        """Add a YuniKorn allocation whose resource ``add_allocated`` counts later, with others."""
+        self.version += 1
+        self.allocations[allocation.key] = allocation
+
+    def add_allocated(self, delta: Resource) -> None:
+        self.version += 1
+        self.allocated = self.allocated + delta
+
     def remove_allocation(self, key: str) -> Allocation | None:
         self.version += 1
         allocation = self.allocations.pop(key, None)
