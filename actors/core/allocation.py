@@ -59,9 +59,11 @@ class Allocation:
         self.task_group = message.taskGroupName
         self.originator = message.originator
         self.foreign = bool(self.tags.get(TAG_FOREIGN))
-        has_policy = message.HasField("preemptionPolicy")
-        self.preemptable = message.preemptionPolicy.allowPreemptSelf if has_policy else True
-        self.preempts_others = message.preemptionPolicy.allowPreemptOther if has_policy else True
+        if message.HasField("preemptionPolicy"):
+            policy = message.preemptionPolicy
+            self.preemptable, self.preempts_others = policy.allowPreemptSelf, policy.allowPreemptOther
+        else:
+            self.preemptable = self.preempts_others = True
         self.required_node = self.tags.get(TAG_REQUIRED_NODE, "")
         self.constrained = constrained
         # Asks of one shape that fail on every node this cycle fail alike: the cycle skips the rest.

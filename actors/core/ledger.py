@@ -184,14 +184,14 @@ class Ledger:
 
     def update_node(self, node: Node, attributes, capacity: Resource | None) -> None:
         if attributes:
-            attributes = dict(attributes)
+            attributes = {name: attributes[name] for name in attributes}  # dict(map) goes through Mapping's views
             node.set_attributes(attributes, self.predicates.node_restricted(attributes))
             self.view.node_updated(node.node_id, node.attributes)
         if capacity is not None and capacity != node.capacity:
             self.total = self.total - node.capacity + capacity
             node.set_capacity(capacity)
             self.event(E.NODE, node.node_id, E.NODE_CAPACITY, E.SET, "capacity changed", resource=capacity)
-        self.index.update(node)
+            self.index.update(node)  # the node order reads its capacity, never its attributes
 
     def set_schedulable(self, node: Node, schedulable: bool) -> None:
         node.set_schedulable(schedulable)

@@ -492,3 +492,26 @@ def test_running_allocations_found_in_one_batch_count_as_found_one_by_one(core_f
         "the peak is as each allocation and the resize came: c-0 at 2000 before c-1 took 300 back"
     assert leaf == root == Resource.of(vcore=2 * (4 * 500 + 3 * 1000) + 1000, memory=16 * GIB)
     assert nodes["node-0"][1] == Resource.of(vcore=250, memory=GIB)
+
+
+def test_a_running_allocation_whose_booking_raises_is_refused_alone_and_the_batch_is_counted(core_factory, monkeypatch):
+    from actors.core.ledger import Ledger
+
+    book = Ledger.book
+
+    def failing(self, app, queue, allocation, node, decided, took_placeholder=False):
+        if allocation.key == "app-2":
+            raise RuntimeError("boom")
+        book(self, app, queue, allocation, node, decided, took_placeholder)
+
+    monkeypatch.setattr(Ledger, "book", failing)
+    core = core_factory(config(queue("q")))
+    core.nodes(2)
+    core.app("app", queue="root.q")
+    core.asks("app", 5, vcore=500, node="node-1")
+    core.settle()
+    [refused] = core.callback.rejected_allocations()
+    assert refused.allocationKey == "app-2" and "could not handle allocation app-2" in refused.reason
+    snapshot = core.snapshot().partitions[0]
+    assert snapshot.root_queue.find("root.q").allocated_resource == Resource.of(vcore=2000, memory=4 * GIB)
+    assert {n.node_id: n.allocated for n in snapshot.nodes}["node-1"] == Resource.of(vcore=2000, memory=4 * GIB)
