@@ -191,7 +191,10 @@ class TopologyIndex:
             self.allocation_removed(self.pods[key].node_id, key)
         pod = _Pod(key, node_id, tags, self._shared_labels(tags))
         self.pods[key] = pod
-        self.node_pods.setdefault(node_id, set()).add(key)
+        on_node = self.node_pods.get(node_id)
+        if on_node is None:
+            on_node = self.node_pods[node_id] = set()
+        on_node.add(key)
         self._index(pod)
         self.version += 1
 
@@ -227,8 +230,12 @@ class TopologyIndex:
         return False
 
     def _index(self, pod: _Pod) -> None:
+        by_label = self.by_label
         for pair in pod.labels.items():
-            self.by_label.setdefault(pair, set()).add(pod.key)
+            keys = by_label.get(pair)
+            if keys is None:  # not setdefault: it would build a set for every pod, to throw away
+                keys = by_label[pair] = set()
+            keys.add(pod.key)
         terms = pod.constraints.anti_affinity
         if not terms:
             return
