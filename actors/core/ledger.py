@@ -134,6 +134,9 @@ class Ledger:
         self.dirty = True  # something changed that may allow a new allocation
         self._sequence = itertools.count(1)  # orders what arrives and is booked at one time
         self._found: _Found | None = None  # while a batch of running allocations is booked
+        # Foreign allocation key -> its node: a pod of another scheduler that goes names no node, and
+        # looking through every node for it made each such release cost as many lookups as there are nodes.
+        self._foreign_on: dict[str, Node] = {}
         self.config = config
         self.queues = QueueTree(config)
         self.usage = UsageTracker(config)
@@ -228,16 +231,17 @@ class Ledger:
 
     def release_foreign(self, key: str) -> None:
         """A pod of another scheduler is gone."""
-        for node in self.nodes.values():
-            if key in node.foreign:
-                self._unbook(node, key)
-                self.event(E.NODE, node.node_id, E.NODE_OCCUPIED, E.SET, "foreign allocation released", key,
-                           node.occupied)
-                return
+        node = self._foreign_on.get(key)
+        if node is not None:
+            self._unbook(node, key)
+            self.event(E.NODE, node.node_id, E.NODE_OCCUPIED, E.SET, "foreign allocation released", key,
+                       node.occupied)
 
     # Every change of a node's usage or hold re-sorts it in the node order.
     def _book(self, node: Node, allocation: Allocation) -> None:
         node.add_allocation(allocation)
+        if allocation.foreign:
+            self._foreign_on[allocation.key] = node
         self.view.allocation_added(node.node_id, allocation.key, allocation.tags)
         if self._found is not None:
             self._found.touch(node)
@@ -245,7 +249,10 @@ class Ledger:
             self.index.update(node)
 
     def _unbook(self, node: Node, key: str) -> None:
-        if node.remove_allocation(key) is not None:
+        removed = node.remove_allocation(key)
+        if removed is not None:
+            if removed.foreign and self._foreign_on.get(key) is node:
+                del self._foreign_on[key]
             self.view.allocation_removed(node.node_id, key)
         self.index.update(node)
 

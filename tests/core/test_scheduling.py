@@ -246,6 +246,41 @@ def test_foreign_allocations_occupy_nodes_and_are_released(core_factory):
     assert len(occupied_events) == 2
 
 
+def test_a_foreign_pod_that_goes_is_released_from_its_own_node_even_after_a_resize_or_its_nodes_removal(core_factory):
+    core = core_factory()
+    core.nodes(3, vcore=4000)
+
+    def report(key, node, vcore):
+        core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[si_pb2.Allocation(
+            allocationKey=key, nodeID=node, partitionName="default", allocationTags={TAG_FOREIGN: FOREIGN_DEFAULT},
+            resourcePerAlloc=Resource.of(vcore=vcore).to_proto())]))
+
+    def release(key):
+        core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", releases=si_pb2.AllocationReleasesRequest(
+            allocationsToRelease=[si_pb2.AllocationRelease(partitionName="default", allocationKey=key)])))
+
+    def occupied():
+        return {n.node_id: n.occupied["vcore"] for n in core.snapshot().partitions[0].nodes}
+
+    report("a", "node-0", 1000)
+    report("b", "node-2", 1000)
+    report("c", "node-1", 500)
+    report("b", "node-2", 3000)  # resized
+    core.settle()
+    assert occupied() == {"node-0": 1000, "node-1": 500, "node-2": 3000}
+    release("b")
+    core.settle()
+    assert occupied() == {"node-0": 1000, "node-1": 500, "node-2": 0}
+    core.scheduler.update_node(si_pb2.NodeRequest(rmID="rm", nodes=[si_pb2.NodeInfo(
+        nodeID="node-1", action=si_pb2.NodeInfo.DECOMISSION)]))
+    release("c")  # its node went with it
+    release("b")  # already gone
+    core.settle()
+    assert occupied() == {"node-0": 1000, "node-2": 0}
+    released = [e.referenceID for e in core.callback.events if e.message == "foreign allocation released"]
+    assert released == ["b"]
+
+
 def test_existing_allocations_are_accepted_even_over_quota(core_factory):
     core = core_factory(config(queue("q", max={"vcore": 1})))
     core.nodes(1)
