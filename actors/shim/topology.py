@@ -153,7 +153,7 @@ class TopologyIndex:
         self.node_version = 0
         self._cached: tuple | None = None
         self._eligible: dict = {}
-        self._label_sets: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}  # shared by the pods that have them
+        self._label_sets: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}  # label tags -> labels, shared
 
     # ---- told by the core ------------------------------------------------------------------------
 
@@ -201,13 +201,13 @@ class TopologyIndex:
     def _shared_labels(self, tags: Mapping[str, str]) -> Mapping[str, str]:
         """The pod's labels, one read-only mapping for every pod with the same (the pods of a workload);
         at most ``LABEL_SETS_KEPT`` sets are remembered, the oldest forgotten first."""
-        labels = labels_of(tags)
-        key = tuple(labels.items())
+        # Known by its label tags as they are: a pod whose set is known builds no mapping of its own.
+        key = tuple([(name, value) for name, value in tags.items() if name.startswith(TAG_LABEL_PREFIX)])
         shared = self._label_sets.get(key)
         if shared is None:
             while len(self._label_sets) >= LABEL_SETS_KEPT:
                 del self._label_sets[next(iter(self._label_sets))]
-            shared = self._label_sets[key] = types.MappingProxyType(labels)
+            shared = self._label_sets[key] = types.MappingProxyType({name[_PREFIX:]: value for name, value in key})
         return shared
 
     def allocation_removed(self, node_id: str, key: str) -> None:
