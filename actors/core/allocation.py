@@ -8,6 +8,22 @@ from si.constants import TAG_FOREIGN, TAG_REQUIRED_NODE
 from si.resources import Resource
 
 NO_NODES = "no nodes available to schedule pods"
+SHAPES_KEPT = 4096
+
+# Serialized resource -> (its vector, its sorted items): the pods of a workload share one shape, so
+# their records share one immutable vector instead of each parsing its own (a recovery reads 100,000).
+_shapes: dict[bytes, tuple[Resource, tuple]] = {}
+
+
+def _shape(message: si_pb2.Resource) -> tuple[Resource, tuple]:
+    wire = message.SerializeToString()
+    known = _shapes.get(wire)
+    if known is None:
+        if len(_shapes) >= SHAPES_KEPT:
+            _shapes.clear()  # one atomic step: partitions of other threads share the cache
+        resource = Resource.from_proto(message)  # from the message: its order is the one shown
+        known = _shapes[wire] = (resource, tuple(sorted(resource.items())))
+    return known
 
 
 def is_node_failure(reason: str) -> bool:
@@ -29,7 +45,7 @@ class Allocation:
         self.key = message.allocationKey
         self.application_id = message.applicationID
         self.partition = partition
-        self.resource = Resource.from_proto(message.resourcePerAlloc)
+        self.resource, items = _shape(message.resourcePerAlloc)
         self.priority = message.priority
         tags = message.allocationTags
         self.tags = {name: tags[name] for name in tags}  # dict(map) goes through Mapping's generic views, slower
@@ -43,13 +59,15 @@ class Allocation:
         self.task_group = message.taskGroupName
         self.originator = message.originator
         self.foreign = bool(self.tags.get(TAG_FOREIGN))
-        has_policy = message.HasField("preemptionPolicy")
-        self.preemptable = message.preemptionPolicy.allowPreemptSelf if has_policy else True
-        self.preempts_others = message.preemptionPolicy.allowPreemptOther if has_policy else True
+        if message.HasField("preemptionPolicy"):
+            policy = message.preemptionPolicy
+            self.preemptable, self.preempts_others = policy.allowPreemptSelf, policy.allowPreemptOther
+        else:
+            self.preemptable = self.preempts_others = True
         self.required_node = self.tags.get(TAG_REQUIRED_NODE, "")
         self.constrained = constrained
         # Asks of one shape that fail on every node this cycle fail alike: the cycle skips the rest.
-        self.shape = (tuple(sorted(self.resource.items())), self.required_node) if not constrained else None
+        self.shape = (items, self.required_node) if not constrained else None
         self.last_failure = ""
         self.attempted = False
         self.failure_log: dict[str, list[int]] | None = None  # reason -> [last time it was given, times]

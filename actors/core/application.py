@@ -3,7 +3,7 @@ gang's placeholders (counted per task group, with the timer that ends the reserv
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from enum import Enum
 
 from sortedcontainers import SortedKeyList
@@ -190,14 +190,31 @@ class Application:
 
     # Allocations.
     def add_allocation(self, allocation: Allocation) -> None:
+        self.place(allocation)
+        self._use(allocation.resource, all(value >= 0 for value in allocation.resource.values()))
+
+    def place(self, allocation: Allocation) -> None:
+        """Add an allocation whose resource ``add_used`` counts later, with others."""
         self.version += 1
         self.allocations[allocation.key] = allocation
         if allocation.placeholder:
             self.allocated_placeholder = self.allocated_placeholder + allocation.resource
+
+    def add_used(self, resources: Sequence[Resource], total: Resource, growing: bool) -> None:
+        """Count the resources of allocations added by ``place`` (``total``: their sum; ``growing``: none
+        is negative) as ``add_allocation`` counts them one by one, peak included."""
+        self.version += 1
+        if growing:
+            self._use(total, True)  # usage that only grows peaks at its end
+            return
+        for resource in resources:
+            self._use(resource, all(value >= 0 for value in resource.values()))
+
+    def _use(self, resource: Resource, growing: bool) -> None:
         at_peak = self.max_used is self.used
-        self.used = self.used + allocation.resource
+        self.used = self.used + resource
         # Usage that only grew is its own peak: the common case (a recovery, a burst) skips the comparison.
-        if at_peak and all(value >= 0 for value in allocation.resource.values()):
+        if at_peak and growing:
             self.max_used = self.used
         else:
             peak = component_max(self.max_used, self.used)

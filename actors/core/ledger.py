@@ -9,7 +9,7 @@ ledger knows nothing of the cycle, the gangs, the holds or the partition that us
 from __future__ import annotations
 
 import itertools
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -54,25 +54,63 @@ class Outbox:
         return bool(self.allocations.new) or any(v for k, v in vars(self).items() if k != "allocations")
 
 
-class _FoundUsage:
-    """Running allocations booked in one batch, summed per queue and per application."""
+class _Found:
+    """Running allocations booked in one batch (a recovery books tens of thousands): placed on their
+    nodes and applications at once, their resources counted once per node, application, queue, user and
+    group at the end of the batch (nothing in between reads those sums)."""
 
-    __slots__ = ("queues", "apps")
+    __slots__ = ("apps", "queues", "nodes")
 
     def __init__(self) -> None:
-        self.queues: dict[Queue, dict[str, int]] = {}
-        self.apps: dict[str, dict[str, int]] = {}
+        self.apps: dict[Application, list[Resource]] = {}
+        self.queues: dict[Application, Queue] = {}
+        self.nodes: defaultdict[Node, list[Resource]] = defaultdict(list)
 
-    def add(self, queue: Queue, app_id: str, resource: Resource) -> None:
-        for sums in (self.queues.setdefault(queue, {}), self.apps.setdefault(app_id, {})):
-            for name, value in resource.items():
-                sums[name] = sums.get(name, 0) + value
+    def book(self, app: Application, queue: Queue, node: Node, allocation: Allocation) -> None:
+        app.place(allocation)
+        node.place(allocation)
+        resource = allocation.resource
+        used = self.apps.get(app)
+        if used is None:
+            used = self.apps[app] = []
+            self.queues[app] = queue
+        used.append(resource)
+        self.nodes[node].append(resource)
 
-    def count(self, usage: UsageTracker) -> None:
-        for queue, sums in self.queues.items():
-            queue.add_allocated(Resource(sums))
-        for app_id, sums in self.apps.items():
-            usage.allocated(app_id, Resource(sums))
+    def touch(self, node: Node) -> None:
+        """``node`` changed: it is re-sorted once, at the end of the batch."""
+        self.nodes[node]  # noqa: B018 (the default list is the mark)
+
+    def settle(self, app: Application, usage: UsageTracker) -> None:
+        """Count what ``app`` booked so far in the batch now (its usage is about to change otherwise)."""
+        resources = self.apps.pop(app, None)
+        if resources:
+            total, growing = _summed(resources)
+            app.add_used(resources, total, growing)
+            self.queues.pop(app).add_allocated(total)
+            usage.allocated(app.application_id, total)
+
+    def count(self, usage: UsageTracker, index: NodeIndex) -> None:
+        for node, resources in self.nodes.items():
+            if resources:
+                node.add_allocated(_summed(resources)[0])
+            index.update(node)
+        for app in list(self.apps):
+            self.settle(app, usage)
+
+
+def _summed(resources: list[Resource]) -> tuple[Resource, bool]:
+    """The sum of ``resources`` and whether none of them is negative: the records of a workload share one
+    vector (``actors.core.allocation``), so each distinct vector is added once, times its count."""
+    counts = Counter(map(id, resources))
+    distinct = {id(resource): resource for resource in resources}
+    total: dict[str, int] = {}
+    growing = True
+    for key, count in counts.items():
+        for name, value in distinct[key].items():
+            total[name] = total.get(name, 0) + value * count
+            growing = growing and value >= 0
+    return Resource(total), growing
 
 
 class Ledger:
@@ -95,7 +133,10 @@ class Ledger:
         self.stats = PartitionStats()
         self.dirty = True  # something changed that may allow a new allocation
         self._sequence = itertools.count(1)  # orders what arrives and is booked at one time
-        self._found: _FoundUsage | None = None  # while a batch of running allocations is booked
+        self._found: _Found | None = None  # while a batch of running allocations is booked
+        # Foreign allocation key -> its node: a pod of another scheduler that goes names no node, and
+        # looking through every node for it made each such release cost as many lookups as there are nodes.
+        self._foreign_on: dict[str, Node] = {}
         self.config = config
         self.queues = QueueTree(config)
         self.usage = UsageTracker(config)
@@ -146,14 +187,14 @@ class Ledger:
 
     def update_node(self, node: Node, attributes, capacity: Resource | None) -> None:
         if attributes:
-            attributes = dict(attributes)
+            attributes = {name: attributes[name] for name in attributes}  # dict(map) goes through Mapping's views
             node.set_attributes(attributes, self.predicates.node_restricted(attributes))
             self.view.node_updated(node.node_id, node.attributes)
         if capacity is not None and capacity != node.capacity:
             self.total = self.total - node.capacity + capacity
             node.set_capacity(capacity)
             self.event(E.NODE, node.node_id, E.NODE_CAPACITY, E.SET, "capacity changed", resource=capacity)
-        self.index.update(node)
+            self.index.update(node)  # the node order reads its capacity, never its attributes
 
     def set_schedulable(self, node: Node, schedulable: bool) -> None:
         node.set_schedulable(schedulable)
@@ -190,21 +231,28 @@ class Ledger:
 
     def release_foreign(self, key: str) -> None:
         """A pod of another scheduler is gone."""
-        for node in self.nodes.values():
-            if key in node.foreign:
-                self._unbook(node, key)
-                self.event(E.NODE, node.node_id, E.NODE_OCCUPIED, E.SET, "foreign allocation released", key,
-                           node.occupied)
-                return
+        node = self._foreign_on.get(key)
+        if node is not None:
+            self._unbook(node, key)
+            self.event(E.NODE, node.node_id, E.NODE_OCCUPIED, E.SET, "foreign allocation released", key,
+                       node.occupied)
 
     # Every change of a node's usage or hold re-sorts it in the node order.
     def _book(self, node: Node, allocation: Allocation) -> None:
         node.add_allocation(allocation)
+        if allocation.foreign:
+            self._foreign_on[allocation.key] = node
         self.view.allocation_added(node.node_id, allocation.key, allocation.tags)
-        self.index.update(node)
+        if self._found is not None:
+            self._found.touch(node)
+        else:
+            self.index.update(node)
 
     def _unbook(self, node: Node, key: str) -> None:
-        if node.remove_allocation(key) is not None:
+        removed = node.remove_allocation(key)
+        if removed is not None:
+            if removed.foreign and self._foreign_on.get(key) is node:
+                del self._foreign_on[key]
             self.view.allocation_removed(node.node_id, key)
         self.index.update(node)
 
@@ -360,12 +408,12 @@ class Ledger:
     def begin_found(self) -> None:
         """Allocations found running are summed per queue and per application and counted once at the
         end of the batch (a recovery books tens of thousands; nothing in between reads the sums)."""
-        self._found = _FoundUsage()
+        self._found = _Found()
 
     def end_found(self) -> None:
         found, self._found = self._found, None
         if found is not None:
-            found.count(self.usage)
+            found.count(self.usage, self.index)
 
     def book(self, app: Application, queue: Queue, allocation: Allocation, node: Node, decided: bool,
              took_placeholder: bool = False) -> None:
@@ -380,14 +428,16 @@ class Ledger:
         allocation.booked = next(self._sequence)
         if not self.usage.tracks(app.application_id):
             self._start_running(app, queue)
-        app.add_allocation(allocation)
-        self._book(node, allocation)
-        queue.count_container("allocated")
-        if self._found is not None and not decided:
-            self._found.add(queue, app.application_id, allocation.resource)
-        else:
+        found = None if decided else self._found
+        if found is None:
+            app.add_allocation(allocation)
+            self._book(node, allocation)
             queue.add_allocated(allocation.resource)
             self.usage.allocated(app.application_id, allocation.resource)
+        else:
+            found.book(app, queue, node, allocation)
+            self.view.allocation_added(node.node_id, allocation.key, allocation.tags)
+        queue.count_container("allocated")
         if app.state in (states.NEW, states.ACCEPTED):
             if app.state == states.NEW:
                 self.set_state(app, states.ACCEPTED)
@@ -411,6 +461,8 @@ class Ledger:
         delta = resource - allocation.resource
         if delta.is_zero():
             return
+        if self._found is not None:
+            self._found.settle(app, self.usage)
         app.resize(allocation, resource)
         holder = self.nodes.get(allocation.node_id)
         if holder is not None:

@@ -17,7 +17,7 @@ class Node:
 
     def __init__(self, node_id: str, capacity: Resource, attributes: Mapping[str, str], schedulable: bool) -> None:
         self.node_id = node_id
-        self.attributes = dict(attributes)
+        self.attributes = {name: attributes[name] for name in attributes}  # dict(map) goes through Mapping's views
         self.capacity = capacity
         self.allocated = Resource()
         self.occupied = Resource()
@@ -64,6 +64,15 @@ class Node:
             self.allocations[allocation.key] = allocation
             self.allocated = self.allocated + allocation.resource
 
+    def place(self, allocation: Allocation) -> None:
+        """Add a YuniKorn allocation whose resource ``add_allocated`` counts later, with others."""
+        self.version += 1
+        self.allocations[allocation.key] = allocation
+
+    def add_allocated(self, delta: Resource) -> None:
+        self.version += 1
+        self.allocated = self.allocated + delta
+
     def remove_allocation(self, key: str) -> Allocation | None:
         self.version += 1
         allocation = self.allocations.pop(key, None)
@@ -84,9 +93,10 @@ class Node:
             self.allocated = self.allocated + delta
         allocation.resource = resource
 
-    def set_attributes(self, attributes: Mapping[str, str], restricted: bool) -> None:
+    def set_attributes(self, attributes: dict[str, str], restricted: bool) -> None:
+        """``attributes``: a dict the node keeps (nobody else holds it)."""
         self.version += 1
-        self.attributes = dict(attributes)
+        self.attributes = attributes
         self.restricted = restricted
 
     def set_capacity(self, capacity: Resource) -> None:

@@ -120,10 +120,18 @@ class Partition:
     def take_outbox(self) -> Outbox:
         return self.ledger.take_outbox()
 
-    def _one(self, kind: str, object_id: str, refuse: Callable[..., None] | None = None, *args) -> _Contained:
-        """``with self._one(...)`` around the handling of one object of a batch: whatever it raises
-        fails that object alone (``refuse(*args, reason)``), never the batch or the partition."""
-        return _Contained(self, kind, object_id, refuse, args)
+    def _failed(self, kind: str, object_id: str, error: Exception, refuse: Callable[..., None] | None = None,
+                *args) -> None:
+        """Handling one object of a batch raised ``error``: it fails that object alone (``refuse(*args,
+        reason)``), never the batch or the partition. (A ``try`` around each object, not a context
+        manager: it wraps every allocation of a recovery, and costs nothing until something raises.)"""
+        log.error("partition %s: %s %s refused, handling it failed: %r", self.name, kind, object_id, error,
+                  exc_info=error)
+        if refuse is not None:
+            try:
+                refuse(*args, f"the scheduler could not handle {kind} {object_id}: {error!r}"[:1024])
+            except Exception:  # refusing raised as well: the object is dropped unanswered, the batch goes on
+                log.exception("partition %s: refusing %s %s failed", self.name, kind, object_id)
 
     def _refuse_app(self, request, reason: str) -> None:
         if request.applicationID not in self.apps:
@@ -140,8 +148,10 @@ class Partition:
     def update_nodes(self, infos) -> None:
         """One at a time: a node whose handling raises is refused alone, never the batch."""
         for info in infos:
-            with self._one("node", info.nodeID, self._refuse_node, info):
+            try:
                 self._update_node(info)
+            except Exception as error:
+                self._failed("node", info.nodeID, error, self._refuse_node, info)
         self.dirty = True
 
     def _update_node(self, info: si_pb2.NodeInfo) -> None:
@@ -181,8 +191,10 @@ class Partition:
         """One at a time: an application whose handling raises is refused alone, never the batch."""
         self.stats.add("apps_new", len(requests))
         for request in requests:
-            with self._one("application", request.applicationID, self._refuse_app, request):
+            try:
                 self._add_application(request)
+            except Exception as error:
+                self._failed("application", request.applicationID, error, self._refuse_app, request)
 
     def _add_application(self, request: si_pb2.AddApplicationRequest) -> None:
         ledger = self.ledger
@@ -262,16 +274,20 @@ class Partition:
     # Asks and allocations.
     def update_allocations(self, allocations, releases) -> None:
         for release in releases:
-            with self._one("release", release.allocationKey):
+            try:
                 self._handle_release(release)
+            except Exception as error:
+                self._failed("release", release.allocationKey, error)
         self.ledger.begin_found()
         try:
             for message in allocations:
-                with self._one("allocation", message.allocationKey, self._refuse_allocation, message):
+                try:
                     if message.nodeID:
                         self._add_existing(message)
                     else:
                         self._add_ask(message)
+                except Exception as error:
+                    self._failed("allocation", message.allocationKey, error, self._refuse_allocation, message)
         finally:
             self.ledger.end_found()
         self.dirty = True
@@ -452,26 +468,3 @@ class Partition:
                 ledger.expire(app_id, now)
         ledger.prune_queues()
 
-
-class _Contained:
-    """See ``Partition._one``; a class, not a generator, as it wraps every allocation of a recovery."""
-
-    __slots__ = ("partition", "kind", "object_id", "refuse", "args")
-
-    def __init__(self, partition: Partition, kind: str, object_id: str, refuse, args: tuple) -> None:
-        self.partition, self.kind, self.object_id, self.refuse, self.args = partition, kind, object_id, refuse, args
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, error, trace) -> bool:
-        if error is None or not isinstance(error, Exception):
-            return False
-        log.error("partition %s: %s %s refused, handling it failed: %r", self.partition.name, self.kind,
-                  self.object_id, error, exc_info=error)
-        if self.refuse is not None:
-            try:
-                self.refuse(*self.args, f"the scheduler could not handle {self.kind} {self.object_id}: {error!r}"[:1024])
-            except Exception:  # refusing raised as well: the object is dropped unanswered, the batch goes on
-                log.exception("partition %s: refusing %s %s failed", self.partition.name, self.kind, self.object_id)
-        return True

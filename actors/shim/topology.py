@@ -153,7 +153,7 @@ class TopologyIndex:
         self.node_version = 0
         self._cached: tuple | None = None
         self._eligible: dict = {}
-        self._label_sets: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}  # shared by the pods that have them
+        self._label_sets: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}  # label tags -> labels, shared
 
     # ---- told by the core ------------------------------------------------------------------------
 
@@ -191,20 +191,23 @@ class TopologyIndex:
             self.allocation_removed(self.pods[key].node_id, key)
         pod = _Pod(key, node_id, tags, self._shared_labels(tags))
         self.pods[key] = pod
-        self.node_pods.setdefault(node_id, set()).add(key)
+        on_node = self.node_pods.get(node_id)
+        if on_node is None:
+            on_node = self.node_pods[node_id] = set()
+        on_node.add(key)
         self._index(pod)
         self.version += 1
 
     def _shared_labels(self, tags: Mapping[str, str]) -> Mapping[str, str]:
         """The pod's labels, one read-only mapping for every pod with the same (the pods of a workload);
         at most ``LABEL_SETS_KEPT`` sets are remembered, the oldest forgotten first."""
-        labels = labels_of(tags)
-        key = tuple(labels.items())
+        # Known by its label tags as they are: a pod whose set is known builds no mapping of its own.
+        key = tuple([(name, value) for name, value in tags.items() if name.startswith(TAG_LABEL_PREFIX)])
         shared = self._label_sets.get(key)
         if shared is None:
             while len(self._label_sets) >= LABEL_SETS_KEPT:
                 del self._label_sets[next(iter(self._label_sets))]
-            shared = self._label_sets[key] = types.MappingProxyType(labels)
+            shared = self._label_sets[key] = types.MappingProxyType({name[_PREFIX:]: value for name, value in key})
         return shared
 
     def allocation_removed(self, node_id: str, key: str) -> None:
@@ -227,8 +230,12 @@ class TopologyIndex:
         return False
 
     def _index(self, pod: _Pod) -> None:
+        by_label = self.by_label
         for pair in pod.labels.items():
-            self.by_label.setdefault(pair, set()).add(pod.key)
+            keys = by_label.get(pair)
+            if keys is None:  # not setdefault: it would build a set for every pod, to throw away
+                keys = by_label[pair] = set()
+            keys.add(pod.key)
         terms = pod.constraints.anti_affinity
         if not terms:
             return

@@ -246,6 +246,41 @@ def test_foreign_allocations_occupy_nodes_and_are_released(core_factory):
     assert len(occupied_events) == 2
 
 
+def test_a_foreign_pod_that_goes_is_released_from_its_own_node_even_after_a_resize_or_its_nodes_removal(core_factory):
+    core = core_factory()
+    core.nodes(3, vcore=4000)
+
+    def report(key, node, vcore):
+        core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[si_pb2.Allocation(
+            allocationKey=key, nodeID=node, partitionName="default", allocationTags={TAG_FOREIGN: FOREIGN_DEFAULT},
+            resourcePerAlloc=Resource.of(vcore=vcore).to_proto())]))
+
+    def release(key):
+        core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", releases=si_pb2.AllocationReleasesRequest(
+            allocationsToRelease=[si_pb2.AllocationRelease(partitionName="default", allocationKey=key)])))
+
+    def occupied():
+        return {n.node_id: n.occupied["vcore"] for n in core.snapshot().partitions[0].nodes}
+
+    report("a", "node-0", 1000)
+    report("b", "node-2", 1000)
+    report("c", "node-1", 500)
+    report("b", "node-2", 3000)  # resized
+    core.settle()
+    assert occupied() == {"node-0": 1000, "node-1": 500, "node-2": 3000}
+    release("b")
+    core.settle()
+    assert occupied() == {"node-0": 1000, "node-1": 500, "node-2": 0}
+    core.scheduler.update_node(si_pb2.NodeRequest(rmID="rm", nodes=[si_pb2.NodeInfo(
+        nodeID="node-1", action=si_pb2.NodeInfo.DECOMISSION)]))
+    release("c")  # its node went with it
+    release("b")  # already gone
+    core.settle()
+    assert occupied() == {"node-0": 1000, "node-2": 0}
+    released = [e.referenceID for e in core.callback.events if e.message == "foreign allocation released"]
+    assert released == ["b"]
+
+
 def test_existing_allocations_are_accepted_even_over_quota(core_factory):
     core = core_factory(config(queue("q", max={"vcore": 1})))
     core.nodes(1)
@@ -451,3 +486,67 @@ def test_an_allocation_and_its_events_carry_the_ask_as_sent(core_factory):
     assert Resource.from_proto(by_detail[si_pb2.EventRecord.NODE_ALLOC, "node-0", "app-0"].resource) == size
     assert Resource.from_proto(by_detail[si_pb2.EventRecord.REQUEST_ALLOC, "app-0", "app"].resource) == size
     assert not by_detail[si_pb2.EventRecord.APP_NEW, "app", ""].HasField("resource")
+
+
+def _found_running(core, one_by_one: bool) -> None:
+    """Three applications' pods found running over three nodes (two shapes, a pod of another scheduler, one
+    allocation below zero and one reported again with a new size), in one request or one request each."""
+    core.nodes(3, vcore=64_000, memory=64 * GIB, action=si_pb2.NodeInfo.CREATE_DRAIN)
+    for app, user in (("a", "alice"), ("b", "bob"), ("c", "alice")):
+        core.app(app, queue="root.q", user=user, groups=("staff",))
+    core.settle()
+
+    def running(key, app, node, vcore, memory=GIB, tags=None):
+        return si_pb2.Allocation(allocationKey=key, applicationID=app, partitionName="default", nodeID=node,
+                                 allocationTags=tags or {}, resourcePerAlloc=Resource.of(vcore=vcore, memory=memory).to_proto())
+
+    found = [running(f"{app}-{i}", app, f"node-{i % 3}", 1000 if i % 2 else 500) for app in "ab" for i in range(7)]
+    found += [running("c-0", "c", "node-1", 2000), running("c-1", "c", "node-1", -300, memory=0),
+              running("c-2", "c", "node-2", 100), running("c-0", "c", "node-1", 1200),  # resized: 800 less
+              running("other", "", "node-0", 250, tags={TAG_FOREIGN: FOREIGN_DEFAULT})]
+    for batch in ([[message] for message in found] if one_by_one else [found]):
+        core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=batch))
+    core.settle()
+
+
+def test_running_allocations_found_in_one_batch_count_as_found_one_by_one(core_factory):
+    pictures = []
+    for one_by_one in (True, False):
+        core = core_factory(config(queue("q")))
+        _found_running(core, one_by_one)
+        snapshot = core.snapshot().partitions[0]
+        pictures.append((
+            {n.node_id: (n.allocated, n.occupied, len(n.allocations), n.available) for n in snapshot.nodes},
+            {a.application_id: (a.used_resource, a.max_used_resource, a.state, len(a.allocations))
+             for a in snapshot.applications},
+            snapshot.root_queue.find("root.q").allocated_resource, snapshot.root_queue.allocated_resource,
+            snapshot.user_usage, snapshot.group_usage))
+    assert pictures[0] == pictures[1]
+    nodes, apps, leaf, root = pictures[1][:4]
+    assert apps["c"][:2] == (Resource.of(vcore=1000, memory=2 * GIB), Resource.of(vcore=2000, memory=2 * GIB)), \
+        "the peak is as each allocation and the resize came: c-0 at 2000 before c-1 took 300 back"
+    assert leaf == root == Resource.of(vcore=2 * (4 * 500 + 3 * 1000) + 1000, memory=16 * GIB)
+    assert nodes["node-0"][1] == Resource.of(vcore=250, memory=GIB)
+
+
+def test_a_running_allocation_whose_booking_raises_is_refused_alone_and_the_batch_is_counted(core_factory, monkeypatch):
+    from actors.core.ledger import Ledger
+
+    book = Ledger.book
+
+    def failing(self, app, queue, allocation, node, decided, took_placeholder=False):
+        if allocation.key == "app-2":
+            raise RuntimeError("boom")
+        book(self, app, queue, allocation, node, decided, took_placeholder)
+
+    monkeypatch.setattr(Ledger, "book", failing)
+    core = core_factory(config(queue("q")))
+    core.nodes(2)
+    core.app("app", queue="root.q")
+    core.asks("app", 5, vcore=500, node="node-1")
+    core.settle()
+    [refused] = core.callback.rejected_allocations()
+    assert refused.allocationKey == "app-2" and "could not handle allocation app-2" in refused.reason
+    snapshot = core.snapshot().partitions[0]
+    assert snapshot.root_queue.find("root.q").allocated_resource == Resource.of(vcore=2000, memory=4 * GIB)
+    assert {n.node_id: n.allocated for n in snapshot.nodes}["node-1"] == Resource.of(vcore=2000, memory=4 * GIB)
