@@ -61,11 +61,17 @@ class InformerStatus:
 @dataclass(frozen=True, slots=True)
 class WatchSettings:
     """``timeout`` is the server-side watch length; a connection silent for ``read_timeout`` seconds
-    (more than the bookmark interval) is treated as dead; failures back off up to ``max_backoff``."""
+    (more than the bookmark interval) is treated as dead; failures back off up to ``max_backoff``.
+    ``linger``: seconds the watch waits, after a read that took all there was, for more events to
+    arrive before reading again (``WatchStream.batches``): a steady trickle of events (pods created
+    and bound at a paced rate) is told as a few batches, each waking the listener and the actors
+    after it once, instead of one or two events a message; the first event after a quiet spell is
+    told at once."""
 
     timeout: int = 300
     read_timeout: float = 330.0
     max_backoff: float = 5.0
+    linger: float = 0.01
 
 
 class Informer(Actor):
@@ -143,7 +149,7 @@ class Informer(Actor):
                 self._stream = stream
                 if self._stopping.is_set():
                     stream.close()
-                for batch in stream.batches():
+                for batch in stream.batches(self._settings.linger):
                     changes, resource_version = self._apply(store, batch, resource_version)
                     if changes:
                         self._listener.tell(Changes(self._kind.name, tuple(changes)))
