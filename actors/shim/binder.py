@@ -377,26 +377,25 @@ class Binder(Actor):
                 function(argument)
 
     def _with_waiting_binds(self, item: tuple) -> tuple[list[tuple], bool]:
-        """The work to do for ``item``: a group of binds takes the groups waiting behind it (up to
-        ``BIND_MERGE`` binds); other work taken out of the queue meanwhile follows it in its order, and a
-        stop taken (``None``) ends the worker after it. Whether the worker is to stop."""
+        """The work to do for ``item``: a group of binds takes the groups of binds waiting behind it (up
+        to ``BIND_MERGE`` binds), until other work comes out of the queue: that follows the binds (the
+        other workers go on with the rest, so deletions and evictions still run side by side); a stop
+        (``None``) ends the worker after the binds. Whether the worker is to stop."""
         function, message = item
         if function != self._bind_all:
             return [item], False
         binds: list[BindRequest] = list(message)
-        others: list[tuple] = []
         while len(binds) < BIND_MERGE:
             try:
                 waiting = self._work.get_nowait()
             except queue.Empty:
                 break
             if waiting is None:
-                return [(function, binds), *others], True
-            if waiting[0] == self._bind_all:
-                binds.extend(waiting[1])
-            else:
-                others.append(waiting)
-        return [(function, binds), *others], False
+                return [(function, binds)], True
+            if waiting[0] != self._bind_all:
+                return [(function, binds), waiting], False
+            binds.extend(waiting[1])
+        return [(function, binds)], False
 
     def _bind_all(self, requests: list[BindRequest]) -> None:
         """Bind pods without claims together (see ``KubeClient.bind_all``); each outcome as ``_bind_pod``'s."""
