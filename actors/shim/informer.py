@@ -3,7 +3,7 @@
 An informer lists its kind, tells the listener ``Listed`` with every object, then watches from the
 list's resourceVersion (bookmarks on, ``timeoutSeconds`` so the server ends the watch, a read timeout
 so a dead connection fails instead of hanging) and tells ``Changes`` as events arrive, one message per
-chunk read. A watch that ends on time is resumed from the last resourceVersion seen; on ``410 Gone`` or
+chunk read (after a read that took all there was, it lingers a moment before the next: ``WatchSettings``). A watch that ends on time is resumed from the last resourceVersion seen; on ``410 Gone`` or
 a broken stream the informer lists again and tells the difference against what it had (adds, updates,
 deletes that happened while it was not watching). It keeps the last record of every object, so an
 event it has already delivered (same resourceVersion) is never delivered twice, and a delete of an
