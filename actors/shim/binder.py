@@ -1,7 +1,8 @@
 """The binder: carries out the core's decisions on pods through the API, concurrently.
 
 Binding is the throughput limit of the whole scheduler, so binds run on a pool of worker threads
-sharing the client's connection pool. Each bind is retried by the client (5xx, 429, connection errors)
+sharing the client's connection pool; binds waiting for a worker go together, many in one exchange
+(see ``BIND_MERGE``). Each bind is retried by the client (5xx, 429, connection errors)
 and ends in one ``BindOutcome`` told to the listener: bound (including "already bound to that node"),
 gone (the pod was deleted), or failed. The binder keeps the set of pods being bound and drops a second
 request for a pod already in flight, so a pod is never bound twice. It also deletes pods the core
@@ -85,7 +86,11 @@ class _ClaimsDue:
 
 
 CLAIM_CHECK_INTERVAL = 0.2
-BIND_BATCH = 16  # binds a worker sends together at most
+BIND_BATCH = 16  # binds handed to a worker together
+# Binds a worker sends together at most when more groups wait behind its own: a backlog (binds paced by
+# the rate limit, or a slow API server) goes in a few large exchanges, each one wait for tokens and one
+# wake-up of one worker, instead of many small ones that cost as much CPU each.
+BIND_MERGE = 64
 
 
 class Binder(Actor):
@@ -365,9 +370,32 @@ class Binder(Actor):
         tell_if_alive(request.reply_to, PlaceholdersCreated(tuple(created), error))
 
     def _serve(self) -> None:
-        while (item := self._work.get()) is not None:
-            function, message = item
-            function(message)
+        stopping = False
+        while not stopping and (item := self._work.get()) is not None:
+            work, stopping = self._with_waiting_binds(item)
+            for function, argument in work:
+                function(argument)
+
+    def _with_waiting_binds(self, item: tuple) -> tuple[list[tuple], bool]:
+        """The work to do for ``item``: a group of binds takes the groups of binds waiting behind it (up
+        to ``BIND_MERGE`` binds), until other work comes out of the queue: that follows the binds (the
+        other workers go on with the rest, so deletions and evictions still run side by side); a stop
+        (``None``) ends the worker after the binds. Whether the worker is to stop."""
+        function, message = item
+        if function != self._bind_all:
+            return [item], False
+        binds: list[BindRequest] = list(message)
+        while len(binds) < BIND_MERGE:
+            try:
+                waiting = self._work.get_nowait()
+            except queue.Empty:
+                break
+            if waiting is None:
+                return [(function, binds)], True
+            if waiting[0] != self._bind_all:
+                return [(function, binds), waiting], False
+            binds.extend(waiting[1])
+        return [(function, binds)], False
 
     def _bind_all(self, requests: list[BindRequest]) -> None:
         """Bind pods without claims together (see ``KubeClient.bind_all``); each outcome as ``_bind_pod``'s."""

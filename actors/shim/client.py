@@ -29,7 +29,7 @@ import urllib3
 
 from actors.shim.fence import OPEN, Fence, Fenced
 from actors.shim.ratelimit import TokenBucket
-from actors.shim.transport import FastTransport, Pending, TransportError
+from actors.shim.transport import RECEIVE_SIZE, FastTransport, Pending, TransportError
 
 log = logging.getLogger(__name__)
 
@@ -302,7 +302,7 @@ class KubeClient:
             status, reason, retry_after, body = self._transport.stream(path, query, {"Accept": JSON}, read_timeout,
                                                                        WATCH_CONNECT_TIMEOUT)
             if 200 <= status <= 299:
-                return WatchStream(body.chunks(), body.close)
+                return WatchStream(body.chunks(), body.close, drained_below=RECEIVE_SIZE // 2)
             data = body
         else:
             response = self._send("GET", path, query, timeout=(WATCH_CONNECT_TIMEOUT, read_timeout))
@@ -488,20 +488,28 @@ class WatchStream:
     """The events of one watch as ``(type, object)`` pairs: ``ADDED``, ``MODIFIED``, ``DELETED`` with the
     object's JSON, ``BOOKMARK`` with only its metadata, read from ``chunks`` of its body. An ``ERROR``
     event with status 410 raises ``WatchExpired``; a broken connection raises the transport's error.
-    ``close`` may be called from another thread to end a blocked read (``shutdown`` is what does it)."""
+    ``close`` may be called from another thread to end a blocked read (``shutdown`` is what does it).
+    ``drained_below``: a chunk shorter than that many bytes came from a read that took all there was
+    (``None``: the chunks do not tell, and the stream never lingers)."""
 
-    def __init__(self, chunks: Iterator[bytes], shutdown: Callable[[], object]) -> None:
+    def __init__(self, chunks: Iterator[bytes], shutdown: Callable[[], object],
+                 drained_below: int | None = None) -> None:
         self._chunks = chunks
         self._shutdown = shutdown
         self._closed = threading.Event()
+        self._drained_below = drained_below
 
     def __iter__(self) -> Iterator[tuple[str, dict]]:
         for batch in self.batches():
             yield from batch
 
-    def batches(self) -> Iterator[list[tuple[str, dict]]]:
-        """The events as they arrive: one list per chunk read from the connection."""
+    def batches(self, linger: float = 0.0) -> Iterator[list[tuple[str, dict]]]:
+        """The events as they arrive: one list per chunk read from the connection. With ``linger``, a
+        batch from a read that took all there was (the events trickle in) is followed by a pause of
+        that many seconds before the next read, so what arrives meanwhile comes as one batch, not one
+        each; after a larger read (more was waiting) the next read follows at once."""
         pending = b""
+        lingers = linger > 0 and self._drained_below is not None
         try:
             for chunk in self._chunks:
                 pending += chunk
@@ -509,6 +517,8 @@ class WatchStream:
                     continue
                 *lines, pending = pending.split(b"\n")
                 yield [_event(orjson.loads(line)) for line in lines if line.strip()]
+                if lingers and len(chunk) < self._drained_below:
+                    self._closed.wait(linger)  # close() ends it at once
             if pending.strip():
                 yield [_event(orjson.loads(pending))]
         except Exception:

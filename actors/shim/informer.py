@@ -3,7 +3,7 @@
 An informer lists its kind, tells the listener ``Listed`` with every object, then watches from the
 list's resourceVersion (bookmarks on, ``timeoutSeconds`` so the server ends the watch, a read timeout
 so a dead connection fails instead of hanging) and tells ``Changes`` as events arrive, one message per
-chunk read. A watch that ends on time is resumed from the last resourceVersion seen; on ``410 Gone`` or
+chunk read (after a read that took all there was, it lingers a moment before the next: ``WatchSettings``). A watch that ends on time is resumed from the last resourceVersion seen; on ``410 Gone`` or
 a broken stream the informer lists again and tells the difference against what it had (adds, updates,
 deletes that happened while it was not watching). It keeps the last record of every object, so an
 event it has already delivered (same resourceVersion) is never delivered twice, and a delete of an
@@ -61,11 +61,17 @@ class InformerStatus:
 @dataclass(frozen=True, slots=True)
 class WatchSettings:
     """``timeout`` is the server-side watch length; a connection silent for ``read_timeout`` seconds
-    (more than the bookmark interval) is treated as dead; failures back off up to ``max_backoff``."""
+    (more than the bookmark interval) is treated as dead; failures back off up to ``max_backoff``.
+    ``linger``: seconds the watch waits, after a read that took all there was, for more events to
+    arrive before reading again (``WatchStream.batches``): a steady trickle of events (pods created
+    and bound at a paced rate) is told as a few batches, each waking the listener and the actors
+    after it once, instead of one or two events a message; the first event after a quiet spell is
+    told at once."""
 
     timeout: int = 300
     read_timeout: float = 330.0
     max_backoff: float = 5.0
+    linger: float = 0.01
 
 
 class Informer(Actor):
@@ -143,7 +149,7 @@ class Informer(Actor):
                 self._stream = stream
                 if self._stopping.is_set():
                     stream.close()
-                for batch in stream.batches():
+                for batch in stream.batches(self._settings.linger):
                     changes, resource_version = self._apply(store, batch, resource_version)
                     if changes:
                         self._listener.tell(Changes(self._kind.name, tuple(changes)))

@@ -1,11 +1,14 @@
 """The binder and the event recorder against kubesim: retries, conflicts, concurrency, aggregation."""
 
+import threading
+
 import pytest
 from kubernetes import client as k8s
 
 from actors.shim.binder import Binder
 from actors.shim.client import ApiError, KubeClient, RetryPolicy
 from actors.shim.messages import (
+    BinderStatsRequest,
     BindOutcome,
     BindOutcomes,
     BindRequest,
@@ -17,6 +20,7 @@ from actors.shim.messages import (
     PodCondition,
     RecorderStatsRequest,
 )
+from actors.shim.ratelimit import TokenBucket
 from actors.shim.recorder import EventRecorder
 from tests.shim.doubles import Inbox, inbox_messages, wait_for
 from tests.shim.factories import pod_json
@@ -264,3 +268,46 @@ def test_a_transient_failure_among_binds_sent_together_is_retried_alone(kubesim,
     assert shim_client.bind_all([("default", f"p{i}", nodes[0], uid) for i, uid in enumerate(uids)]) == [None] * 4
     assert [node_of(core_api, f"p{i}") for i in range(4)] == [nodes[0]] * 4
     assert len([r for r in kubesim.request_log if r.subresource == "binding"]) == 5
+
+
+def sent_behind_a_busy_worker(core_api, shim_client, nodes, *tells):
+    """One worker, held in its first exchange while the binder queues ``tells`` (each a callable making
+    the message from the bind requests of the 48 pods it is given); then every bind and deletion is
+    made. How many binds each exchange sent, in order (a deletion's request counts 1), and the pods left."""
+    qps, sent_together, released = 1_000_000, [], threading.Event()
+
+    def paced(delay):  # every exchange waits for its tokens (no burst): the wait names how many binds it sends
+        sent_together.append(round(delay * qps))
+        released.wait(10)  # the first exchange holds the only worker while the others queue up
+
+    shim_client.rate = TokenBucket(qps, 0, sleep=paced)
+    first = BindRequest(make_pod(core_api, "first"), "default", "first", nodes[0])
+    backlog = [BindRequest(make_pod(core_api, f"p{i}"), "default", f"p{i}", nodes[i % 2]) for i in range(48)]
+    victim = make_pod(core_api, "victim")
+    inbox = Inbox.start()
+    binder = Binder.start(shim_client, inbox, 1)
+    binder.tell(first)
+    wait_for(lambda: sent_together == [1], message="the first bind is on its way")
+    for tell in tells:
+        binder.tell(tell(backlog, DeletePod(victim, "default", "victim", "preempted")))
+    binder.ask(BinderStatsRequest())  # the binder has queued them all for its worker
+    released.set()
+    binder.ask(Drain())
+    assert all(o.bound for o in inbox_messages(inbox, BindOutcome)) and len(inbox_messages(inbox, BindOutcome)) == 49
+    assert {p.metadata.name: p.spec.node_name for p in core_api.list_namespaced_pod("default").items} == {
+        "first": nodes[0], **{r.name: r.node for r in backlog}}  # the deletion was made too
+    binder.stop()
+    inbox.stop()
+    return sent_together
+
+
+def test_binds_waiting_behind_a_busy_worker_are_sent_together(core_api, shim_client, nodes):
+    sent = sent_behind_a_busy_worker(core_api, shim_client, nodes, lambda binds, _: Binds(tuple(binds[:20])),
+                                     lambda binds, _: Binds(tuple(binds[20:])), lambda _, delete: delete)
+    assert sent[:2] == [1, 48]  # the four groups behind the first, in one exchange (then the deletion's)
+
+
+def test_binds_are_not_merged_past_other_work(core_api, shim_client, nodes):
+    sent = sent_behind_a_busy_worker(core_api, shim_client, nodes, lambda binds, _: Binds(tuple(binds[:16])),
+                                     lambda _, delete: delete, lambda binds, _: Binds(tuple(binds[16:])))
+    assert sent[:2] == [1, 16] and sent[-1] == 32  # the deletion ends the first merge; the rest go together

@@ -1,6 +1,7 @@
 """Informers against kubesim: list, watch, bookmarks, and exact delivery across drops, 410s and dead
 connections."""
 
+import dataclasses
 import logging
 import threading
 from collections import defaultdict
@@ -97,6 +98,20 @@ def test_list_then_watch_adds_updates_deletes(kubesim, kube_api, shim_client):
     core.delete_namespaced_pod("before", "default")
     wait_for(lambda: view.replay()[1].get(second) == ["Added", "Updated"] and first not in view.replay()[0])
     assert view.replay()[0][second].labels == {"x": "y"}
+    stop(informer, inbox)
+
+
+def test_events_that_trickle_in_are_told_together_and_the_first_at_once(kubesim, kube_api, shim_client):
+    core = k8s.CoreV1Api(kube_api)
+    linger = 1.0
+    inbox, informer, view = start_informer(shim_client, dataclasses.replace(FAST, linger=linger))
+    wait_for(lambda: inbox_messages(inbox, Listed))
+    first = create_pod(core, "first")
+    wait_for(lambda: first in view.replay()[0], timeout=linger / 2,
+             message="the first event after a quiet spell is told at once")
+    trickle = [create_pod(core, f"then-{i}") for i in range(5)]  # one by one, while the watch lingers
+    wait_for(lambda: all(uid in view.replay()[0] for uid in trickle), timeout=linger * 5)
+    assert [[c.record.uid for c in m.changes] for m in inbox_messages(inbox, Changes)] == [[first], trickle]
     stop(informer, inbox)
 
 
