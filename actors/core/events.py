@@ -63,13 +63,6 @@ class PendingEvent(NamedTuple):
         return event
 
 
-def pending(type_: int, object_id: str, detail: int, change: int = si_pb2.EventRecord.ADD, message: str = "",
-            reference: str = "", resource: Resource | None = None, *, timestamp: int) -> PendingEvent:
-    # The tuple built directly: the named tuple's own __new__ is one more Python call (an event per allocation).
-    return _tuple_new(PendingEvent, (type_, object_id, detail, change, message, reference, resource, timestamp))
-
-
-_tuple_new = tuple.__new__
 
 
 class EventRing:
