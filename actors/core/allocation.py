@@ -26,6 +26,11 @@ def _shape(message: si_pb2.Resource) -> tuple[Resource, tuple]:
     return known
 
 
+def shared_resource(message: si_pb2.Resource) -> Resource:
+    """The vector of ``message``, shared with every other of its shape (nodes of one machine type, too)."""
+    return _shape(message)[0]
+
+
 def is_node_failure(reason: str) -> bool:
     """Whether ``reason`` says that no node takes the ask (rather than a quota or limit holding it)."""
     return reason.startswith("0/") or reason == NO_NODES

@@ -22,8 +22,20 @@ from si.resources import Resource
 
 def resource_wire(resource: Resource) -> bytes:
     """``resource`` as a serialized ``si.Resource``: merging it into a message costs a fraction of setting
-    each quantity (the core writes one per allocation and per event)."""
-    return _wire(tuple(resource.items()))
+    each quantity (the core writes one per allocation and per event). Known by the vector itself first:
+    the allocations of a workload share one (``actors.core.allocation``), and vectors never change."""
+    known = _wires_of_vectors.get(id(resource))
+    if known is not None and known[0] is resource:
+        return known[1]
+    wire = _wire(tuple(resource.items()))
+    if len(_wires_of_vectors) >= WIRES_KEPT:
+        _wires_of_vectors.clear()  # one atomic step: partitions of other threads share the cache
+    _wires_of_vectors[id(resource)] = (resource, wire)  # the vector held: its id is not reused meanwhile
+    return wire
+
+
+WIRES_KEPT = 4096
+_wires_of_vectors: dict[int, tuple[Resource, bytes]] = {}
 
 
 @functools.lru_cache(maxsize=4096)  # by shape: a cluster's pods come in few
@@ -32,12 +44,12 @@ def _wire(shape: tuple[tuple[str, int], ...]) -> bytes:
 
 
 @functools.lru_cache(maxsize=4096)
-def _kind_wire(type_: int, detail: int, change: int, shape: tuple[tuple[str, int], ...]) -> bytes:
+def _kind_wire(type_: int, detail: int, change: int, resource: bytes) -> bytes:
     """The fields events of one kind and resource share, serialized: merged into a record with its own
     few fields, it costs half of setting them all (a record per running allocation a recovery finds)."""
     event = si_pb2.EventRecord(type=type_, eventChangeDetail=detail, eventChangeType=change)
-    if shape:
-        event.resource.MergeFromString(_wire(shape))
+    if resource:
+        event.resource.MergeFromString(resource)
     return event.SerializeToString()
 
 
@@ -59,17 +71,10 @@ class PendingEvent(NamedTuple):
                                    timestampNano=self.timestamp)
         resource = self.resource
         # An empty vector sets no field, as before.
-        event.MergeFromString(_kind_wire(self.type, self.detail, self.change, tuple(resource.items()) if resource else ()))
+        event.MergeFromString(_kind_wire(self.type, self.detail, self.change, resource_wire(resource) if resource else b""))
         return event
 
 
-def pending(type_: int, object_id: str, detail: int, change: int = si_pb2.EventRecord.ADD, message: str = "",
-            reference: str = "", resource: Resource | None = None, *, timestamp: int) -> PendingEvent:
-    # The tuple built directly: the named tuple's own __new__ is one more Python call (an event per allocation).
-    return _tuple_new(PendingEvent, (type_, object_id, detail, change, message, reference, resource, timestamp))
-
-
-_tuple_new = tuple.__new__
 
 
 class EventRing:

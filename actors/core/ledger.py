@@ -18,7 +18,7 @@ from actors.core.accounting import Accounts
 from actors.core.allocation import Allocation, is_node_failure
 from actors.core.application import Application
 from actors.core.config import PartitionConfig
-from actors.core.events import PendingEvent, pending
+from actors.core.events import PendingEvent
 from actors.core.node import Node, NodeIndex
 from actors.core.plugins import NodePredicates
 from actors.core.preemption import InFlight
@@ -32,6 +32,7 @@ from si.history import FinishedApplication
 from si.resources import Resource
 
 E = si_pb2.EventRecord
+_tuple_new = tuple.__new__
 
 
 @dataclass
@@ -150,8 +151,9 @@ class Ledger:
         return outbox
 
     def event(self, type_, object_id, detail, change=E.ADD, message="", reference="", resource=None) -> None:
-        self.outbox.events.append(pending(type_, object_id, detail, change, message, reference, resource,
-                                          timestamp=self.clock.now_ns()))
+        # The tuple built directly: the named tuple's own __new__ is one more Python call (an event per allocation).
+        self.outbox.events.append(_tuple_new(PendingEvent, (type_, object_id, detail, change, message, reference,
+                                                            resource, self.clock.now_ns())))
 
     # Configuration.
     def reconfigure(self, config: PartitionConfig) -> None:

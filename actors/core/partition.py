@@ -19,7 +19,7 @@ from time import perf_counter
 
 from actors.core import application as states
 from actors.core.accounting import Accounts
-from actors.core.allocation import Allocation
+from actors.core.allocation import Allocation, shared_resource
 from actors.core.application import Application
 from actors.core.config import PartitionConfig
 from actors.core.cycle import AllocationResult, Cycle, Decided
@@ -163,7 +163,7 @@ class Partition:
                 self.outbox.rejected_nodes.append(si_pb2.RejectedNode(
                     nodeID=info.nodeID, reason=f"node {info.nodeID} already exists"))
                 return
-            capacity = Resource.from_proto(info.schedulableResource)
+            capacity = shared_resource(info.schedulableResource)
             if capacity.has_negative():
                 self.outbox.rejected_nodes.append(si_pb2.RejectedNode(
                     nodeID=info.nodeID, reason=f"negative capacity {capacity.negative_components()}"))
@@ -174,7 +174,7 @@ class Partition:
             self.outbox.rejected_nodes.append(si_pb2.RejectedNode(
                 nodeID=info.nodeID, reason=f"node {info.nodeID} not found"))
         elif action == Action.UPDATE:
-            capacity = Resource.from_proto(info.schedulableResource) if info.HasField("schedulableResource") else None
+            capacity = shared_resource(info.schedulableResource) if info.HasField("schedulableResource") else None
             ledger.update_node(node, info.attributes, capacity)
         elif action in (Action.DRAIN_NODE, Action.DRAIN_TO_SCHEDULABLE):
             ledger.set_schedulable(node, action == Action.DRAIN_TO_SCHEDULABLE)

@@ -158,17 +158,17 @@ class TopologyIndex:
     # ---- told by the core ------------------------------------------------------------------------
 
     def node_updated(self, node_id: str, attributes: Mapping[str, str]) -> None:
-        labels = labels_of(attributes)
-        old_attributes = self.node_attributes.get(node_id)
-        if old_attributes is not None and dict(old_attributes) == dict(attributes):
+        attributes = dict(attributes)
+        if attributes == self.node_attributes.get(node_id):
             return
+        labels = labels_of(attributes)
         # The pods' entries depend on the node's labels alone: an attribute that is no label (the
         # node's state, set as every recovered node turns schedulable) leaves them as they are.
         pods = [] if labels == self.node_labels.get(node_id) else [self.pods[k] for k in self.node_pods.get(node_id, ())]
         for pod in pods:
             self._unindex(pod)
         self.node_labels[node_id] = labels
-        self.node_attributes[node_id] = dict(attributes)
+        self.node_attributes[node_id] = attributes
         self.node_pods.setdefault(node_id, set())
         for pod in pods:
             self._index(pod)
