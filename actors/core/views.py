@@ -227,6 +227,7 @@ class _Built:
 
 
 _VERSION = attrgetter("version")
+_TYPES = itemgetter(4)
 
 
 class _NodeTotals:
@@ -244,7 +245,9 @@ class _NodeTotals:
 
     @staticmethod
     def _of(node: Node) -> tuple:
-        return node.schedulable, node.allocated, node.occupied, len(node.allocations) + len(node.foreign)
+        allocated, occupied = node.allocated, node.occupied
+        return (node.schedulable, allocated, occupied, len(node.allocations) + len(node.foreign),
+                (*allocated.keys(), None, *occupied.keys()))  # the types, compared in C (_same_types)
 
     def update(self, nodes: list[Node]) -> None:
         before = self.built.built.copy()
@@ -254,17 +257,16 @@ class _NodeTotals:
             return
         used = self.used
         for index in changed:
-            _, allocated, occupied, _ = before[index]
+            _, allocated, occupied, _, _ = before[index]
             for name, value in chain(allocated.items(), occupied.items()):
                 used[name] -= value
-            _, allocated, occupied, _ = self.built.built[index]
+            _, allocated, occupied, _, _ = self.built.built[index]
             for name, value in chain(allocated.items(), occupied.items()):
                 used[name] += value
 
     def _same_types(self, before: list, changed: list[int]) -> bool:
-        now = self.built.built
-        return all(tuple(before[i][1]) == tuple(now[i][1]) and tuple(before[i][2]) == tuple(now[i][2])
-                   for i in changed)
+        return (list(map(_TYPES, map(before.__getitem__, changed)))
+                == list(map(_TYPES, map(self.built.built.__getitem__, changed))))
 
     def schedulable(self) -> int:
         return sum(map(itemgetter(0), self.built.built))
