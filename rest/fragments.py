@@ -107,17 +107,7 @@ class Fragments:
 
     def nodes(self, nodes: Sequence, cut: dict[int, bytes] | None = None) -> list[bytes]:
         """``cut``: the nodes rendered now add their allocations' JSON to it, by identity."""
-        entries = self._nodes
-        found = []
-        for node in nodes:
-            entry = entries.get(node.node_id)
-            found.append(entry[1] if entry is not None and entry[0] is node else None)
-        if None in found:
-            for index, body in enumerate(found):
-                if body is None:
-                    found[index] = self._node(nodes[index], cut)
-            self._prune(entries, nodes, _NODE_ID)
-        return found
+        return self._render(nodes, self._nodes, _NODE_ID, lambda node: self._node(node, cut))
 
     def _node(self, node, cut: dict[int, bytes] | None) -> bytes:
         """The JSON of ``node``; its allocations' (see the module's doc) added to ``cut`` by their
@@ -144,19 +134,26 @@ class Fragments:
 
     def applications(self, apps: Sequence, cut: dict[int, bytes] | None = None) -> list[bytes]:
         """``cut``: allocations serialized already, by identity; the others are serialized now."""
-        entries = self._apps
+        def render(app) -> bytes:
+            allocations = None if cut is None else orjson.Fragment(_spliced(app.allocations, cut))
+            json = orjson.dumps(daos.application(app, allocations))
+            self._apps[app.application_id] = (app, json)
+            return json
+
+        return self._render(apps, self._apps, _APPLICATION_ID, render)
+
+    def _render(self, objects: Sequence, entries: dict, name: Callable, render: Callable[[Any], bytes]) -> list[bytes]:
+        """The JSON of each of ``objects`` (nodes or applications): kept in ``entries`` under its ``name``
+        for that very object, or made by ``render`` (which keeps it there)."""
         found = []
-        for app in apps:
-            entry = entries.get(app.application_id)
-            found.append(entry[1] if entry is not None and entry[0] is app else None)
+        for obj in objects:
+            entry = entries.get(name(obj))
+            found.append(entry[1] if entry is not None and entry[0] is obj else None)
         if None in found:
             for index, body in enumerate(found):
                 if body is None:
-                    app = apps[index]
-                    allocations = None if cut is None else orjson.Fragment(_spliced(app.allocations, cut))
-                    found[index] = orjson.dumps(daos.application(app, allocations))
-                    entries[app.application_id] = (app, found[index])
-            self._prune(entries, apps, _APPLICATION_ID)
+                    found[index] = render(objects[index])
+            self._prune(entries, objects, name)
         return found
 
     def _prune(self, entries: dict, objects: Sequence, name: Callable) -> None:
