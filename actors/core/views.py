@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from itertools import chain, compress, count, islice
+from itertools import chain, compress, count
 from operator import attrgetter, itemgetter, ne
 from types import MappingProxyType
 
@@ -93,51 +93,25 @@ def _shared(allocations: Iterable[Allocation], shared: dict[str, AllocationSnaps
 
 
 def node_snapshot(node: Node, shared: dict[str, AllocationSnapshot],
-                  kept: dict[str, tuple[dict, Mapping[str, str], NodeSnapshot | None]] | None = None,
+                  attributes: dict[str, tuple[dict, Mapping[str, str]]] | None = None,
                   checked: dict[str, AllocationSnapshot] | None = None) -> NodeSnapshot:
-    """``kept``: by node, the attributes dict last pictured, its read-only copy (reused while the node
-    holds the same dict: it replaces it whole when its attributes change, never edits it) and the node's
-    last snapshot, whose allocations are reused while they lead the node's (see :func:`_allocations`).
+    """``attributes``: by node, the attributes dict last pictured and its read-only copy, reused while the
+    node holds the same dict (it replaces it whole when its attributes change, never edits it).
     ``checked`` is given the snapshots of the node's allocations (see :func:`application_snapshot`)."""
     capacity, allocated, occupied = node.capacity, node.allocated, node.occupied
-    last = kept.get(node.node_id) if kept is not None else None
-    if last is None or last[0] is not node.attributes:
-        attributes = MappingProxyType(dict(node.attributes))
-    else:
-        attributes = last[1]
-    allocations = _allocations(node, shared, last[2] if last is not None else None)
+    kept = attributes.get(node.node_id) if attributes is not None else None
+    if kept is None or kept[0] is not node.attributes:
+        kept = (node.attributes, MappingProxyType(dict(node.attributes)))
+        if attributes is not None:
+            attributes[node.node_id] = kept
+    allocations = _shared(node.allocations.values(), shared)
     if checked is not None:
         checked.update(zip(node.allocations, allocations, strict=True))
-    snapshot = NodeSnapshot(node.node_id, node.host_name, node.rack_name, attributes, capacity, allocated, occupied,
-                            capacity - allocated - occupied if occupied else capacity - allocated,
-                            utilized(capacity, allocated), allocations,
-                            _shared(node.foreign.values(), shared) if node.foreign else (), node.schedulable,
-                            bool(node.held_by), (node.held_by,) if node.held_by else ())
-    if kept is not None:
-        kept[node.node_id] = (node.attributes, attributes, snapshot)
-    return snapshot
-
-
-# What an allocation's snapshot shows of the changes :func:`_shared` looks for, and its key
-_STATE = attrgetter("key", "resource", "node_id", "allocation_time", "placeholder_used", "preempted")
-_PICTURED = itemgetter(0, _RESOURCE, _NODE, _TIME, _USED, _PREEMPTED)
-
-
-def _allocations(node: Node, shared: dict[str, AllocationSnapshot],
-                 last: NodeSnapshot | None) -> tuple[AllocationSnapshot, ...]:
-    """The snapshots of the node's allocations. While a node only gains allocations (most do, between two
-    snapshots, while the core allocates), its last snapshot's lead its list unchanged: they are taken
-    whole after a comparison that runs in C, and only the new ones are looked at one by one."""
-    before = last.allocations if last is not None else ()
-    allocations = node.allocations
-    if not before or len(before) > len(allocations):
-        return _shared(allocations.values(), shared)
-    records = islice(allocations.values(), len(before))
-    if list(map(_STATE, records)) != list(map(_PICTURED, before)):
-        return _shared(allocations.values(), shared)
-    if len(before) == len(allocations):
-        return before
-    return before + _shared(islice(allocations.values(), len(before), None), shared)
+    return NodeSnapshot(node.node_id, node.host_name, node.rack_name, kept[1], capacity, allocated, occupied,
+                        capacity - allocated - occupied if occupied else capacity - allocated,
+                        utilized(capacity, allocated), allocations,
+                        _shared(node.foreign.values(), shared) if node.foreign else (), node.schedulable,
+                        bool(node.held_by), (node.held_by,) if node.held_by else ())
 
 
 def queue_snapshot(queue: Queue, partition: str, preemption: bool, cluster: Resource,
@@ -278,12 +252,12 @@ class _NodeTotals:
 class _Pictures:
     """A partition's snapshot parts kept for the next snapshot (only its owning actor's thread uses them)."""
 
-    __slots__ = ("totals", "nodes", "kept", "apps", "terminated")
+    __slots__ = ("totals", "nodes", "attributes", "apps", "terminated")
 
     def __init__(self) -> None:
         self.totals = _NodeTotals()
         self.nodes = _Built()
-        self.kept: dict[str, tuple[dict, Mapping[str, str], NodeSnapshot]] = {}  # see node_snapshot
+        self.attributes: dict[str, tuple[dict, Mapping[str, str]]] = {}  # see node_snapshot
         self.apps = _Built()
         self.terminated = _Built()
 
@@ -306,10 +280,11 @@ def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> Partitio
     # What the nodes pictured now hold, when applications are pictured too: not compared again
     checked: dict[str, AllocationSnapshot] | None = {} if APPLICATIONS in areas else None
     if NODES in areas:
-        kept = pictures.kept
-        if len(kept) > 2 * len(all_nodes) + 1000:  # nodes gone
-            pictures.kept = kept = {n.node_id: kept[n.node_id] for n in all_nodes if n.node_id in kept}
-        pictures.nodes.update(all_nodes, lambda n: node_snapshot(n, shared, kept, checked))
+        attributes = pictures.attributes
+        if len(attributes) > 2 * len(all_nodes) + 1000:  # nodes gone
+            pictures.attributes = attributes = {n.node_id: attributes[n.node_id] for n in all_nodes
+                                                if n.node_id in attributes}
+        pictures.nodes.update(all_nodes, lambda n: node_snapshot(n, shared, attributes, checked))
         nodes = tuple(pictures.nodes.built)
     if APPLICATIONS in areas:
         def app_snapshot(a: Application) -> ApplicationSnapshot:
