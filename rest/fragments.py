@@ -21,17 +21,17 @@ allocation is serialized once, under its node, and its bytes are spliced under i
 array of allocations is serialized in one call and cut at the text between two of them, which no
 allocation's JSON can hold (a quote inside a JSON string is escaped).
 
-Entries are keyed by the snapshot objects' identity, never by a time or a version alone, so a changed
-object is always rendered anew: a read never shows an older state than its snapshot. An entry lives as
-long as its snapshot object: a weak reference's callback drops it.
+An entry is found again only for the very snapshot object it was made of, never by a time or a version
+alone, so a changed object is always rendered anew: a read never shows an older state than its
+snapshot. An entry lives until the next snapshot of its node or application is rendered, or, once that
+object is gone from the core, until entries are pruned.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from itertools import compress, count
-from operator import is_, is_not
+from operator import attrgetter, is_, is_not
 from typing import Any
 
 import orjson
@@ -63,6 +63,7 @@ def _cut(body: bytes) -> list[bytes]:
 
 
 _ALLOCATIONS = b'"allocations":['  # where a node's JSON holds its allocations
+_NODE_ID, _APPLICATION_ID = attrgetter("node_id"), attrgetter("application_id")
 
 
 def _joined(pieces: list[bytes]) -> bytes:
@@ -80,16 +81,23 @@ def _spliced(allocs: Sequence, cut: dict[int, bytes]) -> bytes:
 
 
 class Fragments:
-    """JSON of snapshot objects, as bytes; safe to share between threads."""
+    """JSON of snapshot objects, as bytes; safe to share between threads.
+
+    A node's or an application's JSON is kept under its name with the snapshot object it was made of:
+    found again only for that very object. The entry holds the object (its name's next snapshot
+    replaces it), so its identity cannot pass to another object meanwhile; no weak reference and
+    callback per object (a poll of thousands of changed nodes made as many, and the collector scanned
+    them all)."""
 
     def __init__(self) -> None:
-        self._objects: dict[int, tuple[weakref.ref, bytes]] = {}  # id of a node or application -> its JSON
+        # node id -> (its node last rendered, that node's JSON, where in it the array of its allocations is)
+        self._nodes: dict[str, tuple[Any, bytes, int, int]] = {}
+        self._apps: dict[str, tuple[Any, bytes]] = {}  # application id -> (its application last rendered, its JSON)
         self._arrays: dict[Any, tuple[tuple, list[bytes]]] = {}  # name -> (objects, their JSON)
-        # node id -> (its last node rendered, that node's allocations, its JSON, where in it their array is)
-        self._allocations: dict[str, tuple[weakref.ref, tuple, bytes, int, int]] = {}
+        self._largest = 0  # the most objects of a list rendered: entries beyond twice as many are pruned
 
     def __len__(self) -> int:
-        return len(self._objects)
+        return len(self._nodes) + len(self._apps)
 
     def node(self, node) -> bytes:
         return self.nodes((node,))[0]
@@ -99,15 +107,16 @@ class Fragments:
 
     def nodes(self, nodes: Sequence, cut: dict[int, bytes] | None = None) -> list[bytes]:
         """``cut``: the nodes rendered now add their allocations' JSON to it, by identity."""
-        return self._render(nodes, lambda missing: [self._node(n, cut) for n in missing])
+        return self._render(nodes, self._nodes, _NODE_ID, lambda node: self._node(node, cut))
 
     def _node(self, node, cut: dict[int, bytes] | None) -> bytes:
         """The JSON of ``node``; its allocations' (see the module's doc) added to ``cut`` by their
         identity if given (the caller keeps those allocations alive while it holds them)."""
         allocs, key = node.allocations, node.node_id
-        last = self._allocations.get(key)
-        if last is not None and len(last[1]) <= len(allocs) and all(map(is_, last[1], allocs)):
-            _, before, json, start, stop = last
+        last = self._nodes.get(key)
+        before = last[0].allocations if last is not None else None
+        if before is not None and len(before) <= len(allocs) and all(map(is_, before, allocs)):
+            _, json, start, stop = last
             body = json[start:stop]
             if len(allocs) > len(before):
                 added = orjson.dumps([daos.allocation(a) for a in allocs[len(before):]])
@@ -118,47 +127,44 @@ class Fragments:
             cut.update(zip(map(id, allocs), _cut(body), strict=True))
         json = orjson.dumps(daos.node(node, orjson.Fragment(body)))
         # The first such text is the key's: the fields before it hold no array, and a quote inside a
-        # string is escaped. The node's JSON is kept anyway (_objects): its allocations are not copied.
+        # string is escaped. The node's JSON is kept anyway: its allocations are not copied.
         start = json.index(_ALLOCATIONS) + len(_ALLOCATIONS) - 1
-        self._allocations[key] = (weakref.ref(node, lambda ref, key=key: self._forget_allocations(key, ref)),
-                                  allocs, json, start, start + len(body))
+        self._nodes[key] = (node, json, start, start + len(body))
         return json
-
-    def _forget_allocations(self, key: str, ref: weakref.ref) -> None:
-        entry = self._allocations.get(key)
-        if entry is not None and entry[0] is ref:  # not yet replaced by a newer node's
-            del self._allocations[key]
 
     def applications(self, apps: Sequence, cut: dict[int, bytes] | None = None) -> list[bytes]:
         """``cut``: allocations serialized already, by identity; the others are serialized now."""
-        if cut is None:
-            return self._render(apps, lambda missing: [orjson.dumps(daos.application(a)) for a in missing])
-        return self._render(apps, lambda missing: [orjson.dumps(daos.application(a, orjson.Fragment(
-            _spliced(a.allocations, cut)))) for a in missing])
+        def render(app) -> bytes:
+            allocations = None if cut is None else orjson.Fragment(_spliced(app.allocations, cut))
+            json = orjson.dumps(daos.application(app, allocations))
+            self._apps[app.application_id] = (app, json)
+            return json
 
-    def _render(self, objects: Sequence, render: Callable[[list], list[bytes]]) -> list[bytes]:
-        """The JSON of each of ``objects`` (nodes or applications): kept, or rendered now (``render``
-        gives the JSON of each of a list of them)."""
-        entries = self._objects
+        return self._render(apps, self._apps, _APPLICATION_ID, render)
+
+    def _render(self, objects: Sequence, entries: dict, name: Callable, render: Callable[[Any], bytes]) -> list[bytes]:
+        """The JSON of each of ``objects`` (nodes or applications): kept in ``entries`` under its ``name``
+        for that very object, or made by ``render`` (which keeps it there)."""
         found = []
         for obj in objects:
-            entry = entries.get(id(obj))
-            found.append(entry[1] if entry is not None and entry[0]() is obj else None)
-        missing = [obj for obj, body in zip(objects, found, strict=True) if body is None]
-        if not missing:
-            return found
-        bodies = iter(render(missing))
-        for index, body in enumerate(found):
-            if body is None:
-                obj, found[index] = objects[index], next(bodies)
-                key = id(obj)
-                entries[key] = (weakref.ref(obj, lambda _, key=key: self._forget(key)), found[index])
+            entry = entries.get(name(obj))
+            found.append(entry[1] if entry is not None and entry[0] is obj else None)
+        if None in found:
+            for index, body in enumerate(found):
+                if body is None:
+                    found[index] = render(objects[index])
+            self._prune(entries, objects, name)
         return found
 
-    def _forget(self, key: int) -> None:
-        entry = self._objects.get(key)
-        if entry is not None and entry[0]() is None:  # the id may already belong to a newer object
-            del self._objects[key]
+    def _prune(self, entries: dict, objects: Sequence, name: Callable) -> None:
+        """Drops the entries of objects gone (removed nodes, applications) once there are more than
+        twice as many as the longest list rendered: those not among ``objects``."""
+        self._largest = max(self._largest, len(objects))
+        if len(entries) > 2 * self._largest + 1000:
+            kept = set(map(name, objects))
+            for key in list(entries):  # copied at once: other threads may add entries meanwhile
+                if key not in kept:
+                    entries.pop(key, None)
 
     def parts(self, name: Any, objects: tuple, render: Callable[[Sequence], list[bytes]]) -> list[bytes]:
         """The JSON of each of ``objects`` (``render`` gives the JSON of each of a list of them), taken

@@ -201,6 +201,7 @@ class _Built:
 
 
 _VERSION = attrgetter("version")
+_TYPES = itemgetter(4)
 
 
 class _NodeTotals:
@@ -218,7 +219,9 @@ class _NodeTotals:
 
     @staticmethod
     def _of(node: Node) -> tuple:
-        return node.schedulable, node.allocated, node.occupied, len(node.allocations) + len(node.foreign)
+        allocated, occupied = node.allocated, node.occupied
+        return (node.schedulable, allocated, occupied, len(node.allocations) + len(node.foreign),
+                (*allocated.keys(), None, *occupied.keys()))  # the types, compared in C (_same_types)
 
     def update(self, nodes: list[Node]) -> None:
         before = self.built.built.copy()
@@ -228,17 +231,16 @@ class _NodeTotals:
             return
         used = self.used
         for index in changed:
-            _, allocated, occupied, _ = before[index]
+            _, allocated, occupied, _, _ = before[index]
             for name, value in chain(allocated.items(), occupied.items()):
                 used[name] -= value
-            _, allocated, occupied, _ = self.built.built[index]
+            _, allocated, occupied, _, _ = self.built.built[index]
             for name, value in chain(allocated.items(), occupied.items()):
                 used[name] += value
 
     def _same_types(self, before: list, changed: list[int]) -> bool:
-        now = self.built.built
-        return all(tuple(before[i][1]) == tuple(now[i][1]) and tuple(before[i][2]) == tuple(now[i][2])
-                   for i in changed)
+        return (list(map(_TYPES, map(before.__getitem__, changed)))
+                == list(map(_TYPES, map(self.built.built.__getitem__, changed))))
 
     def schedulable(self) -> int:
         return sum(map(itemgetter(0), self.built.built))
@@ -275,7 +277,8 @@ def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> Partitio
     totals = pictures.totals
     totals.update(all_nodes)
     nodes = apps = terminated = None
-    checked: dict[str, AllocationSnapshot] = {}  # what the nodes pictured now hold: not compared again
+    # What the nodes pictured now hold, when applications are pictured too: not compared again
+    checked: dict[str, AllocationSnapshot] | None = {} if APPLICATIONS in areas else None
     if NODES in areas:
         attributes = pictures.attributes
         if len(attributes) > 2 * len(all_nodes) + 1000:  # nodes gone

@@ -6,6 +6,7 @@ import threading
 from actors.core.messages import TakeSnapshot
 from actors.core.snapshot import APPLICATIONS, NODES
 from si import si_pb2
+from si.resources import Resource, total
 from tests.waiting import wait_for
 
 READERS = 7
@@ -115,3 +116,35 @@ def test_an_allocation_is_pictured_once_for_its_node_and_its_application(core_fa
     assert sorted(of_app) == ["app-1-1", "app-1-2", "app-1-3", "later-0"]
     assert all(of_app[key] is on_nodes[key] for key in of_app)
     assert of_app["later-0"].node_id in {"node-0", "node-1"} and of_app["later-0"].allocation_time > 0
+
+
+def test_a_node_s_picture_kept_from_one_snapshot_to_the_next_shows_every_change_of_its_allocations(core_factory):
+    """A node's allocations are taken from its last picture while they lead its list unchanged: a node
+    that gains allocations, one whose allocation was resized in place, or released, or released and
+    then gained more, shows each allocation as its application does, in the order they were booked,
+    and adds up to what the node has allocated."""
+    core = core_factory()
+    core.nodes(2, vcore=16000, memory=64 * 2**30)
+    core.app("app-1", queue="root.team", user="alice")
+
+    def pictured():
+        core.settle()
+        partition = core.scheduler.snapshot(frozenset({NODES, APPLICATIONS})).partition("default")
+        by_key = {a.allocation_key: a for app in partition.applications for a in app.allocations}
+        for node in partition.nodes:
+            assert [by_key[a.allocation_key] for a in node.allocations] == list(node.allocations)
+            assert total([a.resource for a in node.allocations]) == node.allocated
+        return {n.node_id: [(a.allocation_key, a.resource["vcore"]) for a in n.allocations] for n in partition.nodes}
+
+    keys = core.asks("app-1", 2, vcore=1000, memory=2**30, node="node-0")
+    assert pictured()["node-0"] == [(keys[0], 1000), (keys[1], 1000)]
+    more = core.asks("app-1", 2, vcore=1000, memory=2**30, node="node-0", prefix="more-")
+    assert pictured()["node-0"] == [(k, 1000) for k in (*keys, *more)]
+    core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[si_pb2.Allocation(
+        allocationKey=keys[1], applicationID="app-1", partitionName="default", nodeID="node-0",
+        resourcePerAlloc=Resource.of(vcore=3000, memory=2**30).to_proto())]))  # resized in place
+    assert pictured()["node-0"] == [(keys[0], 1000), (keys[1], 3000), (more[0], 1000), (more[1], 1000)]
+    core.release("app-1", keys[0])
+    assert pictured()["node-0"] == [(keys[1], 3000), (more[0], 1000), (more[1], 1000)]
+    last = core.asks("app-1", 1, vcore=2000, memory=2**30, node="node-0", prefix="last-")
+    assert pictured()["node-0"] == [(keys[1], 3000), (more[0], 1000), (more[1], 1000), (last[0], 2000)]

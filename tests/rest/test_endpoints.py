@@ -460,3 +460,30 @@ def test_a_node_s_allocations_kept_and_appended_to_equal_a_whole_rendering(rest)
         assert dump.nodes((pictured,), cut) == [whole]
         opening = len(b'{"allocationKey":')
         assert [cut[id(x)] for x in allocations] == [orjson.dumps(daos.allocation(x))[opening:-1] for x in allocations]
+
+
+def test_a_node_s_json_is_kept_for_its_last_snapshot_only_and_entries_of_nodes_gone_are_pruned(rest):
+    """A node's JSON is found again for the very snapshot object it was made of, under the node's name: a
+    newer snapshot of the node is rendered anew and replaces it; entries of nodes no longer listed are
+    dropped once there are more than twice as many as the longest list rendered (and 1,000)."""
+    import dataclasses
+
+    import orjson
+
+    from actors.core.snapshot import NODES
+    from rest import daos
+    from rest.fragments import Fragments
+
+    core, _ = rest
+    core.nodes(10)
+    core.settle()
+    listed = core.scheduler.snapshot(frozenset({NODES})).partition("default").nodes
+    fragments = Fragments()
+    first = fragments.nodes(listed)
+    assert fragments.nodes(listed)[0] is first[0]  # kept, not rendered again
+    changed = dataclasses.replace(listed[0], schedulable=False)
+    assert fragments.node(changed) == orjson.dumps(daos.node(changed)) != first[0]
+    assert fragments.node(listed[0]) == first[0]  # its entry was replaced: rendered anew, the same text
+    for i in range(3000):  # nodes that come and go, one at a time
+        fragments.node(dataclasses.replace(listed[0], node_id=f"gone-{i}"))
+        assert len(fragments) <= 2 * len(listed) + 1001
