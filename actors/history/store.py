@@ -1,6 +1,6 @@
 """The history store: SQL through SQLAlchemy Core, a SQLite file or PostgreSQL (psycopg), the schema
-kept by Alembic's migrations (Alembic is imported only when the schema is behind: it costs a start a
-third of a second).
+kept by Alembic's migrations (Alembic is imported only when the schema is behind: importing it costs a
+start 0.14 s of CPU).
 
 Writes come from one writer (:mod:`actors.history.writer`), each batch in one transaction; reads come
 from the REST threads. A run of an application (partition, id, submission time) is stored once: a
@@ -148,7 +148,7 @@ class HistoryStore:
             self.engine = create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True,
                                         pool_recycle=1800)
         self.dialect = self.engine.dialect.name
-        # The engine loaded its own dialect's package only: loading the other costs a start 50-80 ms.
+        # The engine loaded its own dialect's package only: loading PostgreSQL's costs a SQLite start 35 ms.
         self._insert = importlib.import_module(f"sqlalchemy.dialects.{self.dialect}").insert
         apps = schema.applications
         # Built once: the writer runs them for every batch, and compiling them again costs more than running.
