@@ -40,7 +40,6 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from actors import embedded
 from actors.base import Supervision
 from actors.core.scheduler import Scheduler
 from actors.heap import tune_collector
@@ -218,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _start_embedded(args: argparse.Namespace, kubeconfig: Path):
+    from actors import embedded  # only --embedded runs a cluster of its own
+
     sim = embedded.start_cluster(args.nodes)
     sim.write_kubeconfig(str(kubeconfig))
     log.info("embedded kubesim at %s with %d nodes", sim.url, args.nodes)
@@ -245,6 +246,8 @@ def open_history(args: argparse.Namespace, fence, supervision: Supervision) -> H
 
 def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) -> int:
     if args.embedded:
+        from actors import embedded
+
         embedded.install_config(client, args.namespace)
     supervision = Supervision()
     try:

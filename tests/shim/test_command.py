@@ -66,6 +66,15 @@ def test_without_any_cluster_config_it_stops_with_a_hint(tmp_path):
     assert "--kubeconfig" in err and "in-cluster" in err
 
 
+def test_the_command_imports_embedded_mode_and_alembic_only_when_it_uses_them():
+    """What start-up does not need costs every restart time before it lists: embedded mode (kubesim and
+    its validators) loads with --embedded, Alembic when a migration is needed (see tests/history)."""
+    code = ("import sys, actors.cli; "
+            "print(sorted(m for m in sys.modules if m.startswith(('actors.embedded', 'kubesim', 'alembic'))))")
+    imported = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=50)
+    assert (imported.returncode, imported.stderr, imported.stdout) == (0, "", "[]\n")
+
+
 def test_bad_arguments_are_refused():
     process = scheduler("--embedded", "--nodes", "0")
     _, err = process.communicate(timeout=60)
