@@ -27,7 +27,7 @@ import yaml
 
 from actors.core import yamlsafe
 from actors.core.scheduler import Scheduler
-from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES
+from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES, SUMMARY
 from rest import actor_metrics, configdao, cors, daos, leadership, liveness, metrics
 from rest import history as history_rest
 from rest.fragments import Fragments, array
@@ -558,15 +558,15 @@ class SnapshotCache:
 
 def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
     cluster, partitions, events = Cluster(view), Partitions(view), Events(view, max_streams)
-    none, nodes, apps = frozenset(), frozenset({NODES}), frozenset({APPLICATIONS})
-    dump = nodes | apps  # its health is the health check's: the latest periodic report
+    none, nodes, apps, summary = frozenset(), frozenset({NODES}), frozenset({APPLICATIONS}), frozenset({SUMMARY})
+    dump = summary | nodes | apps  # its health is the health check's: the latest periodic report
     # (path, resource, responder suffix, the optional snapshot areas it reads or None for no snapshot)
     routes = [
-        ("/ws/v1/clusters", cluster, "clusters", none), ("/ws/v1/partitions", cluster, "partitions", none),
+        ("/ws/v1/clusters", cluster, "clusters", none), ("/ws/v1/partitions", cluster, "partitions", summary),
         ("/ws/v1/scheduler/healthcheck", cluster, "health", None),
         ("/ws/v1/scheduler/node-utilizations", cluster, "utilizations", nodes),
         ("/ws/v1/config", cluster, "config", none), ("/ws/v1/validate-conf", cluster, "validate", None),
-        ("/ws/v1/metrics", cluster, "metrics", frozenset({METRICS})),
+        ("/ws/v1/metrics", cluster, "metrics", summary | {METRICS}),
         ("/ws/v1/openapi.json", cluster, "openapi", None),
         ("/ws/v1/history/apps", cluster, "app_history", None),
         ("/ws/v1/history/containers", cluster, "container_history", None),

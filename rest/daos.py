@@ -145,12 +145,24 @@ def node(n: NodeSnapshot, allocations: orjson.Fragment | None = None) -> dict:
     """``allocations``: the JSON of its allocations, serialized already (rest.fragments); else rendered here."""
     if allocations is None:
         allocations = [allocation(a) for a in n.allocations]
-    foreign = [foreign_allocation(a) for a in n.foreign_allocations]
+    return {**node_identity(n), **node_usage(n), "allocations": allocations, **node_state(n)}
+
+
+# A node's fields in three runs, in the order node() gives them, around its allocations: what rarely
+# changes, its usage, and the rest (rest.fragments keeps the first's JSON while the node keeps them).
+def node_identity(n: NodeSnapshot) -> dict:
     return {"nodeID": n.node_id, "hostName": n.host_name, "rackName": n.rack_name, "attributes": dict(n.attributes),
-            "capacity": resource(n.capacity), "allocated": resource(n.allocated), "occupied": resource(n.occupied),
-            "available": resource(n.available), "utilized": dict(n.utilized),
-            "allocations": allocations,
-            "foreignAllocations": foreign, "foreign_allocations": foreign,
+            "capacity": resource(n.capacity)}
+
+
+def node_usage(n: NodeSnapshot) -> dict:
+    return {"allocated": resource(n.allocated), "occupied": resource(n.occupied), "available": resource(n.available),
+            "utilized": dict(n.utilized)}
+
+
+def node_state(n: NodeSnapshot) -> dict:
+    foreign = [foreign_allocation(a) for a in n.foreign_allocations]
+    return {"foreignAllocations": foreign, "foreign_allocations": foreign,
             "schedulable": n.schedulable, "isReserved": n.is_reserved, "reservations": list(n.reservations)}
 
 

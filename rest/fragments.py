@@ -4,7 +4,8 @@ The core keeps a node's and an application's snapshot object from one partition 
 while it is unchanged, so what a reader made of it can be kept too:
 
 - a node or an application that did not change is not rendered again; one that changed is rendered
-  anew, and so are its allocations, but for a node's: while a node only gains allocations (while the
+  anew, and so are its allocations, but for a node's name, attributes and capacity while they are the
+  same (serialized once, kept with its JSON) and its allocations: while a node only gains allocations (while the
   core allocates, most nodes gain one between two polls of a dashboard), its allocations' JSON is that
   of its last rendering with only the new ones serialized and appended. A node whose earlier
   allocations are not the very same objects, in the same order, at the head of its list (one was
@@ -62,7 +63,7 @@ def _cut(body: bytes) -> list[bytes]:
     return pieces
 
 
-_ALLOCATIONS = b'"allocations":['  # where a node's JSON holds its allocations
+_ALLOCATIONS = b',"allocations":'  # what precedes a node's allocations in its JSON
 _NODE_ID, _APPLICATION_ID = attrgetter("node_id"), attrgetter("application_id")
 
 
@@ -90,8 +91,9 @@ class Fragments:
     them all)."""
 
     def __init__(self) -> None:
-        # node id -> (its node last rendered, that node's JSON, where in it the array of its allocations is)
-        self._nodes: dict[str, tuple[Any, bytes, int, int]] = {}
+        # node id -> (its node last rendered, that node's JSON, where in it the array of its allocations is,
+        # the JSON of its first run of fields: see _node)
+        self._nodes: dict[str, tuple[Any, bytes, int, int, bytes]] = {}
         self._apps: dict[str, tuple[Any, bytes]] = {}  # application id -> (its application last rendered, its JSON)
         self._arrays: dict[Any, tuple[tuple, list[bytes]]] = {}  # name -> (objects, their JSON)
         self._largest = 0  # the most objects of a list rendered: entries beyond twice as many are pruned
@@ -111,25 +113,35 @@ class Fragments:
 
     def _node(self, node, cut: dict[int, bytes] | None) -> bytes:
         """The JSON of ``node``; its allocations' (see the module's doc) added to ``cut`` by their
-        identity if given (the caller keeps those allocations alive while it holds them)."""
+        identity if given (the caller keeps those allocations alive while it holds them).
+
+        A node's JSON is put together in one join from the runs of fields :func:`daos.node` gives, in its
+        order: the first (its name, attributes, capacity) kept with the node's entry and serialized again
+        only when one of them changed, its usage, its allocations (as the module's doc says) and the rest."""
         allocs, key = node.allocations, node.node_id
         last = self._nodes.get(key)
-        before = last[0].allocations if last is not None else None
-        if before is not None and len(before) <= len(allocs) and all(map(is_, before, allocs)):
-            _, json, start, stop = last
-            body = json[start:stop]
-            if len(allocs) > len(before):
-                added = orjson.dumps([daos.allocation(a) for a in allocs[len(before):]])
-                body = added if body == b"[]" else b"".join((body[:-1], b",", added[1:]))
+        before = last[0] if last is not None else None
+        if (before is None or before.attributes is not node.attributes or before.capacity is not node.capacity
+                or before.host_name != node.host_name or before.rack_name != node.rack_name):
+            identity = orjson.dumps(daos.node_identity(node))[:-1] + b","
         else:
-            body = orjson.dumps([daos.allocation(a) for a in allocs])
+            identity = last[4]
+        usage = orjson.dumps(daos.node_usage(node))[1:-1]
+        if before is not None and len(before.allocations) <= len(allocs) and all(map(is_, before.allocations, allocs)):
+            _, json, start, stop, _ = last
+            if len(allocs) == len(before.allocations):
+                body = (memoryview(json)[start:stop],)
+            else:
+                added = orjson.dumps([daos.allocation(a) for a in allocs[len(before.allocations):]])
+                body = (added,) if stop - start == 2 else (memoryview(json)[start:stop - 1], b",", added[1:])
+        else:
+            body = (orjson.dumps([daos.allocation(a) for a in allocs]),)
+        start = len(identity) + len(usage) + len(_ALLOCATIONS)
+        stop = start + sum(map(len, body))
+        json = b"".join((identity, usage, _ALLOCATIONS, *body, b",", orjson.dumps(daos.node_state(node))[1:]))
         if cut is not None and allocs:
-            cut.update(zip(map(id, allocs), _cut(body), strict=True))
-        json = orjson.dumps(daos.node(node, orjson.Fragment(body)))
-        # The first such text is the key's: the fields before it hold no array, and a quote inside a
-        # string is escaped. The node's JSON is kept anyway: its allocations are not copied.
-        start = json.index(_ALLOCATIONS) + len(_ALLOCATIONS) - 1
-        self._nodes[key] = (node, json, start, start + len(body))
+            cut.update(zip(map(id, allocs), _cut(json[start:stop]), strict=True))
+        self._nodes[key] = (node, json, start, stop, identity)
         return json
 
     def applications(self, apps: Sequence, cut: dict[int, bytes] | None = None) -> list[bytes]:

@@ -17,12 +17,13 @@ if TYPE_CHECKING:
     from actors.core.stats import StatsSnapshot
 
 # What a reader may leave out of a snapshot: the parts that cost in proportion to the cluster's size.
-# The partition's summary, its queue tree, placement rules and usage are always taken.
+# The partition's counts, its queue tree, placement rules and usage are always taken.
+SUMMARY = "summary"  # the partition's used capacity, utilization and schedulable nodes: summed over its nodes
 NODES = "nodes"
 APPLICATIONS = "applications"
 HEALTH = "health"
 METRICS = "metrics"  # what only /ws/v1/metrics reads: application states per queue, node usage buckets
-ALL_AREAS = frozenset({NODES, APPLICATIONS, HEALTH, METRICS})
+ALL_AREAS = frozenset({SUMMARY, NODES, APPLICATIONS, HEALTH, METRICS})
 
 
 class AllocationSnapshot(NamedTuple):
@@ -177,14 +178,14 @@ class PartitionSnapshot:
     state: str
     last_state_transition_time: int
     capacity: Resource
-    used_capacity: Resource
-    utilization: Mapping[str, int]
+    used_capacity: Resource | None  # None: SUMMARY was not asked for
+    utilization: Mapping[str, int] | None
     node_sort_policy: str
     resource_weights: Mapping[str, float]
     preemption_enabled: bool
     quota_preemption_enabled: bool
     total_nodes: int
-    schedulable_nodes: int
+    schedulable_nodes: int | None
     applications_by_state: Mapping[str, int]
     total_applications: int
     total_containers: int

@@ -21,6 +21,7 @@ from actors.core.snapshot import (
     HEALTH,
     METRICS,
     NODES,
+    SUMMARY,
     AllocationSnapshot,
     ApplicationSnapshot,
     AskSnapshot,
@@ -201,11 +202,11 @@ class _Built:
 
 
 _VERSION = attrgetter("version")
-_TYPES = itemgetter(4)
+_TYPES = itemgetter(3)
 
 
 class _NodeTotals:
-    """Per node what the partition's summary adds up (schedulable, allocated + occupied, allocations),
+    """Per node what the partition's summary adds up (schedulable, allocated + occupied),
     and the partition's used capacity kept up to date from the nodes that changed.
 
     The used capacity is the one ``total`` gives over all nodes, its types in the order they first
@@ -220,7 +221,7 @@ class _NodeTotals:
     @staticmethod
     def _of(node: Node) -> tuple:
         allocated, occupied = node.allocated, node.occupied
-        return (node.schedulable, allocated, occupied, len(node.allocations) + len(node.foreign),
+        return (node.schedulable, allocated, occupied,
                 (*allocated.keys(), None, *occupied.keys()))  # the types, compared in C (_same_types)
 
     def update(self, nodes: list[Node]) -> None:
@@ -231,10 +232,10 @@ class _NodeTotals:
             return
         used = self.used
         for index in changed:
-            _, allocated, occupied, _, _ = before[index]
+            _, allocated, occupied, _ = before[index]
             for name, value in chain(allocated.items(), occupied.items()):
                 used[name] -= value
-            _, allocated, occupied, _, _ = self.built.built[index]
+            _, allocated, occupied, _ = self.built.built[index]
             for name, value in chain(allocated.items(), occupied.items()):
                 used[name] += value
 
@@ -245,8 +246,9 @@ class _NodeTotals:
     def schedulable(self) -> int:
         return sum(map(itemgetter(0), self.built.built))
 
-    def allocations(self) -> int:
-        return sum(map(itemgetter(3), self.built.built))
+
+def _allocations(nodes: list[Node]) -> int:
+    return sum(len(n.allocations) + len(n.foreign) for n in nodes)
 
 
 class _Pictures:
@@ -275,7 +277,8 @@ def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> Partitio
     pictures = _pictures(partition)
     all_nodes = list(partition.nodes.values())
     totals = pictures.totals
-    totals.update(all_nodes)
+    if SUMMARY in areas:  # else the nodes that changed are added up when a reader next asks for it
+        totals.update(all_nodes)
     nodes = apps = terminated = None
     # What the nodes pictured now hold, when applications are pictured too: not compared again
     checked: dict[str, AllocationSnapshot] | None = {} if APPLICATIONS in areas else None
@@ -293,11 +296,12 @@ def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> Partitio
         pictures.apps.update(list(partition.apps.values()), app_snapshot)
         pictures.terminated.update(list(partition.terminated.values()), app_snapshot)
         apps, terminated = tuple(pictures.apps.built), tuple(pictures.terminated.built)
-    if len(shared) > 2 * totals.allocations() + 1000:
+    live_apps = partition.apps.values()
+    containers = sum(len(a.allocations) for a in live_apps)
+    if len(shared) > 2 * containers + 1000 and len(shared) > 2 * _allocations(all_nodes) + 1000:
         partition.allocation_snapshots = {key: shared[key] for n in all_nodes
                                           for key in (*n.allocations, *n.foreign) if key in shared}
-    live_apps = partition.apps.values()
-    used = Resource(totals.used)
+    used = Resource(totals.used) if SUMMARY in areas else None
     by_state = (Counter(a.state for a in live_apps) + Counter(a.state for a in partition.terminated.values())
                 + partition.retired)
     config = partition.config
@@ -311,10 +315,10 @@ def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> Partitio
     # from the configuration is refused while it runs).
     return PartitionSnapshot(
         partition.name, partition.rm_id, "Active", partition.created, partition.total, used,
-        percent(used, partition.total), config.node_sort_policy.type, dict(config.node_sort_policy.resource_weights),
-        config.preemption.enabled, config.preemption.quota_preemption_enabled, len(partition.nodes),
-        totals.schedulable(), dict(by_state),
-        sum(by_state.values()), sum(len(a.allocations) for a in live_apps),
+        percent(used, partition.total) if used is not None else None, config.node_sort_policy.type,
+        dict(config.node_sort_policy.resource_weights), config.preemption.enabled,
+        config.preemption.quota_preemption_enabled, len(partition.nodes),
+        totals.schedulable() if used is not None else None, dict(by_state), sum(by_state.values()), containers,
         queue_snapshot(partition.queues.root, partition.name, config.preemption.enabled, partition.total, metrics),
         apps, terminated, nodes, tuple(partition.placement.describe()), tuple(partition.usage.users()),
         tuple(partition.usage.groups()), report, findings, partition.stats.snapshot(),

@@ -6,7 +6,7 @@ import pytest
 
 from actors.core.partition import Timing
 from actors.core.scheduler import Tuning
-from actors.core.snapshot import ALL_AREAS, HEALTH, NODES
+from actors.core.snapshot import ALL_AREAS, HEALTH, NODES, SUMMARY
 from si import si_pb2
 from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
 from si.resources import Resource
@@ -454,7 +454,8 @@ def test_a_snapshot_holds_only_the_areas_asked_for_and_serves_narrower_reads_unt
     scheduler = core.scheduler
     queues_only = scheduler.snapshot(frozenset()).partitions[0]
     assert queues_only.nodes is None and queues_only.applications is None and queues_only.health is None
-    assert queues_only.total_nodes == 2 and queues_only.schedulable_nodes == 2
+    assert queues_only.total_nodes == 2 and queues_only.schedulable_nodes is None
+    assert queues_only.used_capacity is None and queues_only.utilization is None
     assert queues_only.total_containers == 3 and queues_only.root_queue.find("root.sandbox") is not None
     nodes_only = scheduler.snapshot(frozenset({NODES})).partitions[0]
     assert sum(len(n.allocations) for n in nodes_only.nodes) == 3
@@ -467,6 +468,29 @@ def test_a_snapshot_holds_only_the_areas_asked_for_and_serves_narrower_reads_unt
     core.settle()
     again = scheduler.snapshot(frozenset({HEALTH}))
     assert again is not full and again.partitions[0].total_nodes == 3, "a read that follows a change sees it"
+
+
+def test_a_partition_summary_skipped_by_narrower_reads_counts_every_change_when_asked_for(core_factory):
+    core = core_factory()
+    core.nodes(3)
+    core.app("app", queue="root.sandbox")
+    core.asks("app", 2)
+    core.settle()
+    scheduler = core.scheduler
+    first = scheduler.snapshot(frozenset({SUMMARY})).partitions[0]
+    assert first.schedulable_nodes == 3 and first.used_capacity == sum(
+        (n.allocated for n in scheduler.snapshot(frozenset({NODES})).partitions[0].nodes), Resource())
+    core.asks("app", 4, prefix="more-")
+    core.settle()
+    assert scheduler.snapshot(frozenset()).partitions[0].used_capacity is None  # the queues' read: not summed
+    core.asks("app", 1, prefix="last-")
+    core.settle()
+    nodes = scheduler.snapshot(frozenset({NODES})).partitions[0].nodes
+    later = scheduler.snapshot(frozenset({SUMMARY})).partitions[0]
+    assert sum(len(n.allocations) for n in nodes) == 7
+    assert later.used_capacity == sum((n.allocated for n in nodes), Resource()) != first.used_capacity
+    assert later.utilization == {name: int(later.used_capacity[name] * 100 / value)
+                                 for name, value in later.capacity.items() if value > 0}
 
 
 def test_an_allocation_and_its_events_carry_the_ask_as_sent(core_factory):

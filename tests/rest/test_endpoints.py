@@ -487,3 +487,40 @@ def test_a_node_s_json_is_kept_for_its_last_snapshot_only_and_entries_of_nodes_g
     for i in range(3000):  # nodes that come and go, one at a time
         fragments.node(dataclasses.replace(listed[0], node_id=f"gone-{i}"))
         assert len(fragments) <= 2 * len(listed) + 1001
+
+
+def test_a_node_s_json_shows_each_change_of_its_name_attributes_capacity_and_usage(rest):
+    """A node's first fields are kept with its JSON while they are unchanged: each change of one of
+    them, as of its usage, reaches the next rendering, and the text is the one rendered whole."""
+    import dataclasses
+
+    import orjson
+
+    from actors.core.snapshot import NODES
+    from rest import daos
+    from rest.fragments import Fragments
+    from si.resources import Resource
+
+    core, _ = rest
+    core.nodes(1, vcore=16000)
+    core.app("app-1", queue="root.team", user="alice")
+    core.asks("app-1", 2)
+    core.settle()
+    node = core.scheduler.snapshot(frozenset({NODES})).partition("default").nodes[0]
+    changes = [{}, {"attributes": {**node.attributes, "zone": "b"}}, {"capacity": Resource.of(vcore=32000)},
+               {"host_name": "elsewhere"}, {"rack_name": "rack-9"}, {"allocated": Resource.of(vcore=1)},
+               {"allocations": node.allocations[:1]}, {"schedulable": False}, {"reservations": ("app-1|x",)}]
+    fragments, pictures = Fragments(), []
+    for change in changes:
+        node = dataclasses.replace(node, **change)
+        pictures.append(node)
+        rendered = fragments.node(node)
+        assert rendered == orjson.dumps(daos.node(node)), change
+        shown = orjson.loads(rendered)
+        for name, value in change.items():
+            field = {"host_name": "hostName", "rack_name": "rackName"}.get(name, name)
+            if name == "allocations":
+                assert [a["allocationKey"] for a in shown[field]] == [a.allocation_key for a in value]
+            else:
+                assert shown[field] == (value.as_dict() if isinstance(value, Resource) else
+                                        list(value) if isinstance(value, tuple) else value), name
