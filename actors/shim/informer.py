@@ -1,12 +1,13 @@
 """Informers: one actor per watched kind, keeping the listener's view of the cluster exact.
 
 An informer lists its kind, tells the listener ``Listed`` with every object, then watches from the
-list's resourceVersion (bookmarks on, ``timeoutSeconds`` so the server ends the watch, a read timeout
-so a dead connection fails instead of hanging) and tells ``Changes`` as events arrive, one message per
-chunk read (after a read that took all there was, it lingers a moment before the next: ``WatchSettings``). A watch that ends on time is resumed from the last resourceVersion seen; on ``410 Gone`` or
-a broken stream the informer lists again and tells the difference against what it had (adds, updates,
-deletes that happened while it was not watching). It keeps the last record of every object, so an
-event it has already delivered (same resourceVersion) is never delivered twice, and a delete of an
+list's resourceVersion (bookmarks on, ``timeoutSeconds`` so the server ends the watch, a read timeout so
+a dead connection fails instead of hanging) and tells ``Changes`` as events arrive, one message per
+chunk read (after a read that took all there was, it lingers a moment before the next:
+``WatchSettings``). A watch that ends on time is resumed from the last resourceVersion seen; on ``410
+Gone`` or a broken stream the informer lists again and tells the difference against what it had (adds,
+updates, deletes that happened while it was not watching). It keeps the last record of every object, so
+an event it has already delivered (same resourceVersion) is never delivered twice, and a delete of an
 object it never delivered is dropped.
 
 The blocking list/watch loop runs on the informer's own pump thread; the actor's thread only starts

@@ -10,8 +10,9 @@ authentication headers the official ``ApiClient`` computes (token refresh includ
 connection of its own (``FastTransport.stream``), whose body is read as it arrives: each read from the
 socket yields every event it brought, where urllib3 yields one HTTP chunk (one event) at a time. A
 request can also be sent ahead on a connection of its own and its answer read later
-(``FastTransport.send_ahead``): a list asks for its next page before it parses the one it has. A cluster reached through a proxy or with a TLS server name override
-uses the official client for everything (``FastTransport.usable``).
+(``FastTransport.send_ahead``): a list asks for its next page before it parses the one it has. A cluster
+reached through a proxy or with a TLS server name override uses the official client for everything
+(``FastTransport.usable``).
 """
 
 from __future__ import annotations
