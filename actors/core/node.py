@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from operator import itemgetter
 
 from sortedcontainers import SortedList
 
@@ -133,6 +134,9 @@ class Node:
         return score / total_weight if total_weight else 0.0
 
 
+_node_id = itemgetter(1)  # of an index key
+
+
 class NodeIndex:
     """Schedulable nodes in policy order; one node's re-sort costs O(log n)."""
 
@@ -160,9 +164,8 @@ class NodeIndex:
             node.index_key = None
 
     def __iter__(self) -> Iterator[str]:
-        """Node ids, best first."""
-        for _, node_id in self._sorted:
-            yield node_id
+        """Node ids, best first (no generator of its own: the cycle mostly takes the first few)."""
+        return map(_node_id, self._sorted)
 
     def __len__(self) -> int:
         return len(self._sorted)
