@@ -70,7 +70,14 @@ class PendingEvent(NamedTuple):
         resource = self.resource
         # Parsed from the fields its kind and resource share (an empty vector sets no field), then its
         # own set one by one: a fifth less than building it from keywords and merging those in.
-        event = _parse_record(_kind_wire(self.type, self.detail, self.change, resource_wire(resource) if resource else b""))
+        kind = (self.type, self.detail, self.change, id(resource))
+        known = _kinds_of_vectors.get(kind)
+        if known is None or known[0] is not resource:
+            known = (resource, _kind_wire(self.type, self.detail, self.change, resource_wire(resource) if resource else b""))
+            if len(_kinds_of_vectors) >= WIRES_KEPT:
+                _kinds_of_vectors.clear()  # one atomic step, as the vectors' own wires
+            _kinds_of_vectors[kind] = known  # the vector held: its id is not reused meanwhile
+        event = _parse_record(known[1])
         event.objectID = self.object_id
         if self.message:
             event.message = self.message
@@ -81,6 +88,8 @@ class PendingEvent(NamedTuple):
 
 
 _parse_record = si_pb2.EventRecord.FromString
+# (type, detail, change, id of the resource) -> (the resource, the fields they share, serialized)
+_kinds_of_vectors: dict[tuple, tuple[Resource | None, bytes]] = {}
 
 
 
