@@ -145,18 +145,17 @@ class NodeIndex:
         self.weights = dict(weights)
         self._sorted: SortedList = SortedList()
 
-    def _key(self, node: Node) -> tuple:
-        score = node.usage_score(self.weights)
-        return (-score if self.policy == "binpacking" else score, node.node_id)
-
     def update(self, node: Node) -> None:
-        """Place (or re-place) ``node`` after its usage, capacity, hold or schedulable flag changed."""
+        """Place (or re-place) ``node`` after its usage, capacity, hold or schedulable flag changed (every
+        booking does: the key is computed here, without a call of its own)."""
+        ordered = self._sorted
         if node.index_key is not None:
-            self._sorted.remove(node.index_key)
+            ordered.remove(node.index_key)
             node.index_key = None
         if node.schedulable and not node.held_by:  # a held node is out of the normal iteration
-            node.index_key = self._key(node)
-            self._sorted.add(node.index_key)
+            score = node.usage_score(self.weights)
+            node.index_key = key = (-score if self.policy == "binpacking" else score, node.node_id)
+            ordered.add(key)
 
     def discard(self, node: Node) -> None:
         if node.index_key is not None:
