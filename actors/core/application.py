@@ -176,7 +176,11 @@ class Application:
 
     def remove_ask(self, ask: Allocation) -> None:
         self.version += 1
-        self.asks.remove(ask)
+        asks = self.asks
+        if asks and asks[0] is ask:  # the cycle places the first ask in order: no key to compute and look up
+            asks.pop(0)
+        else:
+            asks.remove(ask)
         del self.ask_index[ask.key]
         self.pending = self.pending - ask.resource
 

@@ -318,10 +318,12 @@ class Cycle:
         books = self.books
         headroom = queue.headroom()
         user_headroom = books.usage.headroom(app.user, app.groups, queue.path)
+        failed_shapes = self.failed_shapes
         for ask in app.asks:
             if ask.preempting is not None or (app.placeholders and app.waits_for_placeholder(ask)):
                 continue
-            shape_failure = self.failed_shapes.get(ask.shape) if ask.shape is not None else None
+            # A shape's tuple is hashed anew on each lookup: none is made while no shape has failed.
+            shape_failure = failed_shapes.get(ask.shape) if failed_shapes and ask.shape is not None else None
             if shape_failure is not None:
                 # Every pod waiting for this reason is told so, not only the first one of its shape.
                 if not is_node_failure(ask.last_failure):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from operator import itemgetter
 
 from sortedcontainers import SortedList
 
@@ -133,6 +134,9 @@ class Node:
         return score / total_weight if total_weight else 0.0
 
 
+_node_id = itemgetter(1)  # of an index key
+
+
 class NodeIndex:
     """Schedulable nodes in policy order; one node's re-sort costs O(log n)."""
 
@@ -141,18 +145,17 @@ class NodeIndex:
         self.weights = dict(weights)
         self._sorted: SortedList = SortedList()
 
-    def _key(self, node: Node) -> tuple:
-        score = node.usage_score(self.weights)
-        return (-score if self.policy == "binpacking" else score, node.node_id)
-
     def update(self, node: Node) -> None:
-        """Place (or re-place) ``node`` after its usage, capacity, hold or schedulable flag changed."""
+        """Place (or re-place) ``node`` after its usage, capacity, hold or schedulable flag changed (every
+        booking does: the key is computed here, without a call of its own)."""
+        ordered = self._sorted
         if node.index_key is not None:
-            self._sorted.remove(node.index_key)
+            ordered.remove(node.index_key)
             node.index_key = None
         if node.schedulable and not node.held_by:  # a held node is out of the normal iteration
-            node.index_key = self._key(node)
-            self._sorted.add(node.index_key)
+            score = node.usage_score(self.weights)
+            node.index_key = key = (-score if self.policy == "binpacking" else score, node.node_id)
+            ordered.add(key)
 
     def discard(self, node: Node) -> None:
         if node.index_key is not None:
@@ -160,9 +163,8 @@ class NodeIndex:
             node.index_key = None
 
     def __iter__(self) -> Iterator[str]:
-        """Node ids, best first."""
-        for _, node_id in self._sorted:
-            yield node_id
+        """Node ids, best first (no generator of its own: the cycle mostly takes the first few)."""
+        return map(_node_id, self._sorted)
 
     def __len__(self) -> int:
         return len(self._sorted)

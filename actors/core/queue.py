@@ -114,7 +114,7 @@ class Queue:
             self.app_totals[outcome] += 1
 
     def add_allocated(self, delta: Resource) -> None:
-        for queue in self.chain():
+        for queue in self.line:
             queue.allocated = queue.allocated + delta
 
     def count_container(self, change: str) -> None:
@@ -132,9 +132,14 @@ class Queue:
 
     def count_pending(self, resource: Resource, priority: int, count: int) -> None:
         """``count`` pending asks of ``resource`` and ``priority`` arrived (> 0) or left (< 0) somewhere below."""
-        delta = resource if count == 1 else resource.multiply(count)
+        if count == -1:  # an ask placed or gone: no negated vector is built for it
+            for queue in self.line:
+                queue.pending = queue.pending - resource
+        else:
+            delta = resource if count == 1 else resource.multiply(count)
+            for queue in self.line:
+                queue.pending = queue.pending + delta
         for queue in self.line:
-            queue.pending = queue.pending + delta
             counts = queue.pending_priorities
             left = counts.get(priority, 0) + count
             if left:

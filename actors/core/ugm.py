@@ -207,13 +207,21 @@ class UsageTracker:
         if app is None:
             return
         app.holds = app.holds + resource
-        for table, name in ((self._users, app.user), (self._groups, app.group)):
-            if name is None:
-                continue
-            by_path = table.setdefault(name, {})
-            for path in _prefixes(app.queue_path):
-                usage = by_path.setdefault(path, _Usage())
-                usage.resource = usage.resource + resource
+        paths = _prefixes(app.queue_path)
+        self._add_to(self._users, app.user, paths, resource)
+        if app.group is not None:
+            self._add_to(self._groups, app.group, paths, resource)
+
+    @staticmethod
+    def _add_to(table: dict[str, dict[str, _Usage]], name: str, paths: tuple[str, ...], resource: Resource) -> None:
+        by_path = table.get(name)
+        if by_path is None:
+            by_path = table[name] = {}
+        for path in paths:
+            usage = by_path.get(path)
+            if usage is None:  # not made for setdefault on every allocation: the usage is there but once
+                usage = by_path[path] = _Usage()
+            usage.resource = usage.resource + resource
 
     # REST views.
     def users(self) -> list[dict]:
