@@ -3,8 +3,8 @@
 An informer lists its kind, tells the listener ``Listed`` with every object, then watches from the
 list's resourceVersion (bookmarks on, ``timeoutSeconds`` so the server ends the watch, a read timeout so
 a dead connection fails instead of hanging) and tells ``Changes`` as events arrive, one message per
-chunk read (after a read that took all there was, it lingers a moment before the next:
-``WatchSettings``). A watch that ends on time is resumed from the last resourceVersion seen; on ``410
+chunk read (the pods' watch, after a read that took all there was, lingers a moment before the next:
+``Kind.lingers``). A watch that ends on time is resumed from the last resourceVersion seen; on ``410
 Gone`` or a broken stream the informer lists again and tells the difference against what it had (adds,
 updates, deletes that happened while it was not watching). It keeps the last record of every object, so
 an event it has already delivered (same resourceVersion) is never delivered twice, and a delete of an
@@ -42,11 +42,15 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Kind:
     """A watched kind: its list/watch path and the parser of one object into a record (which has
-    ``key`` and ``resource_version``)."""
+    ``key`` and ``resource_version``). ``lingers``: its watch waits ``WatchSettings.linger`` after a
+    read that took all there was. Only pods come in numbers that make the batches pay; any other kind
+    is told as it comes, so a node, namespace or configuration changed before a pod is created is
+    not seen after that pod (the API server orders no events across kinds, but the time between them)."""
 
     name: str
     path: str
     parse: Callable[[Mapping], Any]
+    lingers: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +67,11 @@ class InformerStatus:
 class WatchSettings:
     """``timeout`` is the server-side watch length; a connection silent for ``read_timeout`` seconds
     (more than the bookmark interval) is treated as dead; failures back off up to ``max_backoff``.
-    ``linger``: seconds the watch waits, after a read that took all there was, for more events to
-    arrive before reading again (``WatchStream.batches``): a steady trickle of events (pods created
-    and bound at a paced rate) is told as a few batches, each waking the listener and the actors
-    after it once, instead of one or two events a message; the first event after a quiet spell is
-    told at once."""
+    ``linger``: seconds the watch of a kind that lingers (``Kind.lingers``: pods) waits, after a read
+    that took all there was, for more events to arrive before reading again (``WatchStream.batches``):
+    a steady trickle of events (pods created and bound at a paced rate) is told as a few batches, each
+    waking the listener and the actors after it once, instead of one or two events a message; the
+    first event after a quiet spell is told at once."""
 
     timeout: int = 300
     read_timeout: float = 330.0
@@ -150,7 +154,7 @@ class Informer(Actor):
                 self._stream = stream
                 if self._stopping.is_set():
                     stream.close()
-                for batch in stream.batches(self._settings.linger):
+                for batch in stream.batches(self._settings.linger if self._kind.lingers else 0.0):
                     changes, resource_version = self._apply(store, batch, resource_version)
                     if changes:
                         self._listener.tell(Changes(self._kind.name, tuple(changes)))

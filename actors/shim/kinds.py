@@ -30,5 +30,5 @@ def watched_kinds(namespace: str) -> tuple[Kind, ...]:
         Kind(VOLUMES, "/api/v1/persistentvolumes", parse_volume),
         Kind(CLAIMS, "/api/v1/persistentvolumeclaims", parse_claim),
         Kind(NODES, "/api/v1/nodes", parse_node),
-        Kind(PODS, "/api/v1/pods", parse_pod),
+        Kind(PODS, "/api/v1/pods", parse_pod, lingers=True),
     )

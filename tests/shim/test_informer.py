@@ -14,7 +14,7 @@ from actors.shim.informer import Informer, WatchSettings
 from actors.shim.kinds import watched_kinds
 from actors.shim.messages import Added, Changes, InformerStatusRequest, Listed, Updated
 from tests.shim.doubles import Inbox, inbox_messages, wait_for
-from tests.shim.factories import pod_json
+from tests.shim.factories import node_json, pod_json
 
 FAST = WatchSettings(timeout=5, read_timeout=3.0, max_backoff=0.2)
 
@@ -112,6 +112,30 @@ def test_events_that_trickle_in_are_told_together_and_the_first_at_once(kubesim,
     trickle = [create_pod(core, f"then-{i}") for i in range(5)]  # one by one, while the watch lingers
     wait_for(lambda: all(uid in view.replay()[0] for uid in trickle), timeout=linger * 5)
     assert [[c.record.uid for c in m.changes] for m in inbox_messages(inbox, Changes)] == [[first], trickle]
+    stop(informer, inbox)
+
+
+def test_only_the_pods_watch_lingers_so_a_node_changed_twice_is_told_at_once(kubesim, kube_api, shim_client):
+    """A node tainted and then labelled just before a pod is created must be seen labelled by then: a
+    lingering nodes watch told the label up to ``linger`` later, after the pod (upstream's
+    Verify_Not_Matching_Taint_Tolerations_Respected saw the pod fail on the node selector, not the taint)."""
+    core = k8s.CoreV1Api(kube_api)
+    body = node_json("tainted-later")
+    del body["metadata"]["uid"], body["metadata"]["resourceVersion"]
+    core.create_node(body)
+    linger = 2.0
+    inbox = Inbox.start()
+    nodes = next(k for k in watched_kinds("default") if k.name == "nodes")
+    informer = Informer.start(shim_client, nodes, inbox, dataclasses.replace(FAST, linger=linger))
+    wait_for(lambda: inbox_messages(inbox, Listed))
+    core.patch_node("tainted-later", {"spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]}})
+    core.patch_node("tainted-later", {"metadata": {"labels": {"then": "labelled"}}})
+
+    def labelled() -> bool:
+        changes = [c for m in inbox_messages(inbox, Changes) for c in m.changes]
+        return any(c.new.labels.get("then") == "labelled" for c in changes if isinstance(c, Updated))
+
+    wait_for(labelled, timeout=linger / 2, message="the second change of a node is told without lingering")
     stop(informer, inbox)
 
 
