@@ -156,8 +156,11 @@ def node_identity(n: NodeSnapshot) -> dict:
 
 
 def node_usage(n: NodeSnapshot) -> dict:
-    return {"allocated": resource(n.allocated), "occupied": resource(n.occupied), "available": resource(n.available),
-            "utilized": dict(n.utilized)}
+    # For every changed node of a poll: the vectors' own dicts handed to the serializer, which only reads
+    # them, rather than copies.
+    utilization = n.utilized
+    return {"allocated": n.allocated._q, "occupied": n.occupied._q, "available": n.available._q,
+            "utilized": utilization if type(utilization) is dict else dict(utilization)}
 
 
 def node_state(n: NodeSnapshot) -> dict:

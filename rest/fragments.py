@@ -81,6 +81,21 @@ def _spliced(allocs: Sequence, cut: dict[int, bytes]) -> bytes:
     return _joined(found)
 
 
+_PLAIN_STATES: dict[tuple[bool, bool], bytes] = {}  # (schedulable, reserved) -> the JSON of that plain state
+
+
+def _state(node) -> bytes:
+    """The JSON of ``node``'s state fields without their opening brace; that of a node without foreign
+    pods or reservations (most) serialized once."""
+    if node.foreign_allocations or node.reservations:
+        return orjson.dumps(daos.node_state(node))[1:]
+    key = (node.schedulable, node.is_reserved)
+    json = _PLAIN_STATES.get(key)
+    if json is None:
+        json = _PLAIN_STATES[key] = orjson.dumps(daos.node_state(node))[1:]
+    return json
+
+
 class Fragments:
     """JSON of snapshot objects, as bytes; safe to share between threads.
 
@@ -138,7 +153,7 @@ class Fragments:
             body = (orjson.dumps([daos.allocation(a) for a in allocs]),)
         start = len(identity) + len(usage) + len(_ALLOCATIONS)
         stop = start + sum(map(len, body))
-        json = b"".join((identity, usage, _ALLOCATIONS, *body, b",", orjson.dumps(daos.node_state(node))[1:]))
+        json = b"".join((identity, usage, _ALLOCATIONS, *body, b",", _state(node)))
         if cut is not None and allocs:
             cut.update(zip(map(id, allocs), _cut(json[start:stop]), strict=True))
         self._nodes[key] = (node, json, start, stop, identity)

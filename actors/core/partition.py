@@ -69,7 +69,6 @@ class Partition:
         self.queues, self.usage, self.stats = ledger.queues, ledger.usage, ledger.stats
         self.holds, self.reservations, self.retired = ledger.holds, ledger.reservations, ledger.retired
         self.snapshot_pictures: object | None = None  # what snapshots last pictured, reused while unchanged (views)
-        self.allocation_snapshots: dict[str, object] = {}  # allocation key -> its last snapshot (views)
         self.health_cache: dict[str, tuple[int, tuple]] = {}  # node id -> (version, its findings) (health)
         self._configure(config)
 

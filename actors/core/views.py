@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from itertools import chain, compress, count
 from operator import attrgetter, itemgetter, ne
 from types import MappingProxyType
@@ -45,73 +45,55 @@ def ask_snapshot(a: Allocation) -> AskSnapshot:
                        a.originator, a.scale_up_triggered, log, a.triggered_preemption)
 
 
-def application_snapshot(app: Application, shared: dict[str, AllocationSnapshot],
-                         checked: dict[str, AllocationSnapshot] | None = None) -> ApplicationSnapshot:
-    """``checked``: the allocations whose snapshots this partition snapshot already compared with them (its
-    nodes'); when every allocation of the application is among them, none is looked at again."""
-    allocations = tuple(map(checked.get, app.allocations)) if checked else None
-    if allocations is None or not all(allocations):
-        allocations = _shared(app.allocations.values(), shared)
+def application_snapshot(app: Application) -> ApplicationSnapshot:
     return ApplicationSnapshot(
         app.application_id, app.partition, app.queue_path, app.user, app.groups, app.state, app.submission_time,
         app.finished_time, app.used, app.max_used, app.pending, tuple(ask_snapshot(a) for a in app.asks),
-        allocations, app.rejected_message,
+        _pictured(app.allocations.values()), app.rejected_message,
         tuple(app.state_log), MappingProxyType(dict(app.tags)),
         tuple(PlaceholderSnapshot(d.task_group, d.count, d.min_resource, d.replaced, d.timed_out)
               for d in app.placeholders.values()),
         tuple(a.key for a in app.asks if a.reserved is not None or a.preempting is not None), app.backoff_until)
 
 
-# What changes of an allocation once it is on a node, by position in its snapshot
-_RESOURCE, _NODE, _TIME, _USED, _PREEMPTED = map(AllocationSnapshot._fields.index, (
-    "resource", "node_id", "allocation_time", "placeholder_used", "preempted"))
-
-
 _NO_TAGS = MappingProxyType({})
+_PICTURE = attrgetter("picture")
 
 
-def _shared(allocations: Iterable[Allocation], shared: dict[str, AllocationSnapshot],
-            _new=tuple.__new__) -> tuple[AllocationSnapshot, ...]:
-    """One snapshot per allocation, whether a node or an application lists it, kept from one partition
-    snapshot to the next while the allocation is unchanged (so a snapshot pays only for what changed).
-    One loop for the lot, fields by position, a snapshot built inline as the tuple it is (without the
-    generated constructor's call): it runs for every allocation of a changed node or application, and
-    after a burst builds 100,000. The tags dict is never changed after the allocation is created: a
-    read-only view of it suffices."""
-    get = shared.get
-    result = []
-    for a in allocations:
-        found = get(a.key)
-        if (found is None or found[_RESOURCE] is not a.resource or found[_NODE] != a.node_id
-                or found[_TIME] != a.allocation_time or found[_USED] != a.placeholder_used
-                or found[_PREEMPTED] != a.preempted):
-            found = shared[a.key] = _new(AllocationSnapshot, (
-                a.key, MappingProxyType(a.tags) if a.tags else _NO_TAGS, a.request_time, a.allocation_time,
-                a.resource, a.priority, a.node_id, a.application_id, a.placeholder, a.task_group, a.foreign,
-                a.preemptable, a.originator, a.placeholder_used, a.preempted))
-        result.append(found)
-    return tuple(result)
+def _picture(a: Allocation, _new=tuple.__new__) -> AllocationSnapshot:
+    """A new snapshot of ``a``, kept as its picture until it changes. Built inline as the tuple it is
+    (without the generated constructor's call): after a burst a snapshot builds 100,000. The tags dict is
+    never changed after the allocation is created: a read-only view of it suffices."""
+    picture = a.picture = _new(AllocationSnapshot, (
+        a.key, MappingProxyType(a.tags) if a.tags else _NO_TAGS, a.request_time, a.allocation_time,
+        a.resource, a.priority, a.node_id, a.application_id, a.placeholder, a.task_group, a.foreign,
+        a.preemptable, a.originator, a.placeholder_used, a.preempted))
+    return picture
 
 
-def node_snapshot(node: Node, shared: dict[str, AllocationSnapshot],
-                  attributes: dict[str, tuple[dict, Mapping[str, str]]] | None = None,
-                  checked: dict[str, AllocationSnapshot] | None = None) -> NodeSnapshot:
+def _pictured(allocations: Collection[Allocation]) -> tuple[AllocationSnapshot, ...]:
+    """One snapshot per allocation, whether a node or an application lists it, kept with the allocation
+    from one partition snapshot to the next while it is unchanged (so a snapshot pays only for what
+    changed): the kept ones are taken and checked in C, only the new or changed ones built."""
+    pictures = tuple(map(_PICTURE, allocations))
+    if None not in pictures:
+        return pictures
+    return tuple(a.picture or _picture(a) for a in allocations)
+
+
+def node_snapshot(node: Node, attributes: dict[str, tuple[dict, Mapping[str, str]]] | None = None) -> NodeSnapshot:
     """``attributes``: by node, the attributes dict last pictured and its read-only copy, reused while the
-    node holds the same dict (it replaces it whole when its attributes change, never edits it).
-    ``checked`` is given the snapshots of the node's allocations (see :func:`application_snapshot`)."""
+    node holds the same dict (it replaces it whole when its attributes change, never edits it)."""
     capacity, allocated, occupied = node.capacity, node.allocated, node.occupied
     kept = attributes.get(node.node_id) if attributes is not None else None
     if kept is None or kept[0] is not node.attributes:
         kept = (node.attributes, MappingProxyType(dict(node.attributes)))
         if attributes is not None:
             attributes[node.node_id] = kept
-    allocations = _shared(node.allocations.values(), shared)
-    if checked is not None:
-        checked.update(zip(node.allocations, allocations, strict=True))
     return NodeSnapshot(node.node_id, node.host_name, node.rack_name, kept[1], capacity, allocated, occupied,
                         capacity - allocated - occupied if occupied else capacity - allocated,
-                        utilized(capacity, allocated), allocations,
-                        _shared(node.foreign.values(), shared) if node.foreign else (), node.schedulable,
+                        utilized(capacity, allocated), _pictured(node.allocations.values()),
+                        _pictured(node.foreign.values()) if node.foreign else (), node.schedulable,
                         bool(node.held_by), (node.held_by,) if node.held_by else ())
 
 
@@ -247,10 +229,6 @@ class _NodeTotals:
         return sum(map(itemgetter(0), self.built.built))
 
 
-def _allocations(nodes: list[Node]) -> int:
-    return sum(len(n.allocations) + len(n.foreign) for n in nodes)
-
-
 class _Pictures:
     """A partition's snapshot parts kept for the next snapshot (only its owning actor's thread uses them)."""
 
@@ -273,34 +251,25 @@ def _pictures(partition) -> _Pictures:
 def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> PartitionSnapshot:
     """The partition as readers see it; of the optional ``areas`` only those asked for are taken. Only
     the nodes and applications that changed since the last snapshot are pictured again."""
-    shared = partition.allocation_snapshots
     pictures = _pictures(partition)
     all_nodes = list(partition.nodes.values())
     totals = pictures.totals
     if SUMMARY in areas:  # else the nodes that changed are added up when a reader next asks for it
         totals.update(all_nodes)
     nodes = apps = terminated = None
-    # What the nodes pictured now hold, when applications are pictured too: not compared again
-    checked: dict[str, AllocationSnapshot] | None = {} if APPLICATIONS in areas else None
     if NODES in areas:
         attributes = pictures.attributes
         if len(attributes) > 2 * len(all_nodes) + 1000:  # nodes gone
             pictures.attributes = attributes = {n.node_id: attributes[n.node_id] for n in all_nodes
                                                 if n.node_id in attributes}
-        pictures.nodes.update(all_nodes, lambda n: node_snapshot(n, shared, attributes, checked))
+        pictures.nodes.update(all_nodes, lambda n: node_snapshot(n, attributes))
         nodes = tuple(pictures.nodes.built)
     if APPLICATIONS in areas:
-        def app_snapshot(a: Application) -> ApplicationSnapshot:
-            return application_snapshot(a, shared, checked)
-
-        pictures.apps.update(list(partition.apps.values()), app_snapshot)
-        pictures.terminated.update(list(partition.terminated.values()), app_snapshot)
+        pictures.apps.update(list(partition.apps.values()), application_snapshot)
+        pictures.terminated.update(list(partition.terminated.values()), application_snapshot)
         apps, terminated = tuple(pictures.apps.built), tuple(pictures.terminated.built)
     live_apps = partition.apps.values()
     containers = sum(len(a.allocations) for a in live_apps)
-    if len(shared) > 2 * containers + 1000 and len(shared) > 2 * _allocations(all_nodes) + 1000:
-        partition.allocation_snapshots = {key: shared[key] for n in all_nodes
-                                          for key in (*n.allocations, *n.foreign) if key in shared}
     used = Resource(totals.used) if SUMMARY in areas else None
     by_state = (Counter(a.state for a in live_apps) + Counter(a.state for a in partition.terminated.values())
                 + partition.retired)

@@ -148,3 +148,34 @@ def test_a_node_s_picture_kept_from_one_snapshot_to_the_next_shows_every_change_
     assert pictured()["node-0"] == [(keys[1], 3000), (more[0], 1000), (more[1], 1000)]
     last = core.asks("app-1", 1, vcore=2000, memory=2**30, node="node-0", prefix="last-")
     assert pictured()["node-0"] == [(keys[1], 3000), (more[0], 1000), (more[1], 1000), (last[0], 2000)]
+
+
+def test_a_victim_pictured_before_it_was_preempted_shows_its_preemption_and_its_refused_eviction(core_factory):
+    """An allocation's picture is kept while it is unchanged: being chosen as a victim, and then staying
+    (its eviction refused), each show in the next snapshot, under its node and its application alike."""
+    from tests.core.test_preemption import ask, full_cluster, preempted, two_queues
+
+    core = core_factory(two_queues())
+    full_cluster(core, b_pods=4)
+
+    def flags() -> tuple[dict, dict]:
+        core.settle()
+        partition = core.scheduler.snapshot(frozenset({NODES, APPLICATIONS})).partition("default")
+        on_node = {a.allocation_key: a.preempted for n in partition.nodes for a in n.allocations}
+        (app,) = [a for a in partition.applications if a.application_id == "app-b"]
+        return on_node, {a.allocation_key: a.preempted for a in app.allocations}
+
+    assert flags() == ({f"b-{i}": False for i in range(4)},) * 2  # pictured before any preemption
+    core.app("app-a", queue="root.a")
+    ask(core, "app-a", "a-0")
+    core.settle()
+    victim = preempted(core)[0].allocationKey
+    on_node, of_app = flags()
+    assert on_node[victim] and of_app[victim]
+    assert not any(on_node[k] or of_app[k] for k in on_node if k != victim)
+    running = si_pb2.Allocation(allocationKey=victim, applicationID="app-b", partitionName="default", nodeID="node-0",
+                                resourcePerAlloc=Resource.of(vcore=1000, memory=2**30).to_proto())
+    core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[running]))  # it still runs
+    core.settle()
+    on_node, of_app = flags()
+    assert not on_node[victim] and not of_app[victim]
