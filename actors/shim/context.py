@@ -407,16 +407,17 @@ class ShimContext(Actor):
         # (creation times are whole seconds: the oldest is a guess among pods created together).
         owners = {pod.app_id: pod.owner_pod for pod in pods if pod.placeholder and pod.owner_pod}
         originators: dict[str, PodRecord] = {}
-        for pod in pods:
-            if not pod.placeholder and not pod.terminated and self._managed(pod):
+        ours = list(map(self._managed, pods))
+        for pod, managed in zip(pods, ours, strict=True):
+            if managed and not pod.placeholder and not pod.terminated:
                 if owners.get(pod.app_id) == pod.uid:
                     originators[pod.app_id] = pod
                 else:
                     originators.setdefault(pod.app_id, pod)
-        for pod in pods:
+        for pod, managed in zip(pods, ours, strict=True):
             if not pod.terminated:
                 try:
-                    self._recover_pod(pod, originators, on_node)
+                    self._recover_pod(pod, managed, originators, on_node)
                 except Exception as error:  # as ``_contained``, without a call more for every pod
                     self._object_failed(kinds.PODS, pod, error)
         self._flush()
@@ -437,9 +438,8 @@ class ShimContext(Actor):
             if self._leading:
                 self._recovery_done()
 
-    def _recover_pod(self, pod: PodRecord, originators: dict[str, PodRecord],
+    def _recover_pod(self, pod: PodRecord, managed: bool, originators: dict[str, PodRecord],
                      on_node: dict[str, list[PlacedPod]]) -> None:
-        managed = self._managed(pod)
         originator = originators.get(pod.app_id) if managed else None
         # A gang's placeholders are all known to its application before it hears from the core.
         if managed and (pod.node_name or pod.placeholder):
@@ -465,7 +465,7 @@ class ShimContext(Actor):
     def _recovery_done(self) -> None:
         self._fire(SchedulerEvent.RECOVERED)
         pending = [pod for pod in self._pods.values()  # a recovered cluster's pods are mostly on nodes: sort the rest
-                   if not pod.assigned and not pod.terminated and self._managed(pod) and pod.uid not in self._pod_app]
+                   if not pod.node_name and not pod.terminated and self._managed(pod) and pod.uid not in self._pod_app]
         for pod in _by_age(pending):
             self._contained(kinds.PODS, pod, self._to_app, pod)
         if self._settings.await_lead:  # a standby's applications may now write what they could not
