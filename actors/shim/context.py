@@ -33,8 +33,9 @@ import dataclasses
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import pykka
@@ -244,8 +245,11 @@ class ShimContext(Actor):
     # ---- informers -----------------------------------------------------------------------------
 
     def on_Listed(self, message: Listed) -> None:
-        for record in message.records:
-            self._remember(message.kind, record)
+        if message.kind == kinds.PODS:  # most of what is listed: kept as ``_remember`` keeps each, at once
+            self._pods.update({record.uid: record for record in message.records})
+        else:
+            for record in message.records:
+                self._remember(message.kind, record)
         self._listed.add(message.kind)
         log.info("listed %d %s", len(message.records), message.kind)
         self._start_up_when_ready()
@@ -398,20 +402,24 @@ class ShimContext(Actor):
         """The applications of the pods on nodes first, then one actor per node, each recovering
         itself; ``Running`` (and the pending pods handed over) once every node has recovered."""
         on_node: dict[str, list[PlacedPod]] = defaultdict(list)
-        pods = sorted(self._pods.values(), key=_age)
+        pods = _by_age(self._pods.values())
         # An application is declared by the pod its placeholders name as their owner, else by its oldest pod
         # (creation times are whole seconds: the oldest is a guess among pods created together).
         owners = {pod.app_id: pod.owner_pod for pod in pods if pod.placeholder and pod.owner_pod}
         originators: dict[str, PodRecord] = {}
-        for pod in pods:
-            if not pod.placeholder and not pod.terminated and self._managed(pod):
+        ours = list(map(self._managed, pods))
+        for pod, managed in zip(pods, ours, strict=True):
+            if managed and not pod.placeholder and not pod.terminated:
                 if owners.get(pod.app_id) == pod.uid:
                     originators[pod.app_id] = pod
                 else:
                     originators.setdefault(pod.app_id, pod)
-        for pod in pods:
+        for pod, managed in zip(pods, ours, strict=True):
             if not pod.terminated:
-                self._contained(kinds.PODS, pod, self._recover_pod, pod, originators, on_node)
+                try:
+                    self._recover_pod(pod, managed, originators, on_node)
+                except Exception as error:  # as ``_contained``, without a call more for every pod
+                    self._object_failed(kinds.PODS, pod, error)
         self._flush()
         for name, node in self._nodes.items():
             if node.invalid:
@@ -430,16 +438,16 @@ class ShimContext(Actor):
             if self._leading:
                 self._recovery_done()
 
-    def _recover_pod(self, pod: PodRecord, originators: dict[str, PodRecord],
+    def _recover_pod(self, pod: PodRecord, managed: bool, originators: dict[str, PodRecord],
                      on_node: dict[str, list[PlacedPod]]) -> None:
-        managed = self._managed(pod)
+        originator = originators.get(pod.app_id) if managed else None
         # A gang's placeholders are all known to its application before it hears from the core.
-        if managed and (pod.assigned or pod.placeholder):
-            self._contained(kinds.PODS, pod, self._to_app, pod, False, originators.get(pod.app_id))
-        if pod.assigned:
+        if managed and (pod.node_name or pod.placeholder):
+            self._contained(kinds.PODS, pod, self._to_app, pod, False, originator)
+        if pod.node_name:
             foreign = not managed or self._left_aside(pod)
             on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, foreign,
-                                                    originator=originators.get(pod.app_id) is pod))
+                                                    originator is pod))
 
     def on_NodeRecovered(self, message: NodeRecovered) -> None:
         if message.name in self._recovering:
@@ -457,8 +465,8 @@ class ShimContext(Actor):
     def _recovery_done(self) -> None:
         self._fire(SchedulerEvent.RECOVERED)
         pending = [pod for pod in self._pods.values()  # a recovered cluster's pods are mostly on nodes: sort the rest
-                   if not pod.assigned and not pod.terminated and self._managed(pod) and pod.uid not in self._pod_app]
-        for pod in sorted(pending, key=_age):
+                   if not pod.node_name and not pod.terminated and self._managed(pod) and pod.uid not in self._pod_app]
+        for pod in _by_age(pending):
             self._contained(kinds.PODS, pod, self._to_app, pod)
         if self._settings.await_lead:  # a standby's applications may now write what they could not
             self._flush()
@@ -745,6 +753,12 @@ class ShimContext(Actor):
                                 self._recovery_started and not self._recovering)
 
 
-def _age(pod: PodRecord) -> tuple[float, str]:
-    return pod.created, pod.uid
+def _by_age(pods: Iterable[PodRecord]) -> list[PodRecord]:
+    """``pods`` oldest first, by uid among pods created together (two stable sorts by C getters, not one
+    by a Python key of both: recovery sorts every pod)."""
+    ordered = sorted(pods, key=_UID)
+    ordered.sort(key=_CREATED)
+    return ordered
 
+
+_UID, _CREATED = attrgetter("uid"), attrgetter("created")

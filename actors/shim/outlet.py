@@ -18,6 +18,7 @@ import dataclasses
 import logging
 import queue
 import threading
+from collections.abc import Mapping
 
 import pykka
 
@@ -63,7 +64,7 @@ class CoreOutlet(Actor):
         self._alarms = Alarms("outlet-linger", clock)
         self._flush_due = False
         self._instance_label = DEFAULT_INSTANCE_TYPE_LABEL
-        self._node_attributes: dict[str, dict[str, str]] = {}  # the last attributes sent, per node
+        self._node_attributes: dict[str, Mapping[str, str]] = {}  # the last attributes sent, per node
 
     def on_ToCore(self, msg: ToCore) -> None:
         outbox = self._outbox
@@ -122,7 +123,7 @@ class CoreOutlet(Actor):
             self._node_attributes.pop(info.nodeID, None)
         if not info.attributes:
             return info
-        self._node_attributes[info.nodeID] = dict(info.attributes)
+        self._node_attributes[info.nodeID] = info.attributes  # of a message sent as it is: nothing changes it
         value = info.attributes.get(label_tag(self._instance_label))
         if value == info.attributes.get(NODE_ATTR_INSTANCE_TYPE):
             return info

@@ -60,11 +60,12 @@ def allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT
     """A task's pod as an ask (no ``node_id``) or as an allocation already on ``node_id``; ``originator``:
     the pod that declared its application (upstream's Task.IsOriginator), never a placeholder. Built as
     the last of ``into`` when given (a request's allocations)."""
-    make = into.add if into is not None else si_pb2.Allocation
-    message = _with_pod(make(allocationKey=pod.uid, applicationID=pod.app_id, priority=priority, nodeID=node_id,
-                             partitionName=partition, taskGroupName=pod.task_group, placeholder=pod.placeholder,
-                             originator=originator and not pod.placeholder),
-                        pod, foreign=False)
+    originator = originator and not pod.placeholder
+    if into is not None:
+        return _shaped(into, pod, priority, partition, node_id, originator, False)
+    message = _with_pod(si_pb2.Allocation(
+        allocationKey=pod.uid, applicationID=pod.app_id, priority=priority, nodeID=node_id, partitionName=partition,
+        taskGroupName=pod.task_group, placeholder=pod.placeholder, originator=originator), pod, foreign=False)
     policy = message.preemptionPolicy
     policy.allowPreemptSelf = pod.allow_preemption is not False
     policy.allowPreemptOther = pod.preempts
@@ -75,9 +76,67 @@ def foreign_allocation(pod: PodRecord, priority: int, partition: str = constants
                        into: Allocations | None = None) -> si_pb2.Allocation:
     """A pod the core does not schedule, taking room on its node: no application, tagged ``foreign``;
     built as the last of ``into`` when given."""
-    make = into.add if into is not None else si_pb2.Allocation
-    return _with_pod(make(allocationKey=pod.uid, priority=priority, nodeID=pod.node_name, partitionName=partition),
-                     pod, foreign=True)
+    if into is not None:
+        return _shaped(into, pod, priority, partition, pod.node_name, False, True)
+    return _with_pod(si_pb2.Allocation(allocationKey=pod.uid, priority=priority, nodeID=pod.node_name,
+                                       partitionName=partition), pod, foreign=True)
+
+
+# What the allocations of one workload's pods share (labels and resource are one object for all of them,
+# see ``pods``), built once into a shape that each is copied from: a request's allocations are the pods on
+# the nodes at recovery, and a copy plus the pod's own fields costs 3.9 us against 5.3 built field by field.
+# Only the outlet builds into requests; bounded as the pods' facts are.
+SHAPES_KEPT = 4096
+_shapes: dict[tuple, tuple[si_pb2.Allocation, Mapping[str, str], Any]] = {}
+
+
+def _shaped(into: Allocations, pod: PodRecord, priority: int, partition: str, node_id: str, originator: bool,
+            foreign: bool) -> si_pb2.Allocation:
+    """The allocation of ``pod`` built as the last of ``into``, from the shape it shares with its workload's."""
+    labels, resource = pod.labels, pod.resource
+    # The ids stay unique while the shape holds both objects.
+    key = (id(labels), id(resource), pod.namespace, pod.app_id, pod.task_group, pod.placeholder,
+           pod.allow_preemption, pod.preempts, pod.static, priority, partition, originator, foreign)
+    shape = _shapes.get(key)
+    if shape is None:
+        shape = _shapes[key] = (_shape(pod, priority, partition, originator, foreign), labels, resource)
+        if len(_shapes) > SHAPES_KEPT:
+            del _shapes[next(iter(_shapes))]
+    into.append(shape[0])
+    message = into[-1]
+    message.allocationKey = pod.uid
+    message.nodeID = node_id
+    tags = message.allocationTags
+    tags[constants.TAG_POD_NAME] = pod.name
+    tags[constants.TAG_CREATION_TIME] = str(int(pod.created))
+    if pod.constraints:
+        tags[keys.TAG_CONSTRAINTS] = pod.constraints
+    if pod.required_node:
+        tags[constants.TAG_REQUIRED_NODE] = pod.required_node
+    return message
+
+
+def _shape(pod: PodRecord, priority: int, partition: str, originator: bool, foreign: bool) -> si_pb2.Allocation:
+    """The fields of ``pod``'s allocation its workload's pods share."""
+    if foreign:
+        shape = si_pb2.Allocation(priority=priority, partitionName=partition)
+    else:
+        shape = si_pb2.Allocation(applicationID=pod.app_id, priority=priority, partitionName=partition,
+                                  taskGroupName=pod.task_group, placeholder=pod.placeholder, originator=originator)
+        policy = shape.preemptionPolicy
+        policy.allowPreemptSelf = pod.allow_preemption is not False
+        policy.allowPreemptOther = pod.preempts
+    tags = shape.allocationTags
+    tags[constants.TAG_NAMESPACE] = pod.namespace
+    prefix = constants.TAG_LABEL_PREFIX
+    for label, value in pod.labels.items():
+        tags[prefix + label] = value
+    if foreign:
+        tags[constants.TAG_FOREIGN] = constants.FOREIGN_STATIC if pod.static else constants.FOREIGN_DEFAULT
+    resources = shape.resourcePerAlloc.resources
+    for name, value in pod.resource.items():
+        resources[name].value = value
+    return shape
 
 
 def release(pod: PodRecord, message: str, partition: str = constants.DEFAULT_PARTITION,

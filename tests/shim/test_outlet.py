@@ -81,3 +81,21 @@ def test_a_foreign_pod_whose_allocation_cannot_be_built_is_left_out_alone(outlet
     ref.ask(FlushToCore())
     assert [a.allocationKey for a in core.allocations()] == [ours.uid]
     assert inbox_messages(reporter) == []
+
+
+def test_pods_of_one_workload_reach_the_core_each_as_its_own_si(outlet):
+    """Their allocations share one shape: no pod's key, node, name, time or constraints reaches another's."""
+    core, ref, reporter = outlet
+    bodies = [pod_json(f"worker-{i}", node=node, labels={"applicationId": "app-1", "tier": "batch"})
+              for i, node in enumerate(("n1", "n2", "n1"))]
+    bodies[1]["metadata"]["creationTimestamp"] = "2024-05-01T10:00:07Z"
+    pods = [parse_pod(body) for body in bodies]
+    assert pods[0].labels is pods[1].labels and pods[0].constraints != pods[1].constraints
+    ref.tell(ToCore((*(PodAllocation(p, 3, p.node_name, False, i == 0, reporter) for i, p in enumerate(pods)),
+                     *(PodAllocation(p, 3, p.node_name, True, False, reporter) for p in pods))))
+    ref.ask(FlushToCore())
+    [request] = core.of("allocation")
+    assert list(request.allocations) == [
+        *(translate.allocation(p, 3, constants.DEFAULT_PARTITION, p.node_name, originator=i == 0)
+          for i, p in enumerate(pods)),
+        *(translate.foreign_allocation(p, 3, constants.DEFAULT_PARTITION) for p in pods)]
