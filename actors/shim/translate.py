@@ -30,18 +30,28 @@ def allocation_tags(pod: PodRecord, foreign: bool = False) -> dict[str, str]:
 
 
 def _put_tags(tags: MutableMapping[str, str], pod: PodRecord, foreign: bool) -> None:
+    _put_shared_tags(tags, pod, foreign)
+    _put_own_tags(tags, pod)
+
+
+def _put_shared_tags(tags: MutableMapping[str, str], pod: PodRecord, foreign: bool) -> None:
+    """The tags a workload's pods have in common (``_shaped``)."""
     tags[constants.TAG_NAMESPACE] = pod.namespace
-    tags[constants.TAG_POD_NAME] = pod.name
-    tags[constants.TAG_CREATION_TIME] = str(int(pod.created))
     prefix = constants.TAG_LABEL_PREFIX
     for label, value in pod.labels.items():
         tags[prefix + label] = value
+    if foreign:
+        tags[constants.TAG_FOREIGN] = constants.FOREIGN_STATIC if pod.static else constants.FOREIGN_DEFAULT
+
+
+def _put_own_tags(tags: MutableMapping[str, str], pod: PodRecord) -> None:
+    """The tags of the pod alone."""
+    tags[constants.TAG_POD_NAME] = pod.name
+    tags[constants.TAG_CREATION_TIME] = str(int(pod.created))
     if pod.constraints:
         tags[keys.TAG_CONSTRAINTS] = pod.constraints
     if pod.required_node:
         tags[constants.TAG_REQUIRED_NODE] = pod.required_node
-    if foreign:
-        tags[constants.TAG_FOREIGN] = constants.FOREIGN_STATIC if pod.static else constants.FOREIGN_DEFAULT
 
 
 # An Allocation is built field by field: upb's constructor copies a map or message given as an
@@ -49,10 +59,20 @@ def _put_tags(tags: MutableMapping[str, str], pod: PodRecord, foreign: bool) -> 
 def _with_pod(message: si_pb2.Allocation, pod: PodRecord, foreign: bool) -> si_pb2.Allocation:
     """``message`` with the pod's tags and resource."""
     _put_tags(message.allocationTags, pod, foreign)
+    _put_resource(message, pod)
+    return message
+
+
+def _put_resource(message: si_pb2.Allocation, pod: PodRecord) -> None:
     resources = message.resourcePerAlloc.resources
     for name, value in pod.resource.items():
         resources[name].value = value
-    return message
+
+
+def _put_policy(message: si_pb2.Allocation, pod: PodRecord) -> None:
+    policy = message.preemptionPolicy
+    policy.allowPreemptSelf = pod.allow_preemption is not False
+    policy.allowPreemptOther = pod.preempts
 
 
 def allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT_PARTITION,
@@ -66,9 +86,7 @@ def allocation(pod: PodRecord, priority: int, partition: str = constants.DEFAULT
     message = _with_pod(si_pb2.Allocation(
         allocationKey=pod.uid, applicationID=pod.app_id, priority=priority, nodeID=node_id, partitionName=partition,
         taskGroupName=pod.task_group, placeholder=pod.placeholder, originator=originator), pod, foreign=False)
-    policy = message.preemptionPolicy
-    policy.allowPreemptSelf = pod.allow_preemption is not False
-    policy.allowPreemptOther = pod.preempts
+    _put_policy(message, pod)
     return message
 
 
@@ -106,13 +124,7 @@ def _shaped(into: Allocations, pod: PodRecord, priority: int, partition: str, no
     message = into[-1]
     message.allocationKey = pod.uid
     message.nodeID = node_id
-    tags = message.allocationTags
-    tags[constants.TAG_POD_NAME] = pod.name
-    tags[constants.TAG_CREATION_TIME] = str(int(pod.created))
-    if pod.constraints:
-        tags[keys.TAG_CONSTRAINTS] = pod.constraints
-    if pod.required_node:
-        tags[constants.TAG_REQUIRED_NODE] = pod.required_node
+    _put_own_tags(message.allocationTags, pod)
     return message
 
 
@@ -123,19 +135,9 @@ def _shape(pod: PodRecord, priority: int, partition: str, originator: bool, fore
     else:
         shape = si_pb2.Allocation(applicationID=pod.app_id, priority=priority, partitionName=partition,
                                   taskGroupName=pod.task_group, placeholder=pod.placeholder, originator=originator)
-        policy = shape.preemptionPolicy
-        policy.allowPreemptSelf = pod.allow_preemption is not False
-        policy.allowPreemptOther = pod.preempts
-    tags = shape.allocationTags
-    tags[constants.TAG_NAMESPACE] = pod.namespace
-    prefix = constants.TAG_LABEL_PREFIX
-    for label, value in pod.labels.items():
-        tags[prefix + label] = value
-    if foreign:
-        tags[constants.TAG_FOREIGN] = constants.FOREIGN_STATIC if pod.static else constants.FOREIGN_DEFAULT
-    resources = shape.resourcePerAlloc.resources
-    for name, value in pod.resource.items():
-        resources[name].value = value
+        _put_policy(shape, pod)
+    _put_shared_tags(shape.allocationTags, pod, foreign)
+    _put_resource(shape, pod)
     return shape
 
 
