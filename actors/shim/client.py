@@ -202,9 +202,7 @@ class KubeClient:
             response = self._send(method, path, query, body, content_type)
             status, reason, retry_after, data = (response.status, response.reason,
                                                  response.getheader("Retry-After"), response.read())
-        if not 200 <= status <= 299:
-            raise _error(status, reason, data, retry_after)
-        return orjson.loads(data) if data else {}
+        return _decoded(status, reason, retry_after, data)
 
     def request_retrying(self, method: str, path: str, **kwargs: Any) -> dict:
         """``request`` under the retry policy."""
@@ -282,10 +280,7 @@ class KubeClient:
         there in a way worth retrying is asked for again under the retry policy."""
         if ahead is not None:
             try:
-                status, reason, retry_after, data = ahead.answer()
-                if 200 <= status <= 299:
-                    return orjson.loads(data) if data else {}
-                raise _error(status, reason, data, retry_after)
+                return _decoded(*ahead.answer())
             except Exception as error:
                 if not is_transient(error):
                     raise
@@ -466,6 +461,13 @@ class KubeClient:
                 return error.message or "the pod's disruption budget allows no eviction"
             raise
         return None
+
+
+def _decoded(status: int, reason: str, retry_after: str | None, data: bytes) -> dict:
+    """A 2xx answer's JSON (``{}`` when empty), else the ``ApiError`` it is raised as."""
+    if not 200 <= status <= 299:
+        raise _error(status, reason, data, retry_after)
+    return orjson.loads(data) if data else {}
 
 
 def _error(status: int, reason: str, data: bytes, retry_after: str | None) -> ApiError:

@@ -137,6 +137,14 @@ class BodyStream:
             pass
 
 
+def _receive(connection: socket.socket, parser: httptools.HttpResponseParser) -> None:
+    """Feed ``parser`` what one read from ``connection`` brings; a connection the server closed is an error."""
+    received = connection.recv(RECEIVE_SIZE)
+    if not received:
+        raise ConnectionResetError("the server closed the connection")
+    parser.feed_data(received)
+
+
 class Pending:
     """A request sent on a connection of its own whose answer is read later (``answer``), so that the
     server prepares it while the caller does something else; ``close`` drops it unread."""
@@ -150,10 +158,7 @@ class Pending:
         answers = _Answers()
         try:
             while not answers.done:
-                received = self._connection.recv(RECEIVE_SIZE)
-                if not received:
-                    raise ConnectionResetError("the server closed the connection")
-                answers.parser.feed_data(received)
+                _receive(self._connection, answers.parser)
         except (OSError, httptools.HttpParserError) as error:
             raise TransportError(f"{self._name}: {type(error).__name__}: {error}") from error
         finally:
@@ -207,10 +212,7 @@ class FastTransport:
             connection = self._connection()
             connection.sendall(b"".join(data))
             while len(answers.done) < len(requests):
-                received = connection.recv(RECEIVE_SIZE)
-                if not received:
-                    raise ConnectionResetError("the server closed the connection")
-                answers.parser.feed_data(received)
+                _receive(connection, answers.parser)
                 if answers.done and not answers.done[-1][4] and len(answers.done) < len(requests):
                     raise ConnectionResetError("the server closed the connection after an answer")
         except (OSError, httptools.HttpParserError) as error:
@@ -233,10 +235,7 @@ class FastTransport:
             connection.settimeout(read_timeout)
             connection.sendall(request)
             while not streamed.headed:
-                received = connection.recv(RECEIVE_SIZE)
-                if not received:
-                    raise ConnectionResetError("the server closed the connection")
-                streamed.parser.feed_data(received)
+                _receive(connection, streamed.parser)
             if 200 <= streamed.status <= 299:
                 return streamed.status, streamed.reason, streamed.retry_after, BodyStream(connection, streamed)
             while not streamed.complete:
