@@ -92,8 +92,6 @@ _parse_record = si_pb2.EventRecord.FromString
 _kinds_of_vectors: dict[tuple, tuple[Resource | None, bytes]] = {}
 
 
-
-
 class EventRing:
     """The ring, sized and switched by the ``event.*`` settings (``configure``): ``tracking`` off stores
     nothing; at most ``request_capacity`` events of one batch are taken, the rest are counted as not

@@ -466,4 +466,3 @@ class Partition:
             if (now - app.state_since) / 1e9 >= self.timing.retention:
                 ledger.expire(app_id, now)
         ledger.prune_queues()
-

@@ -207,7 +207,7 @@ class TopologyIndex:
         if shared is None:
             while len(self._label_sets) >= LABEL_SETS_KEPT:
                 del self._label_sets[next(iter(self._label_sets))]
-            shared = self._label_sets[key] = types.MappingProxyType({name[_PREFIX:]: value for name, value in key})
+            shared = self._label_sets[key] = types.MappingProxyType(labels_of(dict(key)))
         return shared
 
     def allocation_removed(self, node_id: str, key: str) -> None:
