@@ -272,6 +272,7 @@ def running_controller(workers: int, threads: int, *extra: str, source: Path = R
         controller.wait(timeout=30)
         log.close()
         sim.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def measure(args, source: Path) -> tuple[dict, dict]:
