@@ -68,16 +68,18 @@ class PendingEvent(NamedTuple):
 
     def record(self) -> si_pb2.EventRecord:
         resource = self.resource
-        # Parsed from the fields its kind and resource share (an empty vector sets no field), then its
-        # own set one by one: a fifth less than building it from keywords and merging those in.
+        # Copied from a record of the fields its kind and resource share (an empty vector sets no field),
+        # then its own set one by one: less than building it from keywords, or parsing the shared fields.
         kind = (self.type, self.detail, self.change, id(resource))
         known = _kinds_of_vectors.get(kind)
         if known is None or known[0] is not resource:
-            known = (resource, _kind_wire(self.type, self.detail, self.change, resource_wire(resource) if resource else b""))
+            wire = _kind_wire(self.type, self.detail, self.change, resource_wire(resource) if resource else b"")
+            known = (resource, _parse_record(wire))
             if len(_kinds_of_vectors) >= WIRES_KEPT:
                 _kinds_of_vectors.clear()  # one atomic step, as the vectors' own wires
             _kinds_of_vectors[kind] = known  # the vector held: its id is not reused meanwhile
-        event = _parse_record(known[1])
+        event = EventRecord()
+        event.CopyFrom(known[1])
         event.objectID = self.object_id
         if self.message:
             event.message = self.message
@@ -87,9 +89,10 @@ class PendingEvent(NamedTuple):
         return event
 
 
-_parse_record = si_pb2.EventRecord.FromString
-# (type, detail, change, id of the resource) -> (the resource, the fields they share, serialized)
-_kinds_of_vectors: dict[tuple, tuple[Resource | None, bytes]] = {}
+EventRecord = si_pb2.EventRecord
+_parse_record = EventRecord.FromString
+# (type, detail, change, id of the resource) -> (the resource, a record of the fields they share: only copied)
+_kinds_of_vectors: dict[tuple, tuple[Resource | None, si_pb2.EventRecord]] = {}
 
 
 class EventRing:
