@@ -44,13 +44,13 @@ def _wire(shape: tuple[tuple[str, int], ...]) -> bytes:
 
 
 @functools.lru_cache(maxsize=4096)
-def _kind_wire(type_: int, detail: int, change: int, resource: bytes) -> bytes:
-    """The fields events of one kind and resource share, serialized: merged into a record with its own
-    few fields, it costs half of setting them all (a record per running allocation a recovery finds)."""
+def _kind_record(type_: int, detail: int, change: int, resource: bytes) -> si_pb2.EventRecord:
+    """A record of the fields events of one kind and resource share (only ever copied: a record per
+    running allocation a recovery finds copies it, and sets its own few fields)."""
     event = si_pb2.EventRecord(type=type_, eventChangeDetail=detail, eventChangeType=change)
     if resource:
         event.resource.MergeFromString(resource)
-    return event.SerializeToString()
+    return event
 
 
 class PendingEvent(NamedTuple):
@@ -70,16 +70,8 @@ class PendingEvent(NamedTuple):
         resource = self.resource
         # Copied from a record of the fields its kind and resource share (an empty vector sets no field),
         # then its own set one by one: less than building it from keywords, or parsing the shared fields.
-        kind = (self.type, self.detail, self.change, id(resource))
-        known = _kinds_of_vectors.get(kind)
-        if known is None or known[0] is not resource:
-            wire = _kind_wire(self.type, self.detail, self.change, resource_wire(resource) if resource else b"")
-            known = (resource, _parse_record(wire))
-            if len(_kinds_of_vectors) >= WIRES_KEPT:
-                _kinds_of_vectors.clear()  # one atomic step, as the vectors' own wires
-            _kinds_of_vectors[kind] = known  # the vector held: its id is not reused meanwhile
         event = EventRecord()
-        event.CopyFrom(known[1])
+        event.CopyFrom(_kind_record(self.type, self.detail, self.change, resource_wire(resource) if resource else b""))
         event.objectID = self.object_id
         if self.message:
             event.message = self.message
@@ -90,9 +82,6 @@ class PendingEvent(NamedTuple):
 
 
 EventRecord = si_pb2.EventRecord
-_parse_record = EventRecord.FromString
-# (type, detail, change, id of the resource) -> (the resource, a record of the fields they share: only copied)
-_kinds_of_vectors: dict[tuple, tuple[Resource | None, si_pb2.EventRecord]] = {}
 
 
 class EventRing:
