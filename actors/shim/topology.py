@@ -160,7 +160,7 @@ class TopologyIndex:
         self._label_sets: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}  # label tags -> labels, shared
         # Pods whose labels are not read yet: only asks with inter-pod terms read them, and a recovery
         # adds 100,000 pods that such an ask may never come for.
-        self._unlabelled: list[_Pod] = []
+        self._unlabelled: dict[str, _Pod] = {}  # by key: a pod that goes leaves it
 
     # ---- told by the core ------------------------------------------------------------------------
 
@@ -214,15 +214,13 @@ class TopologyIndex:
 
     def _label_waiting(self) -> None:
         """Read the labels and namespace of the pods added since the last search for pods."""
-        waiting, self._unlabelled = self._unlabelled, []
-        pods = self.pods
-        for pod in waiting:
-            if pod.labels is None and pods.get(pod.key) is pod:  # not gone (nor waiting twice: its node relabelled)
-                tags = pod.tags
-                pod.namespace = sys.intern(tags.get(TAG_NAMESPACE, ""))
-                pod.labels = self._shared_labels(tags)
-                pod.tags = None
-                self._index_labels(pod)
+        waiting, self._unlabelled = self._unlabelled, {}
+        for pod in waiting.values():
+            tags = pod.tags
+            pod.namespace = sys.intern(tags.get(TAG_NAMESPACE, ""))
+            pod.labels = self._shared_labels(tags)
+            pod.tags = None
+            self._index_labels(pod)
 
     def _shared_labels(self, tags: Mapping[str, str]) -> Mapping[str, str]:
         """The pod's labels, one read-only mapping for every pod with the same (the pods of a workload);
@@ -257,7 +255,7 @@ class TopologyIndex:
 
     def _index(self, pod: _Pod) -> None:
         if pod.labels is None:
-            self._unlabelled.append(pod)
+            self._unlabelled[pod.key] = pod
         else:
             self._index_labels(pod)
         terms = pod.constraints.anti_affinity
@@ -283,12 +281,15 @@ class TopologyIndex:
             keys.add(pod.key)
 
     def _unindex(self, pod: _Pod) -> None:
-        for pair in (pod.labels or {}).items():
-            keys = self.by_label.get(pair)
-            if keys is not None:
-                keys.discard(pod.key)
-                if not keys:
-                    del self.by_label[pair]
+        if pod.labels is None:
+            self._unlabelled.pop(pod.key, None)
+        else:
+            for pair in pod.labels.items():
+                keys = self.by_label.get(pair)
+                if keys is not None:
+                    keys.discard(pod.key)
+                    if not keys:
+                        del self.by_label[pair]
         terms = pod.constraints.anti_affinity
         if not terms:
             return
