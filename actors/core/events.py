@@ -44,13 +44,13 @@ def _wire(shape: tuple[tuple[str, int], ...]) -> bytes:
 
 
 @functools.lru_cache(maxsize=4096)
-def _kind_wire(type_: int, detail: int, change: int, resource: bytes) -> bytes:
-    """The fields events of one kind and resource share, serialized: merged into a record with its own
-    few fields, it costs half of setting them all (a record per running allocation a recovery finds)."""
+def _kind_record(type_: int, detail: int, change: int, resource: bytes) -> si_pb2.EventRecord:
+    """A record of the fields events of one kind and resource share (only ever copied: a record per
+    running allocation a recovery finds copies it, and sets its own few fields)."""
     event = si_pb2.EventRecord(type=type_, eventChangeDetail=detail, eventChangeType=change)
     if resource:
         event.resource.MergeFromString(resource)
-    return event.SerializeToString()
+    return event
 
 
 class PendingEvent(NamedTuple):
@@ -68,16 +68,10 @@ class PendingEvent(NamedTuple):
 
     def record(self) -> si_pb2.EventRecord:
         resource = self.resource
-        # Parsed from the fields its kind and resource share (an empty vector sets no field), then its
-        # own set one by one: a fifth less than building it from keywords and merging those in.
-        kind = (self.type, self.detail, self.change, id(resource))
-        known = _kinds_of_vectors.get(kind)
-        if known is None or known[0] is not resource:
-            known = (resource, _kind_wire(self.type, self.detail, self.change, resource_wire(resource) if resource else b""))
-            if len(_kinds_of_vectors) >= WIRES_KEPT:
-                _kinds_of_vectors.clear()  # one atomic step, as the vectors' own wires
-            _kinds_of_vectors[kind] = known  # the vector held: its id is not reused meanwhile
-        event = _parse_record(known[1])
+        # Copied from a record of the fields its kind and resource share (an empty vector sets no field),
+        # then its own set one by one: less than building it from keywords, or parsing the shared fields.
+        event = EventRecord()
+        event.CopyFrom(_kind_record(self.type, self.detail, self.change, resource_wire(resource) if resource else b""))
         event.objectID = self.object_id
         if self.message:
             event.message = self.message
@@ -87,9 +81,7 @@ class PendingEvent(NamedTuple):
         return event
 
 
-_parse_record = si_pb2.EventRecord.FromString
-# (type, detail, change, id of the resource) -> (the resource, the fields they share, serialized)
-_kinds_of_vectors: dict[tuple, tuple[Resource | None, bytes]] = {}
+EventRecord = si_pb2.EventRecord
 
 
 class EventRing:

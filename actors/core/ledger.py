@@ -19,7 +19,7 @@ from actors.core.application import Application
 from actors.core.config import PartitionConfig
 from actors.core.events import PendingEvent
 from actors.core.node import Node, NodeIndex
-from actors.core.plugins import NodePredicates
+from actors.core.plugins import NodePredicates, PlacementView
 from actors.core.preemption import InFlight
 from actors.core.queue import Queue, QueueTree
 from actors.core.reservation import Reservation
@@ -65,14 +65,16 @@ class Outbox:
 class _Found:
     """Running allocations booked in one batch (a recovery books tens of thousands): placed on their
     nodes and applications at once, their resources counted once per node, application, queue, user and
-    group at the end of the batch (nothing in between reads those sums)."""
+    group, and told to the placement view once per node, at the end of the batch (nothing in between
+    reads those sums or the view)."""
 
-    __slots__ = ("apps", "queues", "nodes")
+    __slots__ = ("apps", "queues", "nodes", "viewed")
 
     def __init__(self) -> None:
         self.apps: dict[Application, list[Resource]] = {}
         self.queues: dict[Application, Queue] = {}
         self.nodes: defaultdict[Node, list[Resource]] = defaultdict(list)
+        self.viewed: defaultdict[Node, list[Allocation]] = defaultdict(list)  # for the placement view
 
     def book(self, app: Application, queue: Queue, node: Node, allocation: Allocation) -> None:
         app.place(allocation)
@@ -84,10 +86,13 @@ class _Found:
             self.queues[app] = queue
         used.append(resource)
         self.nodes[node].append(resource)
+        self.viewed[node].append(allocation)
 
-    def touch(self, node: Node) -> None:
-        """``node`` changed: it is re-sorted once, at the end of the batch."""
+    def touch(self, node: Node, allocation: Allocation) -> None:
+        """``allocation`` joined ``node`` (counted already): the node is re-sorted once, and the view told,
+        at the end of the batch."""
         self.nodes[node]  # noqa: B018 (the default list is the mark)
+        self.viewed[node].append(allocation)
 
     def settle(self, app: Application, usage: UsageTracker) -> None:
         """Count what ``app`` booked so far in the batch now (its usage is about to change otherwise)."""
@@ -98,7 +103,9 @@ class _Found:
             self.queues.pop(app).add_allocated(total)
             usage.allocated(app.application_id, total)
 
-    def count(self, usage: UsageTracker, index: NodeIndex) -> None:
+    def count(self, usage: UsageTracker, index: NodeIndex, view: PlacementView) -> None:
+        for node, allocations in self.viewed.items():
+            view.allocations_added(node.node_id, [(allocation.key, allocation.tags) for allocation in allocations])
         for node, resources in self.nodes.items():
             if resources:
                 node.add_allocated(_summed(resources)[0])
@@ -110,6 +117,9 @@ class _Found:
 def _summed(resources: list[Resource]) -> tuple[Resource, bool]:
     """The sum of ``resources`` and whether none of them is negative: the records of a workload share one
     vector (``actors.core.allocation``), so each distinct vector is added once, times its count."""
+    first = resources[0]
+    if resources.count(first) == len(resources):  # one shape, as a node's or a workload's pods mostly are
+        return first.multiply(len(resources)), not first.has_negative()
     counts = Counter(map(id, resources))
     distinct = {id(resource): resource for resource in resources}
     total: dict[str, int] = {}
@@ -251,10 +261,10 @@ class Ledger:
         node.add_allocation(allocation)
         if allocation.foreign:
             self._foreign_on[allocation.key] = node
-        self.view.allocation_added(node.node_id, allocation.key, allocation.tags)
         if self._found is not None:
-            self._found.touch(node)
+            self._found.touch(node, allocation)
         else:
+            self.view.allocation_added(node.node_id, allocation.key, allocation.tags)
             self.index.update(node)
 
     def _unbook(self, node: Node, key: str) -> None:
@@ -422,7 +432,7 @@ class Ledger:
     def end_found(self) -> None:
         found, self._found = self._found, None
         if found is not None:
-            found.count(self.usage, self.index)
+            found.count(self.usage, self.index, self.view)
 
     def book(self, app: Application, queue: Queue, allocation: Allocation, node: Node, decided: bool,
              took_placeholder: bool = False) -> None:
@@ -446,7 +456,6 @@ class Ledger:
             self.usage.allocated(app.application_id, allocation.resource)
         else:
             found.book(app, queue, node, allocation)
-            self.view.allocation_added(node.node_id, allocation.key, allocation.tags)
         queue.count_container("allocated")
         if app.state in (states.NEW, states.ACCEPTED):
             if app.state == states.NEW:

@@ -10,13 +10,19 @@ from si import si_pb2
 
 class PlacementView(Protocol):
     """A predicates plugin's index of one partition's nodes and allocations (kube-scheduler's PreFilter
-    state, kept current instead of recomputed). The partition tells it every change, from its thread."""
+    state, kept current instead of recomputed). The partition tells it every change, from its thread; the
+    attributes and tags it passes are never changed afterwards (a change comes as new ones), so the view
+    may keep them without a copy."""
 
     def node_updated(self, node_id: str, attributes: Mapping[str, str]) -> None: ...
 
     def node_removed(self, node_id: str) -> None: ...
 
     def allocation_added(self, node_id: str, key: str, tags: Mapping[str, str]) -> None: ...
+
+    def allocations_added(self, node_id: str, allocations: Iterable[tuple[str, Mapping[str, str]]]) -> None:
+        """Allocations ``(key, tags)`` on ``node_id``, told at once."""
+        ...
 
     def allocation_removed(self, node_id: str, key: str) -> None: ...
 
@@ -63,6 +69,9 @@ class NoView:
         pass
 
     def allocation_added(self, node_id, key, tags) -> None:
+        pass
+
+    def allocations_added(self, node_id, allocations) -> None:
         pass
 
     def allocation_removed(self, node_id, key) -> None:

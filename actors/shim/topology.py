@@ -98,15 +98,19 @@ def resolve_namespaces(text: str, namespace_labels: Mapping[str, Mapping[str, st
 
 class _Pod:
     """A pod as the index keeps it; its labels are shared with the other pods that have the same
-    (``TopologyIndex._shared_labels``: read only), as are its namespace and node strings."""
+    (``TopologyIndex._shared_labels``: read only), as are its namespace and node strings. Its labels and
+    namespace are read from its ``tags`` only once an ask's inter-pod terms look for pods
+    (``TopologyIndex._label_waiting``): until then ``labels`` is None; its constraints are read at once,
+    as its own anti-affinity guards its node from the start."""
 
-    __slots__ = ("key", "node_id", "namespace", "labels", "constraints")
+    __slots__ = ("key", "node_id", "tags", "namespace", "labels", "constraints")
 
-    def __init__(self, key: str, node_id: str, tags: Mapping[str, str], labels: Mapping[str, str]) -> None:
+    def __init__(self, key: str, node_id: str, tags: Mapping[str, str]) -> None:
         self.key = key
-        self.node_id = sys.intern(node_id)
-        self.namespace = sys.intern(tags.get(TAG_NAMESPACE, ""))
-        self.labels = labels
+        self.node_id = node_id  # interned by the index
+        self.tags: Mapping[str, str] | None = tags  # until its labels are read
+        self.namespace = ""
+        self.labels: Mapping[str, str] | None = None
         try:
             self.constraints = c.decode(tags.get(TAG_CONSTRAINTS, ""))
         except c.ConstraintError:
@@ -154,11 +158,14 @@ class TopologyIndex:
         self._cached: tuple | None = None
         self._eligible: dict = {}
         self._label_sets: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}  # label tags -> labels, shared
+        # Pods whose labels are not read yet: only asks with inter-pod terms read them, and a recovery
+        # adds 100,000 pods that such an ask may never come for.
+        self._unlabelled: dict[str, _Pod] = {}  # by key: a pod that goes leaves it
 
     # ---- told by the core ------------------------------------------------------------------------
 
     def node_updated(self, node_id: str, attributes: Mapping[str, str]) -> None:
-        attributes = dict(attributes)
+        """``attributes``: kept as they are (the core never changes them: it sends new ones)."""
         if attributes == self.node_attributes.get(node_id):
             return
         labels = labels_of(attributes)
@@ -187,16 +194,33 @@ class TopologyIndex:
         self.version += 1
 
     def allocation_added(self, node_id: str, key: str, tags: Mapping[str, str]) -> None:
-        if key in self.pods:
-            self.allocation_removed(self.pods[key].node_id, key)
-        pod = _Pod(key, node_id, tags, self._shared_labels(tags))
-        self.pods[key] = pod
+        self.allocations_added(node_id, ((key, tags),))
+
+    def allocations_added(self, node_id: str, allocations: Iterable[tuple[str, Mapping[str, str]]]) -> None:
+        """Allocations ``(key, tags)`` on one node (a recovery tells a node's at once)."""
+        node_id = sys.intern(node_id)
+        pods = self.pods
         on_node = self.node_pods.get(node_id)
         if on_node is None:
             on_node = self.node_pods[node_id] = set()
-        on_node.add(key)
-        self._index(pod)
+        index = self._index
+        for key, tags in allocations:
+            if key in pods:
+                self.allocation_removed(pods[key].node_id, key)
+            pod = pods[key] = _Pod(key, node_id, tags)
+            on_node.add(key)
+            index(pod)
         self.version += 1
+
+    def _label_waiting(self) -> None:
+        """Read the labels and namespace of the pods added since the last search for pods."""
+        waiting, self._unlabelled = self._unlabelled, {}
+        for pod in waiting.values():
+            tags = pod.tags
+            pod.namespace = sys.intern(tags.get(TAG_NAMESPACE, ""))
+            pod.labels = self._shared_labels(tags)
+            pod.tags = None
+            self._index_labels(pod)
 
     def _shared_labels(self, tags: Mapping[str, str]) -> Mapping[str, str]:
         """The pod's labels, one read-only mapping for every pod with the same (the pods of a workload);
@@ -230,12 +254,10 @@ class TopologyIndex:
         return False
 
     def _index(self, pod: _Pod) -> None:
-        by_label = self.by_label
-        for pair in pod.labels.items():
-            keys = by_label.get(pair)
-            if keys is None:  # not setdefault: it would build a set for every pod, to throw away
-                keys = by_label[pair] = set()
-            keys.add(pod.key)
+        if pod.labels is None:
+            self._unlabelled[pod.key] = pod
+        else:
+            self._index_labels(pod)
         terms = pod.constraints.anti_affinity
         if not terms:
             return
@@ -250,13 +272,24 @@ class TopologyIndex:
                 self.guard_domains[(term.topology_key, value)] += 1
                 self.guard_keys[term.topology_key] += 1
 
-    def _unindex(self, pod: _Pod) -> None:
+    def _index_labels(self, pod: _Pod) -> None:
+        by_label = self.by_label
         for pair in pod.labels.items():
-            keys = self.by_label.get(pair)
-            if keys is not None:
-                keys.discard(pod.key)
-                if not keys:
-                    del self.by_label[pair]
+            keys = by_label.get(pair)
+            if keys is None:  # not setdefault: it would build a set for every pod, to throw away
+                keys = by_label[pair] = set()
+            keys.add(pod.key)
+
+    def _unindex(self, pod: _Pod) -> None:
+        if pod.labels is None:
+            self._unlabelled.pop(pod.key, None)
+        else:
+            for pair in pod.labels.items():
+                keys = self.by_label.get(pair)
+                if keys is not None:
+                    keys.discard(pod.key)
+                    if not keys:
+                        del self.by_label[pair]
         terms = pod.constraints.anti_affinity
         if not terms:
             return
@@ -307,6 +340,8 @@ class TopologyIndex:
         """The pods ``selector`` may match: those carrying its rarest required label, else all."""
         if selector is None:
             return ()
+        if self._unlabelled:
+            self._label_waiting()
         best: set[str] | None = None
         for pair in selector.match_labels:
             keys = self.by_label.get(pair)

@@ -515,3 +515,13 @@ def test_pods_with_the_same_labels_share_them_in_the_index_and_still_count_apart
         world.place("n1", {"app": f"job-{index}"})
     assert len(world.view._label_sets) <= 4
     assert world.fits({"x": "y"}, affinity=affinity(anti=[term({"matchLabels": {"app": "job-9"}})])) == {"n2"}
+
+
+def test_pods_that_come_and_go_while_no_ask_looks_for_pods_leave_nothing_behind():
+    world = World({"n1": {ZONE: "a"}, "n2": {ZONE: "b"}})
+    kept = world.place("n2", {"app": "web"})
+    for _ in range(50):
+        world.view.allocation_removed("n1", world.place("n1", {"app": "web"}))
+    assert len(world.view._unlabelled) == 1, "only the pod still there waits for its labels to be read"
+    assert world.fits({"x": "y"}, affinity=affinity(anti=[term({"matchLabels": {"app": "web"}})])) == {"n1"}
+    assert not world.view._unlabelled and world.view.by_label[("app", "web")] == {kept}
