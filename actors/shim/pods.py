@@ -145,17 +145,18 @@ def parse_pod(raw: Mapping) -> PodRecord:
         constraint_tag = facts.constraints
     status = raw.get("status")
     phase = (status if type(status) is dict else gojson.mapping(status)).get("phase")
+    version = metadata.get("resourceVersion")
     record = _make_record(
-        uid, name, gojson.text(metadata.get("resourceVersion")),
+        uid, name, version if isinstance(version, str) else "",
         sys.intern(node) if node and isinstance(node, str) else "",
-        sys.intern(gojson.text(phase) or "Pending"),
+        sys.intern(phase) if phase and isinstance(phase, str) else "Pending",
         bool(metadata.get("deletionTimestamp")),
         facts.app_id + uid if facts.app_id_per_pod else facts.app_id,
         _timestamp(metadata.get("creationTimestamp")),
         constraint_tag,
         *facts.values)
     if not facts.invalid:
-        resized = _resized_resource(spec, raw.get("status"))
+        resized = _resized_resource(spec, status)
         if resized is not None:
             return dataclasses.replace(record, resource=resized)
     return record
@@ -169,8 +170,9 @@ _DEFAULTS = {field.name: field.default for field in dataclasses.fields(PodRecord
 
 
 # Records are made for every pod listed or changed, and the dataclass's ``__init__`` took half of parsing
-# one: it sets each frozen field through ``object.__setattr__`` by name, taking keywords. This sets each
-# slot directly, positionally (measured: 2.1 us a record against 5.2 us).
+# one: it sets each frozen field through ``object.__setattr__`` by name, taking keywords. This fills a
+# draft of the record's slots positionally and makes it the record (measured: 0.7 us a record, 2.3 us
+# through each slot's setter, 5.2 us through the dataclass's).
 _make_record = slot_setter(PodRecord, [*_PER_POD, *_SHARED], new=True)
 
 
@@ -363,7 +365,8 @@ def _resized_resource(spec: object, status: object) -> Resource | None:
     """The pod's size when its container statuses report other resources than its spec asks (an in-place
     resize under way); None in the usual case, where the size read from the spec (and shared) stands. Run on
     every update of a running pod, so it looks no further than it must."""
-    if type(status) is not dict or not isinstance(spec, dict):
+    if type(status) is not dict or not isinstance(spec, dict) or (
+            "containerStatuses" not in status and "initContainerStatuses" not in status):
         return None
     for field, statuses in (("containers", status.get("containerStatuses")),
                             ("initContainers", status.get("initContainerStatuses"))):

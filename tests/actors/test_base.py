@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from actors.base import Actor, ActorFailed, Supervision, live_actors, message
+from actors.base import Actor, ActorFailed, Supervision, live_actors, message, slot_setter
 from tests.waiting import wait_for
 
 
@@ -187,3 +187,30 @@ def test_a_message_is_made_as_its_dataclass_would_make_it():
     assert hash(Placed("p", "n1")) == hash(Placed("p", "n1"))
     # A factory and a __post_init__ are the dataclass's to run.
     assert Grouped(["a"]) == Grouped(("a",), []) and Grouped().extra is not Grouped().extra
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Sized:
+    name: str
+    size: int = 1
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Labelled(Sized):
+    label: str = ""
+
+
+@pytest.mark.parametrize(("cls", "names"), [(Sized, ["name", "size"]), (Labelled, ["name", "size", "label"])])
+def test_a_constructor_of_slots_makes_what_the_dataclass_makes_and_as_frozen(cls, names):
+    """A class of no base but object is made from a draft of its slots; one with a base (whose slots and
+    frozen setter the draft would not share) through each slot's setter: the same instances either way."""
+    make = slot_setter(cls, names, {"size": 1, "label": ""}, new=True)
+    made = make("a") if cls is Sized else make("a", label="x")
+    assert type(made) is cls
+    assert made == (cls("a") if cls is Sized else cls("a", label="x"))
+    assert (made.name, made.size, repr(made).startswith(cls.__name__)) == ("a", 1, True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.size = 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del made.name
+    assert not hasattr(made, "__dict__")

@@ -1,9 +1,12 @@
 """Nodes, namespaces and pods in SI messages."""
 
+import dataclasses
 import json
 
+import pytest
+
 from actors.shim import keys, translate
-from actors.shim.nodes import parse_node
+from actors.shim.nodes import NodeRecord, parse_node
 from actors.shim.objects import namespace_app_tags, parse_namespace, parse_priority_class
 from actors.shim.pods import parse_pod
 from si import si_pb2
@@ -29,6 +32,19 @@ def test_node_attributes_and_schedulable_resource():
     assert attributes["kubernetes.io/label/disk"] == "ssd"
     assert json.loads(attributes[keys.ATTR_TAINTS]) == [{"key": "a", "value": "b", "effect": "NoSchedule"}]
     assert keys.ATTR_UNSCHEDULABLE not in attributes
+
+
+@pytest.mark.parametrize("raw", [
+    node_json("n1", labels={"disk": "ssd"}, taints=[{"key": "a", "value": "b", "effect": "NoExecute"}], unschedulable=True),
+    node_json("n2", cpu="fast"),  # invalid: its record says why
+])
+def test_a_parsed_node_is_whole_and_frozen_as_the_dataclass_makes_one(raw):
+    node = parse_node(raw)
+    # Made slot by slot: the dataclass's own constructor, given every field read back, makes an equal record.
+    assert type(node) is NodeRecord and dataclasses.replace(node) == node
+    assert (node.name, node.resource_version, node.ready) == (raw["metadata"]["name"], "1", True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        node.unschedulable = False
 
 
 def test_decommission_carries_only_the_node_id():
