@@ -26,6 +26,7 @@ clock instead (see ``simulate.cli``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import logging
 import os
@@ -200,7 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    with tempfile.TemporaryDirectory(prefix="yunikorn-") as scratch:
+    # Only the embedded cluster's kubeconfig needs a folder (a killed process leaves it behind).
+    with tempfile.TemporaryDirectory(prefix="yunikorn-") if args.embedded else contextlib.nullcontext() as scratch:
         sim = None
         if args.embedded:
             sim = _start_embedded(args, Path(scratch) / "kubeconfig")

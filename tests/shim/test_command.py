@@ -122,16 +122,19 @@ def test_rest_shows_the_shim_and_sigterm_shuts_down_gracefully(cluster):
 
 
 @pytest.mark.timeout(150)
-def test_sigkill_mid_load_then_restart_binds_everything_once(cluster):
+def test_sigkill_mid_load_then_restart_binds_everything_once(cluster, tmp_path):
     cluster.sim.seed_nodes(3, cpu="4")
     cluster.sim.faults.latency(verb="create", resource="pods/binding", seconds=0.05)
     names = [f"k{i}" for i in range(90)]
-    first = scheduler("--kubeconfig", cluster.kubeconfig, "--bind-workers", "4")
+    temporary = tmp_path / "temporary"
+    temporary.mkdir()
+    first = scheduler("--kubeconfig", cluster.kubeconfig, "--bind-workers", "4", env={"TMPDIR": str(temporary)})
     for name in names[:45]:
         cluster.pod(name, cpu="100m")
     wait_for(lambda: sum(cluster.bound(n) for n in names) >= 10, timeout=60)
     first.send_signal(signal.SIGKILL)
     first.communicate(timeout=30)
+    assert not list(temporary.iterdir()), "a killed scheduler left files behind"  # none made outside --embedded
     for name in names[45:]:
         cluster.pod(name, cpu="100m")
     second = scheduler("--kubeconfig", cluster.kubeconfig)
