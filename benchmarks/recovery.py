@@ -15,10 +15,14 @@ processed by the core, not only the shim's ``Running``).
 Printed: those seconds by phase (listed and registered, ``Running``, scheduling on every node), the CPU
 seconds the process spent in each (the figure to compare on a loaded machine: wall time there is
 mostly time spent waiting for a core) and kubesim's, the CPU seconds of the pods' and nodes' informer
-threads, what was recovered, the core's view of it, and peak RSS.
+threads, what was recovered, the core's view of it, and peak RSS. ``--timeline`` adds, per 100 ms, the
+CPU of each of the process's threads and of kubesim, and whether any thread of the scheduler was
+runnable at all: time when none was is time spent waiting on kubesim, a timer or a hand-off, time when
+one was but none ran is time spent waiting for a CPU.
 
     python benchmarks/recovery.py                       # 5,000 nodes, 50,000 pods
     python benchmarks/recovery.py --nodes 500 --pods 5000
+    python benchmarks/recovery.py --timeline            # and where the wall time went, 100 ms at a time
 """
 
 from __future__ import annotations
@@ -113,6 +117,101 @@ def start_up_seconds(kubeconfig: str, scratch: str) -> tuple[float, float]:
     return time.monotonic() - began, after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
 
 
+def _sample(pids: tuple[int, int], period: float, rows) -> None:
+    """In a process of its own (a thread of the scheduler's would wait for the interpreter lock): every
+    ``period``, the seconds every thread of ``pids`` spent on a CPU and runnable waiting for one, and whether
+    it is runnable now, until told to stop."""
+    rows.send("ready")
+    taken = []
+    while not rows.poll(period):
+        at = time.monotonic()
+        sample = {}
+        for pid in pids:
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for task in tasks:
+                try:
+                    on_cpu, waiting = Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[:2]
+                    state = Path(f"/proc/{pid}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                except (OSError, ValueError, IndexError):
+                    continue
+                sample[(pid, int(task))] = (int(on_cpu) / 1e9, int(waiting) / 1e9, state == "R")
+        taken.append((at, sample))
+    rows.send(taken)
+
+
+class Timeline:
+    """With ``--timeline``: every ``period`` seconds, the CPU each thread of this process and of kubesim
+    spent, and how long each waited for a CPU (``/proc/.../schedstat``), sampled by another process, so
+    the intervals where the scheduler waits on something show, and what ran."""
+
+    def __init__(self, sim_pid: int, period: float = 0.02) -> None:
+        self._sim = sim_pid
+        self._pipe, theirs = SPAWN.Pipe()
+        self._sampler = SPAWN.Process(target=_sample, args=((os.getpid(), sim_pid), period, theirs), daemon=True)
+        self._sampler.start()
+        self._pipe.recv()  # sampling
+        self.rows: list = []
+        self._names: dict[int, str] = {}
+
+    def stop(self) -> None:
+        self._names = {t.native_id: t.name for t in threading.enumerate()}
+        self._pipe.send("stop")
+        self.rows = self._pipe.recv()
+        self._sampler.join()
+
+    def _name(self, pid: int, tid: int) -> str:
+        if pid == self._sim:
+            return "kubesim"
+        name = self._names.get(tid, "ended")
+        return name.split("(")[0].rstrip("-0123456789 ") or name
+
+    def report(self, started: float, bucket: float = 0.1) -> None:
+        """Per ``bucket`` of wall time from ``started``: the scheduler's CPU and CPU wait (shares of one core),
+        how often none of its threads was runnable, its busiest threads, kubesim's CPU; then the totals."""
+        print(f"timeline (per {bucket * 1000:.0f} ms: scheduler on CPU / waiting for a CPU, as shares of one "
+              "core; share of samples with none of its threads runnable; its busiest threads; kubesim on CPU)")
+        blocked = 0.0
+        rows = [(at - started, sample) for at, sample in self.rows]
+        first = 0
+        for last in range(1, len(rows)):
+            if rows[last][0] - rows[first][0] < bucket and last != len(rows) - 1:
+                continue
+            (was, before), (at, after) = rows[first], rows[last]
+            wall = at - was
+            cpu: dict[str, float] = {}
+            waiting = 0.0
+            for key, (on, queued, _) in after.items():
+                on0, queued0, _ = before.get(key, (0.0, 0.0, False))
+                name = self._name(*key)
+                cpu[name] = cpu.get(name, 0.0) + on - on0
+                if key[0] != self._sim:
+                    waiting += queued - queued0
+            sim = cpu.pop("kubesim", 0.0)
+            busy = sum(cpu.values())
+            samples = rows[first + 1:last + 1]
+            stopped = sum(not any(r for (pid, _), (_, _, r) in sample.items() if pid != self._sim)
+                          for _, sample in samples) / len(samples)
+            blocked += stopped * wall
+            top = ", ".join(f"{n} {d / wall:.0%}" for n, d in sorted(cpu.items(), key=lambda x: -x[1])[:3] if d > 0.002)
+            print(f"  {was:5.2f}-{at:5.2f} {busy / wall:4.0%} / {waiting / wall:4.0%} none {stopped:4.0%} [{top}] "
+                  f"kubesim {sim / wall:.0%}")
+            first = last
+        (began, before), (ended, after) = rows[0], rows[-1]
+        totals: dict[str, float] = {}
+        for key, (on, _, _) in after.items():
+            totals[self._name(*key)] = totals.get(self._name(*key), 0.0) + on - before.get(key, (0.0,))[0]
+        kubesim = totals.pop("kubesim", 0.0)
+        wall, cpu = ended - began, sum(totals.values())
+        print(f"of {wall:.2f} wall seconds: {cpu:.2f} a thread of the scheduler on a CPU, {blocked:.2f} none of "
+              f"them runnable (waiting on kubesim, a timer or each other; sampled), "
+              f"{max(0.0, wall - cpu - blocked):.2f} the rest (runnable, waiting for a CPU); kubesim on a CPU {kubesim:.2f}")
+        print("  CPU seconds by thread: " + ", ".join(
+            f"{name} {seconds:.2f}" for name, seconds in sorted(totals.items(), key=lambda x: -x[1]) if seconds >= 0.01))
+
+
 class Phases:
     """The first time (seconds since ``started``, CPU seconds since ``cpu_before``) each scheduler state is seen."""
 
@@ -140,6 +239,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=50_000)
     parser.add_argument("--foreign", type=float, default=0.2, help="share of pods of another scheduler")
     parser.add_argument("--creators", type=int, default=2, help="creator processes")
+    parser.add_argument("--timeline", action="store_true", help="print CPU per thread and kubesim's over time")
     args = parser.parse_args()
     tune_collector()  # as the scheduler command does
     foreign_every = round(1 / args.foreign) if args.foreign > 0 else 0
@@ -171,6 +271,7 @@ def main() -> None:
             rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             sim_cpu_before = cpu_seconds(sim.pid)
             cpu_before = _cpu_seconds()
+            timeline = Timeline(sim.pid) if args.timeline else None
             started = time.monotonic()
             core = Scheduler(predicates=KubernetesPredicates())
             service = SchedulerService(client, core, ServiceSettings()).start()
@@ -185,6 +286,8 @@ def main() -> None:
             cpu = _cpu_seconds() - cpu_before
             sim_cpu = cpu_seconds(sim.pid) - sim_cpu_before
             phases.stop()
+            if timeline is not None:
+                timeline.stop()
             state = service.latest_state()
             snapshot = core.snapshot()
             yunikorn = sum(len(n.allocations) for p in snapshot.partitions for n in p.nodes)
@@ -211,6 +314,10 @@ def main() -> None:
     print(f"  the core schedules on every node: {seconds:.1f} (CPU {cpu:.1f})")
     print(f"recovered: {recovery.pods_recovered} pods, {recovery.nodes_recovered}/{recovery.nodes_total} nodes")
     print(f"core: {yunikorn} YuniKorn allocations, {foreign} foreign allocations, {schedulable} schedulable nodes")
+    if timeline is not None:
+        for state, (at, _) in sorted(phases.seen.items(), key=lambda x: x[1]):
+            print(f"  state {state} at {at:.2f}")
+        timeline.report(started)
     print(f"peak RSS of the scheduler process: {rss:.0f} MiB (before the scheduler started: {rss_before:.0f} MiB)")
 
 

@@ -12,7 +12,7 @@ import random
 import threading
 import time
 import uuid
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -98,6 +98,9 @@ class Store:
     def __init__(self, history_size: int = 10000, watch_queue_size: int = 100000) -> None:
         self.lock = threading.RLock()
         self.objects: dict[Key, dict] = {}
+        # The same objects by kind, as an API server's per-resource cache: a list of one kind never walks
+        # the others (a list of the priority classes walked every pod).
+        self._of_kind: defaultdict[str, dict[Key, dict]] = defaultdict(dict)
         self.rv = 0
         self.history: deque[Event] = deque()
         self.history_size = history_size
@@ -119,10 +122,7 @@ class Store:
     def list(self, kind: Kind, namespace: str | None = None,
              matcher: Callable[[dict], bool] | None = None) -> tuple[list[dict], int]:
         with self.lock:
-            items = [obj for (plural, ns, _), obj in self.objects.items()
-                     if plural == kind.plural and (not namespace or ns == namespace)
-                     and (matcher is None or matcher(obj))]
-            return items, self.rv
+            return list(self._current(kind, namespace, matcher)), self.rv
 
     # Writes. Each returns the stored object.
     def create(self, kind: Kind, namespace: str, obj: dict, uid: str | None = None) -> dict:
@@ -189,8 +189,9 @@ class Store:
         new["metadata"]["resourceVersion"] = str(self.rv)
         if type_ == "DELETED":
             del self.objects[key]
+            del self._of_kind[key[0]][key]
         else:
-            self.objects[key] = new
+            self.objects[key] = self._of_kind[key[0]][key] = new
         event = Event(self.rv, kind, type_, old, new)
         self.history.append(event)
         while len(self.history) > self.history_size:
@@ -226,8 +227,8 @@ class Store:
         return watcher
 
     def _current(self, kind, namespace, matcher) -> Iterator[dict]:
-        for (plural, ns, _), obj in self.objects.items():
-            if plural == kind.plural and (not namespace or ns == namespace) and (matcher is None or matcher(obj)):
+        for (_, ns, _), obj in self._of_kind.get(kind.plural, {}).items():
+            if (not namespace or ns == namespace) and (matcher is None or matcher(obj)):
                 yield obj
 
     def _events_after(self, since: int, kind: Kind) -> Iterator[Event]:
