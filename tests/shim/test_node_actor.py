@@ -6,10 +6,10 @@ import pytest
 from actors.shim.messages import (
     CoreConfirmed,
     CountedForeign,
+    NodeAllocations,
     NodeChanged,
     NodeRecovered,
     PlacedPod,
-    PodAllocation,
     PodsLeft,
     PodsOnNode,
     Settle,
@@ -70,7 +70,7 @@ def node():
 
 def allocated(items):
     """(pod uid, node) of every allocation among ``items``: the pods' the node tells the outlet to build."""
-    return [(i.pod.uid, i.node_id) for i in items if isinstance(i, PodAllocation)]
+    return [(placed.pod.uid, i.node_id) for i in items if isinstance(i, NodeAllocations) for placed in i.pods]
 
 
 def ours(name):
