@@ -94,6 +94,18 @@ def test_node0_stays_recovering_until_the_core_confirms_its_pods(node):
     wait_for(lambda: inbox_messages(n.context, NodeRecovered) == [NodeRecovered("n1", 1)])
 
 
+def test_a_recovering_node_reports_every_pod_on_it_as_one_item_after_its_registration(node):
+    other = PlacedPod(parse_pod(pod_json("other", node="n1", scheduler="default-scheduler")), 0, report=True,
+                      foreign=True)
+    pods = [ours("pod0"), other, ours("pod1")]
+    n = node(parse_node(node_json("n1")), pods)
+    register, report = n.sent()
+    assert (register.action, register.nodeID) == (Action.CREATE_DRAIN, "n1")
+    assert (report.node_id, report.reporter) == ("n1", n.ref)
+    assert [(p.pod.uid, p.foreign) for p in report.pods] == [(p.pod.uid, p.foreign) for p in pods]
+    assert {v.uid for v in n.board.pods.all()[0] if v.state == FOREIGN} == {other.pod.uid}
+
+
 def test_pods_arriving_while_recovering_extend_the_recovery(node):
     n = node(parse_node(node_json("n1")), [ours("pod0")])
     (first,) = n.confirmations()
