@@ -38,13 +38,14 @@ class Outbox:
         self._removed_app = False
         self._allocation_keys: set[str] = set()
         self._nodes_named: set[str] = set()
+        self._bundled = 0  # the pods of nodes' allocations beyond the first of each: see ``__len__``
 
     def __bool__(self) -> bool:
         return bool(self._segments or self._leading_apps or self._leading_nodes)
 
     def __len__(self) -> int:
-        """Requests collected so far."""
-        return (len(self._leading_apps) + len(self._leading_nodes)
+        """Requests collected so far, a node's allocations counted one a pod (the outlet's flush bound)."""
+        return (len(self._leading_apps) + len(self._leading_nodes) + self._bundled
                 + sum(len(items) for _, items in self._segments))
 
     def _append(self, kind: str, item: object) -> None:
@@ -75,6 +76,7 @@ class Outbox:
     def allocate(self, allocation: si_pb2.Allocation | NodeAllocations) -> None:
         if isinstance(allocation, NodeAllocations):
             self._allocation_keys.update([placed.pod.uid for placed in allocation.pods])
+            self._bundled += len(allocation.pods) - 1
         else:
             self._allocation_keys.add(allocation.allocationKey)
         self._append(_ALLOCATE, allocation)
@@ -86,6 +88,8 @@ class Outbox:
             for kind, items in self._segments:
                 if kind == _ALLOCATE:
                     items[:] = [kept for item in items if (kept := _without(item, key)) is not None]
+            self._bundled = sum(len(item.pods) - 1 for kind, items in self._segments if kind == _ALLOCATE
+                                for item in items if isinstance(item, NodeAllocations))
         self._append(_RELEASE, release)
 
     def drain(self) -> list[si_pb2.NodeRequest | si_pb2.ApplicationRequest | si_pb2.AllocationRequest]:
@@ -114,6 +118,7 @@ class Outbox:
         self._removed_app = False
         self._allocation_keys = set()
         self._nodes_named = set()
+        self._bundled = 0
         return messages
 
     def _allocations(self, items: list[si_pb2.Allocation | NodeAllocations]) -> si_pb2.AllocationRequest:

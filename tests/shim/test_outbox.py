@@ -65,8 +65,10 @@ def test_a_nodes_allocations_are_built_into_their_request_in_order_and_dropped_w
     box.allocate(on_n1(kept, dropped, beside))
     box.allocate(allocation("ready-made", "n1"))
     box.allocate(on_n1(alone))
+    assert len(box) == 5  # each pod counted: the outlet sends at most so many at once
     box.release(si_pb2.AllocationRelease(allocationKey=dropped.uid))
     box.release(si_pb2.AllocationRelease(allocationKey=alone.uid))
+    assert len(box) == 5  # the two pods left, the ready-made allocation, the two releases
     allocations, releases = box.drain()
     assert [a.allocationKey for a in allocations.allocations] == [kept.uid, beside.uid, "ready-made"]
     assert allocations.allocations[0] == translate.allocation(kept, 0, "default", "n1")
