@@ -115,6 +115,8 @@ def running_dispatchers() -> list[Dispatcher]:
 def default_dispatcher() -> Dispatcher:
     """The process's shared dispatcher, started on first use."""
     global _default
+    if _default is not None:  # started: read without the lock (every pooled actor's start asks)
+        return _default
     with _default_lock:
         if _default is None:
             _default = Dispatcher()

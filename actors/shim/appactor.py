@@ -370,8 +370,10 @@ class ApplicationActor(PooledActor):
 
     def _submit_pending(self) -> None:
         may_ask = self._asking()
-        for task in sorted(self._tasks.values(), key=lambda t: (t.pod.created, t.pod.uid)):
-            if task.state == TaskState.PENDING and not task.pod.held and may_ask(task):
+        # Only the pending are sorted: a recovered application's tasks are mostly bound.
+        pending = [task for task in self._tasks.values() if task.state == TaskState.PENDING]
+        for task in sorted(pending, key=lambda t: (t.pod.created, t.pod.uid)):
+            if not task.pod.held and may_ask(task):
                 self._contained(task.pod, self._submit, task)
 
     def _placeholders(self) -> list[Task]:

@@ -443,7 +443,10 @@ class ShimContext(Actor):
         originator = originators.get(pod.app_id) if managed else None
         # A gang's placeholders are all known to its application before it hears from the core.
         if managed and (pod.node_name or pod.placeholder):
-            self._contained(kinds.PODS, pod, self._to_app, pod, False, originator)
+            try:  # as ``_contained``, without a call more for every pod: a pod that fails is still counted on its node
+                self._to_app(pod, False, originator)
+            except Exception as error:
+                self._object_failed(kinds.PODS, pod, error)
         if pod.node_name:
             foreign = not managed or self._left_aside(pod)
             on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, foreign,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Iterable
 
 import pykka
 
@@ -32,13 +33,13 @@ from actors.shim.messages import (
     CountedForeign,
     Feedback,
     KubeEvent,
+    NodeAllocations,
     NodeChanged,
     NodeDeleted,
     NodeGone,
     NodeRecovered,
     NotReadyTooLong,
     PlacedPod,
-    PodAllocation,
     PodsLeft,
     PodsOnNode,
     Settle,
@@ -136,8 +137,7 @@ class NodeActor(PooledActor):
     # ---- the pods on it ------------------------------------------------------------------------
 
     def on_PodsOnNode(self, msg: PodsOnNode) -> None:
-        items = []
-        foreign: list[PodView] = []
+        to_report = []
         for placed in msg.pods:
             uid = placed.pod.uid
             known = self._pods.get(uid)
@@ -147,9 +147,8 @@ class NodeActor(PooledActor):
             reported = uid in self._reported
             resized = known is not None and known.pod.resource != placed.pod.resource
             if (placed.report and not reported) or (reported and (known is None or resized)):
-                items.append(self._allocation(placed, foreign))
-        if foreign:
-            self._board.pods.show_all(foreign)
+                to_report.append(placed)
+        items = self._report(to_report)
         if self.state == NodeState.RECOVERING:
             self._send_confirmed(items)  # what just arrived is part of the recovery: wait for it too
         elif items:
@@ -188,28 +187,33 @@ class NodeActor(PooledActor):
         """Register draining, report every pod on the node, and wait for the core to confirm."""
         self._fire(NodeEvent.RECOVER)
         self._reported.clear()
-        foreign: list[PodView] = []
-        reports = [self._allocation(placed, foreign) for placed in self._pods.values()]
-        if foreign:
-            self._board.pods.show_all(foreign)  # the node's foreign pods at once: one lock, one version
-        self._send_confirmed([self._node_info(_ACTION.CREATE_DRAIN), *reports])
+        self._send_confirmed([self._node_info(_ACTION.CREATE_DRAIN), *self._report(self._pods.values())])
         self._track_readiness()
 
     def _send_confirmed(self, items: list) -> None:
         self._token += 1
         tell_if_alive(self._outlet, ToCore(tuple(items), confirm_to=self.actor_ref, token=self._token))
 
-    def _allocation(self, placed: PlacedPod, foreign: list[PodView]) -> PodAllocation:
-        """The pod's allocation to report; a foreign pod's view is added to ``foreign``, to be shown."""
-        pod = placed.pod
-        self._reported.add(pod.uid)
-        if pod.invalid and not placed.foreign:  # no task of ours, but it runs here: its room is taken
-            log.warning("pod %s on node %s counted as another scheduler's pod: %s", pod.full_name, self.node_name,
-                        pod.invalid)
-            placed = self._pods[pod.uid] = dataclasses.replace(placed, foreign=True)
-        if placed.foreign:
-            foreign.append(_foreign_view(pod))
-        return PodAllocation(pod, placed.priority, self.node_name, placed.foreign, placed.originator, self.actor_ref)
+    def _report(self, placed_pods: Iterable[PlacedPod]) -> list[NodeAllocations]:
+        """The allocations of ``placed_pods`` to report, as one item (none for no pod); their foreign pods
+        are shown at once (one lock, one version)."""
+        reports = []
+        foreign: list[PodView] = []
+        for placed in placed_pods:
+            pod = placed.pod
+            if pod.invalid and not placed.foreign:  # no task of ours, but it runs here: its room is taken
+                log.warning("pod %s on node %s counted as another scheduler's pod: %s", pod.full_name,
+                            self.node_name, pod.invalid)
+                placed = self._pods[pod.uid] = dataclasses.replace(placed, foreign=True)
+            if placed.foreign:
+                foreign.append(_foreign_view(pod))
+            reports.append(placed)
+        if not reports:
+            return []
+        self._reported.update([placed.pod.uid for placed in reports])
+        if foreign:
+            self._board.pods.show_all(foreign)
+        return [NodeAllocations(self.node_name, tuple(reports), self.actor_ref)]
 
     def on_CountedForeign(self, msg: CountedForeign) -> None:
         placed = self._pods.get(msg.uid)

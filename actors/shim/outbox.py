@@ -10,16 +10,17 @@ message (one ``AllocationRequest`` for a whole informer batch). Three rules on t
 - releasing a key drops an allocation for it still waiting in the outbox (a pod added and deleted in
   one batch is never asked for), and the release goes out before any later allocation for that key
   (a failed bind releases, then asks again).
-A pod's allocation told as a ``PodAllocation`` is built straight into the request that carries it, by
-the outbox's ``build``; one told as an ``si_pb2.Allocation`` is copied into it.
+The allocations of a node's pods told as ``NodeAllocations`` are built straight into the request that
+carries them, by the outbox's ``build``; one told as an ``si_pb2.Allocation`` is copied into it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from actors.shim.messages import PodAllocation
+from actors.shim.messages import NodeAllocations
 from si import si_pb2
 
 _NODE, _APP_NEW, _APP_REMOVE, _ALLOCATE, _RELEASE = "node", "app-new", "app-remove", "allocate", "release"
@@ -28,22 +29,23 @@ _NODE, _APP_NEW, _APP_REMOVE, _ALLOCATE, _RELEASE = "node", "app-new", "app-remo
 class Outbox:
     """Collects requests; ``drain`` returns them as SI messages, in sending order."""
 
-    def __init__(self, rm_id: str, build: Callable[[Any, PodAllocation], None] | None = None) -> None:
+    def __init__(self, rm_id: str, build: Callable[[Any, NodeAllocations], None] | None = None) -> None:
         self.rm_id = rm_id
-        self._build = build  # build(a request's allocations, item): the item built as the last of them
+        self._build = build  # build(a request's allocations, item): the item's built as the last of them
         self._segments: list[tuple[str, list]] = []
         self._leading_apps: list[si_pb2.AddApplicationRequest] = []
         self._leading_nodes: list[si_pb2.NodeInfo] = []
         self._removed_app = False
         self._allocation_keys: set[str] = set()
         self._nodes_named: set[str] = set()
+        self._bundled = 0  # the pods of nodes' allocations beyond the first of each: see ``__len__``
 
     def __bool__(self) -> bool:
         return bool(self._segments or self._leading_apps or self._leading_nodes)
 
     def __len__(self) -> int:
-        """Requests collected so far."""
-        return (len(self._leading_apps) + len(self._leading_nodes)
+        """Requests collected so far, a node's allocations counted one a pod (the outlet's flush bound)."""
+        return (len(self._leading_apps) + len(self._leading_nodes) + self._bundled
                 + sum(len(items) for _, items in self._segments))
 
     def _append(self, kind: str, item: object) -> None:
@@ -71,8 +73,12 @@ class Outbox:
         self._append(_APP_REMOVE, si_pb2.RemoveApplicationRequest(applicationID=application_id,
                                                                   partitionName=partition))
 
-    def allocate(self, allocation: si_pb2.Allocation | PodAllocation) -> None:
-        self._allocation_keys.add(_key(allocation))
+    def allocate(self, allocation: si_pb2.Allocation | NodeAllocations) -> None:
+        if isinstance(allocation, NodeAllocations):
+            self._allocation_keys.update([placed.pod.uid for placed in allocation.pods])
+            self._bundled += len(allocation.pods) - 1
+        else:
+            self._allocation_keys.add(allocation.allocationKey)
         self._append(_ALLOCATE, allocation)
 
     def release(self, release: si_pb2.AllocationRelease) -> None:
@@ -81,7 +87,9 @@ class Outbox:
             self._allocation_keys.discard(key)
             for kind, items in self._segments:
                 if kind == _ALLOCATE:
-                    items[:] = [a for a in items if _key(a) != key]
+                    items[:] = [kept for item in items if (kept := _without(item, key)) is not None]
+            self._bundled = sum(len(item.pods) - 1 for kind, items in self._segments if kind == _ALLOCATE
+                                for item in items if isinstance(item, NodeAllocations))
         self._append(_RELEASE, release)
 
     def drain(self) -> list[si_pb2.NodeRequest | si_pb2.ApplicationRequest | si_pb2.AllocationRequest]:
@@ -110,18 +118,25 @@ class Outbox:
         self._removed_app = False
         self._allocation_keys = set()
         self._nodes_named = set()
+        self._bundled = 0
         return messages
 
-    def _allocations(self, items: list[si_pb2.Allocation | PodAllocation]) -> si_pb2.AllocationRequest:
+    def _allocations(self, items: list[si_pb2.Allocation | NodeAllocations]) -> si_pb2.AllocationRequest:
         request = si_pb2.AllocationRequest(rmID=self.rm_id)
         allocations = request.allocations
         for item in items:
-            if isinstance(item, PodAllocation):
+            if isinstance(item, NodeAllocations):
                 self._build(allocations, item)
             else:
                 allocations.append(item)
         return request
 
 
-def _key(item: si_pb2.Allocation | PodAllocation) -> str:
-    return item.pod.uid if isinstance(item, PodAllocation) else item.allocationKey
+def _without(item: si_pb2.Allocation | NodeAllocations, key: str) -> si_pb2.Allocation | NodeAllocations | None:
+    """``item`` without the allocation of ``key``; ``None`` when nothing is left."""
+    if not isinstance(item, NodeAllocations):
+        return None if item.allocationKey == key else item
+    pods = tuple(placed for placed in item.pods if placed.pod.uid != key)
+    if len(pods) == len(item.pods):
+        return item
+    return dataclasses.replace(item, pods=pods) if pods else None

@@ -31,7 +31,8 @@ from actors.shim.messages import (
     FlushDue,
     FlushToCore,
     InstanceTypeLabel,
-    PodAllocation,
+    NodeAllocations,
+    PlacedPod,
     Registered,
     ToCore,
 )
@@ -69,7 +70,7 @@ class CoreOutlet(Actor):
     def on_ToCore(self, msg: ToCore) -> None:
         outbox = self._outbox
         for item in msg.items:
-            if isinstance(item, (PodAllocation, si_pb2.Allocation)):
+            if isinstance(item, (NodeAllocations, si_pb2.Allocation)):
                 outbox.allocate(item)
             elif isinstance(item, si_pb2.AllocationRelease):
                 outbox.release(self._released(item) if self._counted_foreign else item)
@@ -135,30 +136,36 @@ class CoreOutlet(Actor):
             typed.attributes[NODE_ATTR_INSTANCE_TYPE] = value
         return typed
 
-    def _build(self, allocations, item: PodAllocation) -> None:
-        """``item`` built as the last of ``allocations`` (a request's). A pod of ours whose allocation
-        cannot be built is reported as another scheduler's pod at priority 0, so its room is counted
-        whatever else it holds, and its node is told; one that cannot be built at all is left out."""
-        pod, built = item.pod, len(allocations)
-        try:
-            if item.foreign:
-                translate.foreign_allocation(pod, item.priority, DEFAULT_PARTITION, into=allocations)
-            else:
-                translate.allocation(pod, item.priority, DEFAULT_PARTITION, item.node_id, item.originator,
-                                     into=allocations)
-            return
-        except Exception as error:
-            del allocations[built:]
-            if item.foreign:
-                log.error("pod %s on node %s not reported, its allocation cannot be built: %r", pod.full_name,
-                          item.node_id, error)
-                return
-            log.error("pod %s on node %s counted as another scheduler's pod at priority 0: %r", pod.full_name,
+    def _build(self, allocations, item: NodeAllocations) -> None:
+        """The allocations of ``item``'s pods built as the last of ``allocations`` (a request's). A pod of
+        ours whose allocation cannot be built is reported as another scheduler's pod at priority 0, so its
+        room is counted whatever else it holds, and its node is told; one that cannot be built at all is
+        left out."""
+        node_id = item.node_id
+        for placed in item.pods:
+            pod, built = placed.pod, len(allocations)
+            try:
+                if placed.foreign:
+                    translate.foreign_allocation(pod, placed.priority, DEFAULT_PARTITION, into=allocations)
+                else:
+                    translate.allocation(pod, placed.priority, DEFAULT_PARTITION, node_id, placed.originator,
+                                         into=allocations)
+            except Exception as error:
+                del allocations[built:]
+                self._build_failed(allocations, item, placed, error)
+
+    def _build_failed(self, allocations, item: NodeAllocations, placed: PlacedPod, error: Exception) -> None:
+        pod = placed.pod
+        if placed.foreign:
+            log.error("pod %s on node %s not reported, its allocation cannot be built: %r", pod.full_name,
                       item.node_id, error)
+            return
+        log.error("pod %s on node %s counted as another scheduler's pod at priority 0: %r", pod.full_name,
+                  item.node_id, error)
         self._counted_foreign.add(pod.uid)
         if item.reporter is not None:
             tell_if_alive(item.reporter, CountedForeign(pod.uid))
-        self._build(allocations, dataclasses.replace(item, priority=0, foreign=True))
+        self._build(allocations, NodeAllocations(item.node_id, (dataclasses.replace(placed, priority=0, foreign=True),)))
 
     def _released(self, release: si_pb2.AllocationRelease) -> si_pb2.AllocationRelease:
         """A pod reported as foreign (``_build``) is released as foreign, even by a node that had not heard yet."""

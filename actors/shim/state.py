@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from actors.base import message
 from actors.shim.lifecycle import SchedulerState, TaskState
 from si.resources import Resource
 
@@ -44,7 +45,7 @@ class NodeView:
     state: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@message  # a frozen slotted dataclass set through its slots: a view is made for every pod a recovery counts
 class PodView:
     uid: str
     namespace: str

@@ -198,7 +198,11 @@ def add_application(pod: PodRecord, tags: Mapping[str, str], partition: str = co
 
 def node_info(node: NodeRecord, action: int) -> si_pb2.NodeInfo:
     """A ``NodeInfo`` for ``action``; a decommission carries only the node id."""
+    info = si_pb2.NodeInfo(nodeID=node.name, action=action)
     if action == si_pb2.NodeInfo.DECOMISSION:
-        return si_pb2.NodeInfo(nodeID=node.name, action=action)
-    return si_pb2.NodeInfo(nodeID=node.name, action=action, attributes=node.attributes(),
-                           schedulableResource=node.allocatable.to_proto())
+        return info
+    info.attributes.update(node.attributes())  # field by field: see ``_with_pod`` (5.5 us a node against 4.0)
+    resources = info.schedulableResource.resources
+    for name, value in node.allocatable.items():
+        resources[name].value = value
+    return info

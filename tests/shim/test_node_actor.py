@@ -6,10 +6,10 @@ import pytest
 from actors.shim.messages import (
     CoreConfirmed,
     CountedForeign,
+    NodeAllocations,
     NodeChanged,
     NodeRecovered,
     PlacedPod,
-    PodAllocation,
     PodsLeft,
     PodsOnNode,
     Settle,
@@ -70,7 +70,7 @@ def node():
 
 def allocated(items):
     """(pod uid, node) of every allocation among ``items``: the pods' the node tells the outlet to build."""
-    return [(i.pod.uid, i.node_id) for i in items if isinstance(i, PodAllocation)]
+    return [(placed.pod.uid, i.node_id) for i in items if isinstance(i, NodeAllocations) for placed in i.pods]
 
 
 def ours(name):
@@ -92,6 +92,18 @@ def test_node0_stays_recovering_until_the_core_confirms_its_pods(node):
     assert [i.action for i in n.sent() if isinstance(i, si_pb2.NodeInfo)][-2:] == [
         Action.DRAIN_TO_SCHEDULABLE, Action.UPDATE]
     wait_for(lambda: inbox_messages(n.context, NodeRecovered) == [NodeRecovered("n1", 1)])
+
+
+def test_a_recovering_node_reports_every_pod_on_it_as_one_item_after_its_registration(node):
+    other = PlacedPod(parse_pod(pod_json("other", node="n1", scheduler="default-scheduler")), 0, report=True,
+                      foreign=True)
+    pods = [ours("pod0"), other, ours("pod1")]
+    n = node(parse_node(node_json("n1")), pods)
+    register, report = n.sent()
+    assert (register.action, register.nodeID) == (Action.CREATE_DRAIN, "n1")
+    assert (report.node_id, report.reporter) == ("n1", n.ref)
+    assert [(p.pod.uid, p.foreign) for p in report.pods] == [(p.pod.uid, p.foreign) for p in pods]
+    assert {v.uid for v in n.board.pods.all()[0] if v.state == FOREIGN} == {other.pod.uid}
 
 
 def test_pods_arriving_while_recovering_extend_the_recovery(node):

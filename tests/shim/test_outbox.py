@@ -1,7 +1,7 @@
 """The order the outlet sends a step's SI items in: merged by kind, registrations first where safe."""
 
 from actors.shim import translate
-from actors.shim.messages import PodAllocation
+from actors.shim.messages import NodeAllocations, PlacedPod
 from actors.shim.outbox import Outbox
 from actors.shim.pods import parse_pod
 from si import si_pb2
@@ -50,17 +50,26 @@ def test_a_registration_after_something_else_about_its_node_keeps_its_place():
                                             ("n2", Action.DRAIN_TO_SCHEDULABLE), ("n2", Action.CREATE)])]
 
 
-def test_a_pods_allocation_is_built_into_its_request_in_order_and_dropped_when_released_first():
-    def build(allocations, item):
-        translate.allocation(item.pod, item.priority, "default", item.node_id, into=allocations)
+def build(allocations, item):
+    for placed in item.pods:
+        translate.allocation(placed.pod, placed.priority, "default", item.node_id, into=allocations)
 
+
+def on_n1(*pods):
+    return NodeAllocations("n1", tuple(PlacedPod(pod, 0, True) for pod in pods))
+
+
+def test_a_nodes_allocations_are_built_into_their_request_in_order_and_dropped_when_released_first():
     box = Outbox("rm", build)
-    kept, dropped = (parse_pod(pod_json(name, node="n1")) for name in ("kept", "dropped"))
-    box.allocate(PodAllocation(kept, 0, "n1", False, False))
+    kept, dropped, alone, beside = (parse_pod(pod_json(name, node="n1")) for name in ("kept", "dropped", "alone", "beside"))
+    box.allocate(on_n1(kept, dropped, beside))
     box.allocate(allocation("ready-made", "n1"))
-    box.allocate(PodAllocation(dropped, 0, "n1", False, False))
+    box.allocate(on_n1(alone))
+    assert len(box) == 5  # each pod counted: the outlet sends at most so many at once
     box.release(si_pb2.AllocationRelease(allocationKey=dropped.uid))
+    box.release(si_pb2.AllocationRelease(allocationKey=alone.uid))
+    assert len(box) == 5  # the two pods left, the ready-made allocation, the two releases
     allocations, releases = box.drain()
-    assert [a.allocationKey for a in allocations.allocations] == [kept.uid, "ready-made"]
+    assert [a.allocationKey for a in allocations.allocations] == [kept.uid, beside.uid, "ready-made"]
     assert allocations.allocations[0] == translate.allocation(kept, 0, "default", "n1")
-    assert [r.allocationKey for r in releases.releases.allocationsToRelease] == [dropped.uid]
+    assert [r.allocationKey for r in releases.releases.allocationsToRelease] == [dropped.uid, alone.uid]

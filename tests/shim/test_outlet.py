@@ -4,7 +4,7 @@ on nodes are built straight into the requests the core receives, as the SI of th
 import pytest
 
 from actors.shim import translate
-from actors.shim.messages import CountedForeign, FlushToCore, PodAllocation, Registered, ToCore
+from actors.shim.messages import CountedForeign, FlushToCore, NodeAllocations, PlacedPod, Registered, ToCore
 from actors.shim.outlet import CoreOutlet
 from actors.shim.pods import parse_pod
 from si import constants
@@ -26,12 +26,18 @@ def pod(name, **kwargs):
     return parse_pod(pod_json(name, node="n1", labels={"applicationId": "app-1"}, **kwargs))
 
 
+def on_node(reporter, *pods):
+    """``pods``, each ``(pod, priority, foreign, originator)``, reported together by their node ``n1``."""
+    return NodeAllocations("n1", tuple(PlacedPod(p, priority, True, foreign, originator)
+                                       for p, priority, foreign, originator in pods), reporter)
+
+
 def test_the_pods_allocations_reach_the_core_as_their_si_in_the_order_told(outlet):
     core, ref, reporter = outlet
     ours, foreign, asked = pod("ours"), pod("foreign", scheduler="default-scheduler"), pod("asked")
-    ref.tell(ToCore((PodAllocation(ours, 7, "n1", False, True, reporter),
+    ref.tell(ToCore((on_node(reporter, (ours, 7, False, True)),
                      translate.allocation(asked, 3, constants.DEFAULT_PARTITION, "n1"),
-                     PodAllocation(foreign, 5, "n1", True, False, reporter))))
+                     on_node(reporter, (foreign, 5, True, False)))))
     ref.ask(FlushToCore())
     [request] = core.of("allocation")
     assert request.rmID == "rm-1"
@@ -54,8 +60,7 @@ def test_a_pod_whose_allocation_cannot_be_built_holds_its_room_as_a_foreign_pod(
 
     monkeypatch.setattr(translate, "allocation", allocation)
     hostile, fine = pod("hostile"), pod("fine")
-    ref.tell(ToCore((PodAllocation(hostile, 7, "n1", False, False, reporter),
-                     PodAllocation(fine, 7, "n1", False, False, reporter))))
+    ref.tell(ToCore((on_node(reporter, (hostile, 7, False, False), (fine, 7, False, False)),)))
     ref.ask(FlushToCore())
     # Released by a node that has not heard yet: released as the foreign pod the core holds.
     ref.tell(ToCore((translate.release(hostile, "pod left the node"),)))
@@ -76,8 +81,7 @@ def test_a_foreign_pod_whose_allocation_cannot_be_built_is_left_out_alone(outlet
 
     monkeypatch.setattr(translate, "foreign_allocation", foreign_allocation)
     other, ours = pod("other", scheduler="default-scheduler"), pod("ours")
-    ref.tell(ToCore((PodAllocation(other, 0, "n1", True, False, reporter),
-                     PodAllocation(ours, 0, "n1", False, False, reporter))))
+    ref.tell(ToCore((on_node(reporter, (other, 0, True, False), (ours, 0, False, False)),)))
     ref.ask(FlushToCore())
     assert [a.allocationKey for a in core.allocations()] == [ours.uid]
     assert inbox_messages(reporter) == []
@@ -91,8 +95,9 @@ def test_pods_of_one_workload_reach_the_core_each_as_its_own_si(outlet):
     bodies[1]["metadata"]["creationTimestamp"] = "2024-05-01T10:00:07Z"
     pods = [parse_pod(body) for body in bodies]
     assert pods[0].labels is pods[1].labels and pods[0].constraints != pods[1].constraints
-    ref.tell(ToCore((*(PodAllocation(p, 3, p.node_name, False, i == 0, reporter) for i, p in enumerate(pods)),
-                     *(PodAllocation(p, 3, p.node_name, True, False, reporter) for p in pods))))
+    ref.tell(ToCore((*(NodeAllocations(p.node_name, (PlacedPod(p, 3, True, False, i == 0),), reporter)
+                       for i, p in enumerate(pods)),
+                     NodeAllocations("n1", tuple(PlacedPod(p, 3, True, True) for p in pods), reporter))))
     ref.ask(FlushToCore())
     [request] = core.of("allocation")
     assert list(request.allocations) == [
