@@ -434,7 +434,7 @@ class Ledger:
             allocation.last_failure = ""
         allocation.node_id = node.node_id
         allocation.allocation_time = self.clock.now_ns()
-        allocation.picture = None
+        allocation.picture = allocation.json = None
         allocation.booked = next(self._sequence)
         if not self.usage.tracks(app.application_id):
             self._start_running(app, queue)
@@ -480,7 +480,7 @@ class Ledger:
             self.index.update(holder)
         else:
             allocation.resource = resource
-            allocation.picture = None
+            allocation.picture = allocation.json = None
         queue.add_allocated(delta)
         self.usage.allocated(app.application_id, delta)
 
@@ -570,7 +570,7 @@ class Ledger:
         owner = self.apps[victim.application_id]
         victim_queue = self.queues.get(owner.queue_path)
         victim.preempted = True
-        victim.picture = None
+        victim.picture = victim.json = None
         victim.preempted_by = flight
         owner.bump()
         victim_queue.add_preempting(victim.resource)
@@ -593,7 +593,7 @@ class Ledger:
         """The resource manager could not remove a victim (e.g. a disruption budget): it is never chosen again."""
         flight = victim.preempted_by
         victim.preempted = False
-        victim.picture = None
+        victim.picture = victim.json = None
         victim.eviction_refused = True
         victim.preempted_by = None
         app.bump()

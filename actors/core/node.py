@@ -93,7 +93,7 @@ class Node:
         else:
             self.allocated = self.allocated + delta
         allocation.resource = resource
-        allocation.picture = None
+        allocation.picture = allocation.json = None
 
     def set_attributes(self, attributes: dict[str, str], restricted: bool) -> None:
         """``attributes``: a dict the node keeps (nobody else holds it)."""

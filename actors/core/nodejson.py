@@ -1,0 +1,112 @@
+"""Nodes and their allocations as YuniKorn's REST API spells them (upstream's DAO field names), and the
+JSON of a partition's nodes as ``/ws/v1/partition/{p}/nodes`` shows them, made on the partition's thread
+straight from its live nodes and allocations.
+
+Dashboards poll that list every second while the core allocates, and between two polls most nodes
+change (each gains an allocation). A picture per changed node, rendered again by the reader, cost twice
+what one changed node's JSON costs made here from parts kept with the live objects:
+
+- an allocation's JSON, kept with it (``Allocation.json``) until a field it shows changes: whatever
+  changes such a field clears it, with the allocation's picture;
+- a node's name, attributes and capacity, kept with the node's entry while it holds the same ones (it
+  replaces its attributes dict and capacity whole when they change, never edits them);
+- its usage and state, made anew for every changed node.
+
+Only nodes whose version changed since the last rendering are rendered again, so each JSON shows its
+node as it is when the snapshot is taken: a read never sees an older state than a picture would show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import islice
+from operator import attrgetter
+
+import orjson
+
+from actors.core.snapshot import AllocationSnapshot, utilized
+
+_NO_TAGS = orjson.Fragment(b"{}")
+_PRIORITIES = {0: "0"}
+
+
+def allocation(a: AllocationSnapshot) -> dict:
+    # Once per allocation in a dump of 100,000: the tuple unpacked at once rather than read field by field,
+    # no tags and priority 0 (the usual) shared, not built, and the resource's own dict handed to the
+    # serializer, which only reads it, instead of a copy.
+    (key, tags, request_time, allocation_time, resource, priority, node_id, application_id, placeholder,
+     task_group_name, _, _, originator, placeholder_used, preempted) = a
+    delay = allocation_time - request_time
+    return {"allocationKey": key, "allocationTags": tags.copy() if tags else _NO_TAGS, "requestTime": request_time,
+            "allocationTime": allocation_time, "allocationDelay": delay if delay > 0 else 0,
+            "resource": resource._q, "priority": _PRIORITIES.get(priority) or str(priority), "nodeId": node_id,
+            "applicationId": application_id, "placeholder": placeholder, "placeholderUsed": placeholder_used,
+            "taskGroupName": task_group_name, "preempted": preempted, "originator": originator}
+
+
+def foreign_allocation(a: AllocationSnapshot) -> dict:
+    return {"allocationKey": a.allocation_key, "allocationTags": dict(a.allocation_tags),
+            "allocationTime": a.allocation_time, "resource": a.resource.as_dict(), "priority": str(a.priority),
+            "nodeId": a.node_id, "preemptable": a.preemptable}
+
+
+# A node's fields in three runs around its allocations, in the order a node's JSON gives them: what
+# rarely changes, its usage, and the rest. Each takes a live node or its picture alike.
+def node_identity(n) -> dict:
+    return {"nodeID": n.node_id, "hostName": n.host_name, "rackName": n.rack_name, "attributes": dict(n.attributes),
+            "capacity": n.capacity.as_dict()}
+
+
+def node_usage(allocated, occupied, available, utilization: dict) -> dict:
+    # The vectors' own dicts handed to the serializer, which only reads them, rather than copies.
+    return {"allocated": allocated._q, "occupied": occupied._q, "available": available._q, "utilized": utilization}
+
+
+def node_state(foreign: list[dict], schedulable: bool, reservations: Iterable[str]) -> dict:
+    return {"foreignAllocations": foreign, "foreign_allocations": foreign, "schedulable": schedulable,
+            "isReserved": bool(reservations), "reservations": list(reservations)}
+
+
+_ALLOCATIONS = b',"allocations":['
+_JSON = attrgetter("json")
+_PLAIN_STATES = {schedulable: b"]," + orjson.dumps(node_state([], schedulable, ()))[1:] for schedulable in (False, True)}
+
+
+class NodeJson:
+    """The JSON of each node of a partition, rendered again only for the nodes that changed (only the
+    partition's thread uses it); ``picture`` gives a live allocation's picture (the core's views keep it)."""
+
+    __slots__ = ("picture", "identities")
+
+    def __init__(self, picture) -> None:
+        self.picture = picture
+        self.identities: dict[str, tuple[dict, object, bytes]] = {}  # node id -> (attributes, capacity, JSON)
+
+    def prune(self, node_ids: Iterable[str]) -> None:
+        """Forget the nodes gone, once many are."""
+        kept = set(node_ids)
+        if len(self.identities) > 2 * len(kept) + 1000:
+            self.identities = {name: entry for name, entry in self.identities.items() if name in kept}
+
+    def render(self, node) -> bytes:
+        capacity, allocated, occupied = node.capacity, node.allocated, node.occupied
+        kept = self.identities.get(node.node_id)
+        if kept is None or kept[0] is not node.attributes or kept[1] is not capacity:
+            kept = (node.attributes, capacity, orjson.dumps(node_identity(node))[:-1] + b",")
+            self.identities[node.node_id] = kept
+        available = capacity - allocated - occupied if occupied else capacity - allocated
+        usage = orjson.dumps(node_usage(allocated, occupied, available, utilized(capacity, allocated)))[1:-1]
+        allocations = node.allocations.values()
+        parts = list(map(_JSON, allocations))
+        if None in parts:  # the changed ones: mostly those it gained, at the end
+            first = parts.index(None)
+            for index, a in enumerate(islice(allocations, first, None), first):
+                if parts[index] is None:
+                    parts[index] = a.json = orjson.dumps(allocation(a.picture or self.picture(a)))
+        if node.foreign or node.held_by:
+            foreign = [foreign_allocation(a.picture or self.picture(a)) for a in node.foreign.values()]
+            held = (node.held_by,) if node.held_by else ()
+            state = b"]," + orjson.dumps(node_state(foreign, node.schedulable, held))[1:]
+        else:
+            state = _PLAIN_STATES[node.schedulable]
+        return b"".join((kept[2], usage, _ALLOCATIONS, b",".join(parts), state))
