@@ -72,6 +72,12 @@ _JSON = attrgetter("json")
 _PLAIN_STATES = {schedulable: b"]," + orjson.dumps(node_state([], schedulable, ()))[1:] for schedulable in (False, True)}
 
 
+USAGES_KEPT = 4096
+# (capacity's id, allocated and occupied items) -> (that capacity, the usage's JSON); shared by partitions
+# of other threads: each step on it is atomic, and an entry is only ever the JSON of its key
+_usages: dict[tuple, tuple[object, bytes]] = {}
+
+
 class NodeJson:
     """The JSON of each node of a partition, rendered again only for the nodes that changed (only the
     partition's thread uses it); ``picture`` gives a live allocation's picture (the core's views keep it)."""
@@ -94,8 +100,17 @@ class NodeJson:
         if kept is None or kept[0] is not node.attributes or kept[1] is not capacity:
             kept = (node.attributes, capacity, orjson.dumps(node_identity(node))[:-1] + b",")
             self.identities[node.node_id] = kept
-        available = capacity - allocated - occupied if occupied else capacity - allocated
-        usage = orjson.dumps(node_usage(allocated, occupied, available, utilized(capacity, allocated)))[1:-1]
+        # Nodes of one machine type share their capacity's vector, and their usage repeats (pods of a
+        # workload share a shape): its JSON is kept by those values, the capacity held so its id stays its own.
+        key = (id(capacity), *allocated._q.items(), None, *occupied._q.items())
+        usage = _usages.get(key)
+        if usage is None or usage[0] is not capacity:
+            available = capacity - allocated - occupied if occupied else capacity - allocated
+            json = orjson.dumps(node_usage(allocated, occupied, available, utilized(capacity, allocated)))[1:-1]
+            if len(_usages) >= USAGES_KEPT:
+                _usages.clear()
+            usage = _usages[key] = (capacity, json)
+        usage = usage[1]
         allocations = node.allocations.values()
         parts = list(map(_JSON, allocations))
         if None in parts:  # the changed ones: mostly those it gained, at the end
