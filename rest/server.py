@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import resource
 import threading
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -208,36 +209,36 @@ _IOV_MAX = 1024  # the most pieces one sendmsg takes (Linux's IOV_MAX)
 
 class _SharedPieces(_SharedBody):
     """An answer's :class:`Pieces` as the connection's output buffer: each attempt to send hands the socket
-    as many of them (or of their slices) as its buffer takes, never joined or copied."""
+    the pieces from where the client is (the first one's rest, as a slice), never joined or copied; where
+    that is and how many pieces the bytes asked for span is looked up in the answer's piece ends, which
+    all its readers share."""
 
     def __init__(self, body: Pieces) -> None:
-        self.pieces, self.index, self.offset, self.remain = body.pieces, 0, 0, body.length  # next: pieces[index][offset:]
+        self.body, self.sent, self.remain = body, 0, body.length
 
     def get(self, numbytes: int = -1, skip: bool = False) -> list:
         if numbytes == -1 or numbytes > self.remain:
             numbytes = self.remain
-        pieces, index, offset, chunk, wanted = self.pieces, self.index, self.offset, [], numbytes
-        while wanted > 0 and len(chunk) < _IOV_MAX:
-            piece = pieces[index]
-            taken = min(len(piece) - offset, wanted)
-            chunk.append(piece if taken == len(piece) else memoryview(piece)[offset:offset + taken])
-            wanted -= taken
-            index, offset = index + 1, 0
+        if numbytes <= 0:
+            return []
+        ends, sent = self.body.ends, self.sent
+        first = bisect_right(ends, sent)  # the piece holding the next byte
+        last = min(bisect_left(ends, sent + numbytes, first), first + _IOV_MAX - 1)
+        chunk = self.body.pieces[first:last + 1]  # its last piece may go beyond numbytes: send() may take it all
+        begins = ends[first] - len(chunk[0])
+        if sent > begins:
+            chunk[0] = memoryview(chunk[0])[sent - begins:]
         if skip:
-            self.skip(numbytes - wanted)
+            self.skip(sum(map(len, chunk)))
         return chunk
 
     def skip(self, numbytes: int, allow_prune: bool = False) -> None:
         numbytes = min(numbytes, self.remain)
+        self.sent += numbytes
         self.remain -= numbytes
-        pieces, index, offset = self.pieces, self.index, self.offset + numbytes
-        while index < len(pieces) and offset >= len(pieces[index]):
-            offset -= len(pieces[index])
-            index += 1
-        self.index, self.offset = index, offset
 
     def close(self) -> None:
-        self.pieces, self.index, self.offset, self.remain = [], 0, 0, 0
+        self.body, self.remain = Pieces([]), 0
 
 
 def _share_large_bodies(app: Callable) -> Callable:
