@@ -3,8 +3,9 @@ JSON of a partition's nodes as ``/ws/v1/partition/{p}/nodes`` shows them, made o
 straight from its live nodes and allocations.
 
 Dashboards poll that list every second while the core allocates, and between two polls most nodes
-change (each gains an allocation). A picture per changed node, rendered again by the reader, cost twice
-what one changed node's JSON costs made here from parts kept with the live objects:
+change (each gains an allocation). Made here from parts kept with the live objects, a changed node's JSON
+costs less than a picture of it rendered again by the reader did, and the reader only puts the nodes'
+JSON together:
 
 - an allocation's JSON, kept with it (``Allocation.json``) until a field it shows changes: whatever
   changes such a field clears it, with the allocation's picture;

@@ -11,6 +11,7 @@ from rest import daos
 from si import si_pb2
 from si.constants import FOREIGN_DEFAULT, TAG_FOREIGN
 from si.resources import Resource
+from tests.core.test_reservation import daemonset_victims, full_nodes_with_an_opted_out_pod, required_node_ask
 
 NODES = "/ws/v1/partition/default/nodes"
 
@@ -119,3 +120,22 @@ def test_a_long_answer_sent_in_pieces_arrives_whole(rest):
     core.asks("app-1", 3000, vcore=100)
     nodes = _read(core, client)
     assert len(nodes) == 3000 and sum(len(n["allocations"]) for n in nodes.values()) == 3000
+
+
+def test_a_victim_marked_preempted_and_a_node_held_for_its_preemptor_reach_the_next_read(rest):
+    """An allocation's kept JSON must not outlive its being chosen as a victim, nor a node's its hold."""
+    core, client = rest
+    target = full_nodes_with_an_opted_out_pod(core)
+    before = _read(core, client)[target]
+    assert not any(a["preempted"] for a in before["allocations"]) and before["isReserved"] is False
+    required_node_ask(core, "daemons", "ds-0", target, vcore=2000)
+    node = _read(core, client)[target]
+    victims = daemonset_victims(core)
+    assert len(victims) == 2
+    assert {key for key, a in _shown(node).items() if a["preempted"]} == set(victims)
+    assert node["isReserved"] is True and node["reservations"] == ["ds-0"]
+    for victim in victims:
+        core.release("work", victim, si_pb2.PREEMPTED_BY_SCHEDULER)
+    node = _read(core, client)[target]
+    assert not set(victims) & set(_shown(node)) and "ds-0" in _shown(node)
+    assert node["isReserved"] is False and node["reservations"] == []
