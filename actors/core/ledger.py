@@ -570,13 +570,21 @@ class Ledger:
         owner = self.apps[victim.application_id]
         victim_queue = self.queues.get(owner.queue_path)
         victim.preempted = True
-        victim.picture = victim.json = None
+        self._shown_changed(victim)
         victim.preempted_by = flight
         owner.bump()
         victim_queue.add_preempting(victim.resource)
         self.tell_release(owner, victim, si_pb2.PREEMPTED_BY_SCHEDULER, message)
         self.event(E.APP, owner.application_id, E.ALLOC_PREEMPT, E.REMOVE, message, victim.key, victim.resource)
         self.event(E.QUEUE, victim_queue.path, E.QUEUE_PREEMPTION, E.REMOVE, message, victim.key, victim.resource)
+
+    def _shown_changed(self, allocation: Allocation) -> None:
+        """A field of ``allocation`` that readers see changed: its node's readers render it anew."""
+        node = self.nodes.get(allocation.node_id)
+        if node is not None:
+            node.changed(allocation)
+        else:
+            allocation.picture = allocation.json = None
 
     def victim_gone(self, victim: Allocation, queue: Queue | None) -> InFlight | None:
         """A victim's pod is gone; returns the preemption still waiting for it, now one victim fewer."""
@@ -593,7 +601,7 @@ class Ledger:
         """The resource manager could not remove a victim (e.g. a disruption budget): it is never chosen again."""
         flight = victim.preempted_by
         victim.preempted = False
-        victim.picture = victim.json = None
+        self._shown_changed(victim)
         victim.eviction_refused = True
         victim.preempted_by = None
         app.bump()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import islice
-from operator import attrgetter
 
 import orjson
 
@@ -69,7 +68,6 @@ def node_state(foreign: list[dict], schedulable: bool, reservations: Iterable[st
 
 
 _ALLOCATIONS = b',"allocations":['
-_JSON = attrgetter("json")
 _PLAIN_STATES = {schedulable: b"]," + orjson.dumps(node_state([], schedulable, ()))[1:] for schedulable in (False, True)}
 
 
@@ -81,26 +79,39 @@ _usages: dict[tuple, tuple[object, bytes]] = {}
 
 class NodeJson:
     """The JSON of each node of a partition, rendered again only for the nodes that changed (only the
-    partition's thread uses it); ``picture`` gives a live allocation's picture (the core's views keep it)."""
+    partition's thread uses it); ``picture`` gives a live allocation's picture (the core's views keep it).
 
-    __slots__ = ("picture", "identities")
+    Per node it keeps the JSON of its name, attributes and capacity, and that of its allocations, joined:
+    while the node's allocations were only added to since (its ``edits`` count is the same, so none was
+    removed, replaced or changed), only the ones it gained, last in its list, are looked at and appended.
+    Each of the others would cost a cache miss and more: a changed node holds tens of them."""
+
+    __slots__ = ("picture", "entries")
 
     def __init__(self, picture) -> None:
         self.picture = picture
-        self.identities: dict[str, tuple[dict, object, bytes]] = {}  # node id -> (attributes, capacity, JSON)
+        # node id -> (the node, its attributes, capacity and their JSON, its edits and allocations counted
+        # at the time, their JSON joined)
+        self.entries: dict[str, tuple] = {}
 
     def prune(self, node_ids: Iterable[str]) -> None:
         """Forget the nodes gone, once many are."""
         kept = set(node_ids)
-        if len(self.identities) > 2 * len(kept) + 1000:
-            self.identities = {name: entry for name, entry in self.identities.items() if name in kept}
+        if len(self.entries) > 2 * len(kept) + 1000:
+            self.entries = {name: entry for name, entry in self.entries.items() if name in kept}
+
+    def _json(self, a) -> bytes:
+        json = a.json = orjson.dumps(allocation(a.picture or self.picture(a)))
+        return json
 
     def render(self, node) -> bytes:
-        capacity, allocated, occupied = node.capacity, node.allocated, node.occupied
-        kept = self.identities.get(node.node_id)
-        if kept is None or kept[0] is not node.attributes or kept[1] is not capacity:
-            kept = (node.attributes, capacity, orjson.dumps(node_identity(node))[:-1] + b",")
-            self.identities[node.node_id] = kept
+        capacity, allocated, occupied, allocations = node.capacity, node.allocated, node.occupied, node.allocations
+        kept = self.entries.get(node.node_id)
+        if kept is None or kept[0] is not node:
+            kept = (node, None, None, b"", -1, 0, b"")
+        identity = kept[3]
+        if kept[1] is not node.attributes or kept[2] is not capacity:
+            identity = orjson.dumps(node_identity(node))[:-1] + b","
         # Nodes of one machine type share their capacity's vector, and their usage repeats (pods of a
         # workload share a shape): its JSON is kept by those values, the capacity held so its id stays its own.
         key = (id(capacity), *allocated._q.items(), None, *occupied._q.items())
@@ -112,17 +123,20 @@ class NodeJson:
                 _usages.clear()
             usage = _usages[key] = (capacity, json)
         usage = usage[1]
-        allocations = node.allocations.values()
-        parts = list(map(_JSON, allocations))
-        if None in parts:  # the changed ones: mostly those it gained, at the end
-            first = parts.index(None)
-            for index, a in enumerate(islice(allocations, first, None), first):
-                if parts[index] is None:
-                    parts[index] = a.json = orjson.dumps(allocation(a.picture or self.picture(a)))
+        count, joined = len(allocations), kept[6]
+        if kept[4] == node.edits and kept[5] <= count:
+            if count > kept[5]:
+                gained = list(islice(reversed(allocations.values()), count - kept[5]))
+                gained.reverse()
+                parts = [a.json or self._json(a) for a in gained]
+                joined = b",".join((joined, *parts) if kept[5] else parts)
+        else:
+            joined = b",".join([a.json or self._json(a) for a in allocations.values()])
+        self.entries[node.node_id] = (node, node.attributes, capacity, identity, node.edits, count, joined)
         if node.foreign or node.held_by:
             foreign = [foreign_allocation(a.picture or self.picture(a)) for a in node.foreign.values()]
             held = (node.held_by,) if node.held_by else ()
             state = b"]," + orjson.dumps(node_state(foreign, node.schedulable, held))[1:]
         else:
             state = _PLAIN_STATES[node.schedulable]
-        return b"".join((kept[2], usage, _ALLOCATIONS, b",".join(parts), state))
+        return b"".join((identity, usage, _ALLOCATIONS, joined, state))

@@ -64,6 +64,11 @@ def test_each_change_of_an_allocation_reaches_the_next_read(rest):
     node = _read(core, client)["node-0"]
     assert list(_shown(node)) == [first, third] and _shown(node)[third]["resource"]["vcore"] == 700
 
+    core.release("app-1", first)  # one gone and one gained between two reads: as many as before
+    [fourth] = core.asks("app-1", 1, vcore=300, prefix="more-")
+    node = _read(core, client)["node-0"]
+    assert list(_shown(node)) == [third, fourth] and node["allocated"]["vcore"] == 1000
+
 
 def test_each_change_of_a_node_reaches_the_next_read(rest):
     core, client = rest
