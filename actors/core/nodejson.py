@@ -31,13 +31,20 @@ _PRIORITIES = {0: "0"}
 
 
 def allocation(a: AllocationSnapshot) -> dict:
-    # Once per allocation in a dump of 100,000: the tuple unpacked at once rather than read field by field,
-    # no tags and priority 0 (the usual) shared, not built, and the resource's own dict handed to the
-    # serializer, which only reads it, instead of a copy.
+    # Once per allocation in a dump of 100,000: the tuple unpacked at once rather than read field by field.
     (key, tags, request_time, allocation_time, resource, priority, node_id, application_id, placeholder,
      task_group_name, _, _, originator, placeholder_used, preempted) = a
+    return allocation_fields(key, tags.copy() if tags else _NO_TAGS, request_time, allocation_time, resource, priority,
+                             node_id, application_id, placeholder, task_group_name, originator, placeholder_used,
+                             preempted)
+
+
+def allocation_fields(key, tags, request_time, allocation_time, resource, priority, node_id, application_id,
+                      placeholder, task_group_name, originator, placeholder_used, preempted) -> dict:
+    # No tags and priority 0 (the usual) shared, not built, and the resource's own dict handed to the
+    # serializer, which only reads it, instead of a copy.
     delay = allocation_time - request_time
-    return {"allocationKey": key, "allocationTags": tags.copy() if tags else _NO_TAGS, "requestTime": request_time,
+    return {"allocationKey": key, "allocationTags": tags, "requestTime": request_time,
             "allocationTime": allocation_time, "allocationDelay": delay if delay > 0 else 0,
             "resource": resource._q, "priority": _PRIORITIES.get(priority) or str(priority), "nodeId": node_id,
             "applicationId": application_id, "placeholder": placeholder, "placeholderUsed": placeholder_used,
@@ -100,8 +107,12 @@ class NodeJson:
         if len(self.entries) > 2 * len(kept) + 1000:
             self.entries = {name: entry for name, entry in self.entries.items() if name in kept}
 
-    def _json(self, a) -> bytes:
-        json = a.json = orjson.dumps(allocation(a.picture or self.picture(a)))
+    @staticmethod
+    def _json(a) -> bytes:
+        """The JSON of live allocation ``a``, kept with it (its tags dict is never changed once made)."""
+        json = a.json = orjson.dumps(allocation_fields(
+            a.key, a.tags or _NO_TAGS, a.request_time, a.allocation_time, a.resource, a.priority, a.node_id,
+            a.application_id, a.placeholder, a.task_group, a.originator, a.placeholder_used, a.preempted))
         return json
 
     def render(self, node) -> bytes:
