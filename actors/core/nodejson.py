@@ -98,7 +98,7 @@ class NodeJson:
     def __init__(self, picture) -> None:
         self.picture = picture
         # node id -> (the node, its attributes, capacity and their JSON, its edits and allocations counted
-        # at the time, their JSON joined)
+        # at the time, its JSON, where its allocations' JSON begins and ends in it)
         self.entries: dict[str, tuple] = {}
 
     def prune(self, node_ids: Iterable[str]) -> None:
@@ -119,7 +119,7 @@ class NodeJson:
         capacity, allocated, occupied, allocations = node.capacity, node.allocated, node.occupied, node.allocations
         kept = self.entries.get(node.node_id)
         if kept is None or kept[0] is not node:
-            kept = (node, None, None, b"", -1, 0, b"")
+            kept = (node, None, None, b"", -1, 0, b"", 0, 0)
         identity = kept[3]
         if kept[1] is not node.attributes or kept[2] is not capacity:
             identity = orjson.dumps(node_identity(node))[:-1] + b","
@@ -134,20 +134,24 @@ class NodeJson:
                 _usages.clear()
             usage = _usages[key] = (capacity, json)
         usage = usage[1]
-        count, joined = len(allocations), kept[6]
-        if kept[4] == node.edits and kept[5] <= count:
-            if count > kept[5]:
-                gained = list(islice(reversed(allocations.values()), count - kept[5]))
+        count, before = len(allocations), kept[5]
+        if kept[4] == node.edits and before <= count:
+            joined = (memoryview(kept[6])[kept[7]:kept[8]],)  # its allocations in its last JSON
+            if count > before:
+                gained = list(islice(reversed(allocations.values()), count - before))
                 gained.reverse()
                 parts = [a.json or self._json(a) for a in gained]
-                joined = b",".join((joined, *parts) if kept[5] else parts)
+                joined = (*joined, b",", b",".join(parts)) if before else (b",".join(parts),)
         else:
-            joined = b",".join([a.json or self._json(a) for a in allocations.values()])
-        self.entries[node.node_id] = (node, node.attributes, capacity, identity, node.edits, count, joined)
+            joined = (b",".join([a.json or self._json(a) for a in allocations.values()]),)
         if node.foreign or node.held_by:
             foreign = [foreign_allocation(a.picture or self.picture(a)) for a in node.foreign.values()]
             held = (node.held_by,) if node.held_by else ()
             state = b"]," + orjson.dumps(node_state(foreign, node.schedulable, held))[1:]
         else:
             state = _PLAIN_STATES[node.schedulable]
-        return b"".join((identity, usage, _ALLOCATIONS, joined, state))
+        json = b"".join((identity, usage, _ALLOCATIONS, *joined, state))
+        start = len(identity) + len(usage) + len(_ALLOCATIONS)
+        self.entries[node.node_id] = (node, node.attributes, capacity, identity, node.edits, count, json, start,
+                                      len(json) - len(state))
+        return json
