@@ -11,7 +11,8 @@ JSON together:
   changes such a field clears it, with the allocation's picture;
 - a node's name, attributes and capacity, kept with the node's entry while it holds the same ones (it
   replaces its attributes dict and capacity whole when they change, never edits them);
-- its usage and state, made anew for every changed node.
+- a node's allocations' JSON, appended to while it only gains allocations (see :class:`NodeJson`);
+- a node's usage, kept by its capacity's vector and its usage's values; its state made anew.
 
 Only nodes whose version changed since the last rendering are rendered again, so each JSON shows its
 node as it is when the snapshot is taken: a read never sees an older state than a picture would show.
