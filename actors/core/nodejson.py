@@ -138,7 +138,10 @@ class NodeJson:
         count, before = len(allocations), kept[5]
         if kept[4] == node.edits and before <= count:
             joined = (memoryview(kept[6])[kept[7]:kept[8]],)  # its allocations in its last JSON
-            if count > before:
+            if count == before + 1:  # the usual: one gained since
+                last = next(reversed(allocations.values()))
+                joined = (*joined, b",", last.json or self._json(last)) if before else (last.json or self._json(last),)
+            elif count > before:
                 gained = list(islice(reversed(allocations.values()), count - before))
                 gained.reverse()
                 parts = [a.json or self._json(a) for a in gained]
