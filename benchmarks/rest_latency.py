@@ -9,27 +9,29 @@ per path asking back to back; on this 2-core machine those clients take CPU from
 Upstream's web UI reads once per page it opens, with no timer: eight screens refreshed every second is
 more than people at it ask for, and the figure is the cost of each read.
 Run: ``python benchmarks/rest_latency.py [--nodes 5000 --asks 50000 --rounds 3]``; with ``--render``, only the
-CPU of rendering ``/nodes`` when every node gained an allocation since the last poll, as under those loads.
+CPU of a read of ``/nodes`` (the core's rendering and the answer's pieces) when every node gained an
+allocation since the last poll, as under those loads.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import http.client
 import multiprocessing
 import sys
 import time
-from dataclasses import replace
 from statistics import median
 
 from benchmarks_common import CONFIG, CountingCallback, clean_heap, feed
 
 from actors.base import stop_all
 from actors.core.scheduler import Scheduler
-from actors.core.snapshot import NODES
+from actors.core.snapshot import NODES_JSON
+from actors.core.views import partition_snapshot
 from actors.heap import tune_collector
 from rest.app import SchedulerView
-from rest.fragments import Fragments, array
+from rest.fragments import array_pieces
 from rest.server import RestServer
 
 
@@ -120,23 +122,27 @@ def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0) -> dict:
 
 
 def render_seconds(nodes: int, asks: int, polls: int = 8) -> float:
-    """CPU seconds (median of ``polls``) the REST server spends rendering ``/nodes`` from the core's
-    pictures of ``asks`` allocations when every node gained one since the last poll (pictured again
-    with a copy of its first allocation under a new key added), the picturing itself not counted."""
+    """CPU seconds (median of ``polls``) a read of ``/nodes`` costs the scheduler when every node gained an
+    allocation since the last one (a copy of its first under a new key): the core's rendering of the
+    changed nodes' JSON into a snapshot, and the answer's pieces put together from it."""
     scheduler, callback = registered(asks)
     feed(scheduler, nodes, asks)
     if not callback.done.wait(900):
         raise SystemExit(f"only {callback.count} of {asks} allocations")
-    pictured = scheduler.snapshot(frozenset({NODES})).partition("default").nodes
+    scheduler.settle()
+    partition = scheduler._core.proxy().partitions.get()["default"].proxy().partition.get()  # read once stopped
     scheduler.stop()
     stop_all()
-    fragments, seconds = Fragments(), []
-    array(fragments.parts("nodes", pictured, fragments.nodes))
+    areas, seconds = frozenset({NODES_JSON}), []
+    array_pieces(partition_snapshot(partition, areas).nodes_json)
     for poll in range(polls):
-        pictured = tuple(replace(n, allocations=(*n.allocations, n.allocations[0]._replace(
-            allocation_key=f"{n.node_id}-{poll}"))) if n.allocations else n for n in pictured)
+        for node in partition.nodes.values():
+            if node.allocations:
+                added = copy.copy(next(iter(node.allocations.values())))
+                added.key, added.picture, added.json = f"{node.node_id}-{poll}", None, None
+                node.place(added)
         began = time.process_time()
-        array(fragments.parts("nodes", pictured, fragments.nodes))
+        array_pieces(partition_snapshot(partition, areas).nodes_json)
         seconds.append(time.process_time() - began)
     return median(seconds)
 
@@ -150,7 +156,7 @@ def main(argv=None) -> int:
     parser.add_argument("--asks", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=3, help="each load against its own quiet run; medians")
     parser.add_argument("--load", choices=("dashboards", "stress", "both"), default="both")
-    parser.add_argument("--render", action="store_true", help="only the CPU of rendering /nodes, every node changed")
+    parser.add_argument("--render", action="store_true", help="only the CPU of a read of /nodes, every node changed")
     args = parser.parse_args(argv)
     tune_collector()  # as the scheduler command does
     if args.render:

@@ -27,10 +27,10 @@ import yaml
 
 from actors.core import yamlsafe
 from actors.core.scheduler import Scheduler
-from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES, SUMMARY
+from actors.core.snapshot import ALL_AREAS, APPLICATIONS, HEALTH, METRICS, NODES, NODES_JSON, SUMMARY
 from rest import actor_metrics, configdao, cors, daos, leadership, liveness, metrics
 from rest import history as history_rest
-from rest.fragments import Fragments, array
+from rest.fragments import Fragments, Pieces, array, array_pieces
 
 log = logging.getLogger(__name__)
 OPENAPI = pathlib.Path(__file__).with_name("openapi.json")
@@ -69,6 +69,12 @@ def _json(resp: falcon.Response, body: bytes) -> None:
     """An answer serialized already (rest.fragments)."""
     resp.content_type = falcon.MEDIA_JSON
     resp.data = body
+
+
+def _pieces(resp: falcon.Response, body: Pieces) -> None:
+    """An answer serialized already, in pieces the server sends without joining them."""
+    resp.content_type = falcon.MEDIA_JSON
+    resp.stream, resp.content_length = body, body.length
 
 
 def _fail(status, message: str, description: str = ""):
@@ -320,8 +326,7 @@ class Partitions:
         _json(resp, self.view.fragments.application(_application(snapshot, app, queue, self.view.history)))
 
     def on_get_nodes(self, req, resp, partition):
-        fragments = self.view.fragments
-        _json(resp, array(fragments.parts(("nodes", partition), _partition(req, partition).nodes, fragments.nodes)))
+        _pieces(resp, array_pieces(_partition(req, partition).nodes_json))
 
     def on_get_node(self, req, resp, partition, node):
         for candidate in _partition(req, partition).nodes:
@@ -501,7 +506,7 @@ class SnapshotCache:
         self.view = view
         self.areas = areas  # route template -> the optional areas it reads; absent: reads no snapshot
         self.size = size
-        self.entries: dict[tuple, tuple[object, bytes, str]] = {}  # key -> (the snapshot it shows, ...)
+        self.entries: dict[tuple, tuple[object, bytes | Pieces, str]] = {}  # key -> (the snapshot it shows, ...)
         self._flights = _Flights()
 
     def _key(self, req: falcon.Request) -> tuple | None:
@@ -530,7 +535,10 @@ class SnapshotCache:
         if entry is None or entry[0] is not _snapshot(req):
             return False
         resp.content_type = entry[2]
-        resp.data = entry[1]
+        if type(entry[1]) is Pieces:
+            resp.stream, resp.content_length = entry[1], entry[1].length
+        else:
+            resp.data = entry[1]
         resp.complete = True
         return True
 
@@ -548,7 +556,7 @@ class SnapshotCache:
             return
         if key in self.entries and self.entries[key][0] is _snapshot(req):
             return
-        body = resp.render_body()
+        body = resp.render_body() if type(resp.stream) is not Pieces else resp.stream
         if body is None:
             return
         if len(self.entries) >= self.size:
@@ -580,7 +588,7 @@ def create_app(view: SchedulerView, max_streams: int = 100) -> falcon.App:
         ("/ws/v1/partition/{partition}/queue/{queue}/applications/{state}", partitions, "queue_apps", apps),
         ("/ws/v1/partition/{partition}/application/{app}", partitions, "app", apps),
         ("/ws/v1/partition/{partition}/queue/{queue}/application/{app}", partitions, "queue_app", apps),
-        ("/ws/v1/partition/{partition}/nodes", partitions, "nodes", nodes),
+        ("/ws/v1/partition/{partition}/nodes", partitions, "nodes", frozenset({NODES_JSON})),
         ("/ws/v1/partition/{partition}/node/{node}", partitions, "node", nodes),
         ("/ws/v1/partition/{partition}/placementrules", partitions, "rules", none),
         ("/ws/v1/partition/{partition}/usage/users", partitions, "users", none),

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 import orjson
 
 from actors.core.history import HistorySample
+from actors.core.nodejson import allocation, foreign_allocation, node_identity, node_state, node_usage
 from actors.core.snapshot import (
-    AllocationSnapshot,
     ApplicationSnapshot,
     AskSnapshot,
     HealthReport,
@@ -42,31 +42,6 @@ GO_ZERO_TIME = "0001-01-01T00:00:00Z"
 
 def resource(value) -> dict | None:
     return None if value is None else value.as_dict()
-
-
-_NO_TAGS = orjson.Fragment(b"{}")
-_PRIORITIES = {0: "0"}
-
-
-def allocation(a: AllocationSnapshot) -> dict:
-    # Once per allocation in a dump of 100,000 (rest.fragments splices it under its node and its
-    # application): the tuple unpacked at once rather than read field by field, no tags and priority 0
-    # (the usual) shared, not built, and the resource's own dict handed to the serializer, which only
-    # reads it, instead of a copy (a third of the time this takes).
-    (key, tags, request_time, allocation_time, resource, priority, node_id, application_id, placeholder,
-     task_group_name, _, _, originator, placeholder_used, preempted) = a
-    delay = allocation_time - request_time
-    return {"allocationKey": key, "allocationTags": tags.copy() if tags else _NO_TAGS, "requestTime": request_time,
-            "allocationTime": allocation_time, "allocationDelay": delay if delay > 0 else 0,
-            "resource": resource._q, "priority": _PRIORITIES.get(priority) or str(priority), "nodeId": node_id,
-            "applicationId": application_id, "placeholder": placeholder, "placeholderUsed": placeholder_used,
-            "taskGroupName": task_group_name, "preempted": preempted, "originator": originator}
-
-
-def foreign_allocation(a: AllocationSnapshot) -> dict:
-    return {"allocationKey": a.allocation_key, "allocationTags": dict(a.allocation_tags),
-            "allocationTime": a.allocation_time, "resource": resource(a.resource), "priority": str(a.priority),
-            "nodeId": a.node_id, "preemptable": a.preemptable}
 
 
 def ask(a: AskSnapshot) -> dict:
@@ -145,28 +120,16 @@ def node(n: NodeSnapshot, allocations: orjson.Fragment | None = None) -> dict:
     """``allocations``: the JSON of its allocations, serialized already (rest.fragments); else rendered here."""
     if allocations is None:
         allocations = [allocation(a) for a in n.allocations]
-    return {**node_identity(n), **node_usage(n), "allocations": allocations, **node_state(n)}
+    return {**node_identity(n), **usage(n), "allocations": allocations, **state(n)}
 
 
-# A node's fields in three runs, in the order node() gives them, around its allocations: what rarely
-# changes, its usage, and the rest (rest.fragments keeps the first's JSON while the node keeps them).
-def node_identity(n: NodeSnapshot) -> dict:
-    return {"nodeID": n.node_id, "hostName": n.host_name, "rackName": n.rack_name, "attributes": dict(n.attributes),
-            "capacity": resource(n.capacity)}
-
-
-def node_usage(n: NodeSnapshot) -> dict:
-    # For every changed node of a poll: the vectors' own dicts handed to the serializer, which only reads
-    # them, rather than copies.
+def usage(n: NodeSnapshot) -> dict:
     utilization = n.utilized
-    return {"allocated": n.allocated._q, "occupied": n.occupied._q, "available": n.available._q,
-            "utilized": utilization if type(utilization) is dict else dict(utilization)}
+    return node_usage(n.allocated, n.occupied, n.available, utilization if type(utilization) is dict else dict(utilization))
 
 
-def node_state(n: NodeSnapshot) -> dict:
-    foreign = [foreign_allocation(a) for a in n.foreign_allocations]
-    return {"foreignAllocations": foreign, "foreign_allocations": foreign,
-            "schedulable": n.schedulable, "isReserved": n.is_reserved, "reservations": list(n.reservations)}
+def state(n: NodeSnapshot) -> dict:
+    return node_state([foreign_allocation(a) for a in n.foreign_allocations], n.schedulable, n.reservations)
 
 
 def partition(p: PartitionSnapshot) -> dict:

@@ -31,7 +31,7 @@ object is gone from the core, until entries are pruned.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import compress, count
+from itertools import accumulate, compress, count
 from operator import attrgetter, is_, is_not
 from typing import Any
 
@@ -42,12 +42,32 @@ from rest import daos
 
 def array(parts: Sequence[bytes]) -> bytes:
     """The JSON array of already serialized ``parts``, copied once."""
+    return b"".join(array_pieces(parts).pieces)
+
+
+class Pieces:
+    """An answer as its bytes in order, never joined: the REST server sends them as they are (joining
+    the 19 MiB of 5,000 nodes cost 11 to 13 ms a read); any other WSGI server iterates them."""
+
+    __slots__ = ("pieces", "ends", "length")
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+        self.ends = list(accumulate(map(len, pieces)))  # where each piece ends in the answer
+        self.length = self.ends[-1] if pieces else 0
+
+    def __iter__(self):
+        return iter(self.pieces)
+
+
+def array_pieces(parts: Sequence[bytes]) -> Pieces:
+    """As :func:`array`, but not joined."""
     if not parts:
-        return b"[]"
+        return Pieces([b"[]"])
     pieces = [b","] * (2 * len(parts) + 1)
     pieces[0], pieces[-1] = b"[", b"]"
     pieces[1::2] = parts
-    return b"".join(pieces)
+    return Pieces(pieces)
 
 
 # An array of allocations as orjson writes it: every allocation's object begins with its key.
@@ -88,11 +108,11 @@ def _state(node) -> bytes:
     """The JSON of ``node``'s state fields without their opening brace; that of a node without foreign
     pods or reservations (most) serialized once."""
     if node.foreign_allocations or node.reservations:
-        return orjson.dumps(daos.node_state(node))[1:]
+        return orjson.dumps(daos.state(node))[1:]
     key = (node.schedulable, node.is_reserved)
     json = _PLAIN_STATES.get(key)
     if json is None:
-        json = _PLAIN_STATES[key] = orjson.dumps(daos.node_state(node))[1:]
+        json = _PLAIN_STATES[key] = orjson.dumps(daos.state(node))[1:]
     return json
 
 
@@ -141,7 +161,7 @@ class Fragments:
             identity = orjson.dumps(daos.node_identity(node))[:-1] + b","
         else:
             identity = last[4]
-        usage = orjson.dumps(daos.node_usage(node))[1:-1]
+        usage = orjson.dumps(daos.usage(node))[1:-1]
         if before is not None and len(before.allocations) <= len(allocs) and all(map(is_, before.allocations, allocs)):
             _, json, start, stop, _ = last
             if len(allocs) == len(before.allocations):

@@ -15,7 +15,8 @@ What waitress leaves open is closed here:
   wait in the listen backlog);
 - a large answer is handed to the connection as its output buffer and sent in slices of it, never
   copied: a thousand readers of the same cached dump share one copy, and the worker thread is free as
-  soon as the answer is queued;
+  soon as the answer is queued; an answer made of pieces (the nodes' JSON) is sent as they are, as many
+  of them in one system call as the socket takes, never joined;
 - a connection is closed once nothing moved on it for ``idle_timeout`` seconds, also while an answer
   waits for a client that does not read (waitress alone never closes a connection with a request in
   hand, so a client pipelining requests it never reads would keep a worker thread for good), and
@@ -30,6 +31,7 @@ from __future__ import annotations
 import logging
 import resource
 import threading
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -41,8 +43,10 @@ from waitress.channel import HTTPChannel
 from waitress.parser import HTTPRequestParser, ParsingError
 from waitress.server import TcpWSGIServer
 from waitress.task import ThreadedTaskDispatcher
+from waitress.wasyncore import _DISCONNECTED, EWOULDBLOCK
 
 from rest.app import MAX_BODY, Cluster, SchedulerView, create_app
+from rest.fragments import Pieces
 
 log = logging.getLogger(__name__)
 # Waitress warns of every request that waits for a thread: under load, a line per request
@@ -103,9 +107,22 @@ class _Channel(HTTPChannel):
     measured_from: tuple[float, int] | None = None  # (when, ``sent`` then) while an answer waits to be sent
 
     def send(self, data, do_close: bool = True) -> int:
-        sent = super().send(data, do_close)
+        sent = super().send(data, do_close) if type(data) is not list else self._send_pieces(data, do_close)
         self.sent += sent
         return sent
+
+    def _send_pieces(self, pieces: list, do_close: bool) -> int:
+        """``pieces`` (of a :class:`_SharedPieces`) in one system call, failing as waitress's ``send``."""
+        try:
+            return self.socket.sendmsg(pieces)
+        except OSError as why:
+            if why.args[0] == EWOULDBLOCK:
+                return 0
+            if why.args[0] in _DISCONNECTED:
+                if do_close:
+                    self.handle_close()
+                return 0
+            raise
 
 
 class _WakeUp(trigger.trigger):
@@ -187,12 +204,52 @@ class _SharedBody(ReadOnlyFileBasedBuffer):
         self.body, self.remain = memoryview(b""), 0
 
 
+_IOV_MAX = 1024  # the most pieces one sendmsg takes (Linux's IOV_MAX)
+
+
+class _SharedPieces(_SharedBody):
+    """An answer's :class:`Pieces` as the connection's output buffer: each attempt to send hands the socket
+    the pieces from where the client is (the first one's rest, as a slice), never joined or copied; where
+    that is and how many pieces the bytes asked for span is looked up in the answer's piece ends, which
+    all its readers share."""
+
+    def __init__(self, body: Pieces) -> None:
+        self.body, self.sent, self.remain = body, 0, body.length
+
+    def get(self, numbytes: int = -1, skip: bool = False) -> list:
+        if numbytes == -1 or numbytes > self.remain:
+            numbytes = self.remain
+        if numbytes <= 0:
+            return []
+        ends, sent = self.body.ends, self.sent
+        first = bisect_right(ends, sent)  # the piece holding the next byte
+        last = min(bisect_left(ends, sent + numbytes, first), first + _IOV_MAX - 1)
+        chunk = self.body.pieces[first:last + 1]  # its last piece may go beyond numbytes: send() may take it all
+        begins = ends[first] - len(chunk[0])
+        if sent > begins:
+            chunk[0] = memoryview(chunk[0])[sent - begins:]
+        if skip:
+            self.skip(sum(map(len, chunk)))
+        return chunk
+
+    def skip(self, numbytes: int, allow_prune: bool = False) -> None:
+        numbytes = min(numbytes, self.remain)
+        self.sent += numbytes
+        self.remain -= numbytes
+
+    def close(self) -> None:
+        self.body, self.remain = Pieces([]), 0
+
+
 def _share_large_bodies(app: Callable) -> Callable:
-    """The WSGI app, but a large answer made of one bytes object goes out as a :class:`_SharedBody`."""
+    """The WSGI app, but a large answer made of one bytes object goes out as a :class:`_SharedBody`, and
+    one made of :class:`Pieces` as a :class:`_SharedPieces`."""
     def serve(environ: dict, start_response: Callable) -> Iterable[bytes]:
         body = app(environ, start_response)
         if type(body) is list and len(body) == 1 and len(body[0]) >= SHARED_BODY:
             return _SharedBody(body[0])
+        if type(body) is Pieces:
+            return _SharedPieces(body)
         return body
     return serve
 

@@ -44,7 +44,7 @@ class Allocation:
                  "required_node", "constrained", "shape", "last_failure", "attempted", "failure_log",
                  "scale_up_triggered", "placeholder_released", "replacement", "placeholder_used", "preempts_others",
                  "preempted", "eviction_refused", "triggered_preemption", "preempting", "preempted_by", "reserved",
-                 "picture")
+                 "picture", "json")
 
     def __init__(self, message: si_pb2.Allocation, partition: str, now: int, arrived: int = 0,
                  constrained: bool = False) -> None:
@@ -92,10 +92,12 @@ class Allocation:
         self.preempting = None
         self.preempted_by = None
         self.reserved = None  # the Reservation of a node this ask holds (actors.core.reservation)
-        # Its last snapshot for readers (actors.core.views), kept while it is unchanged: whatever changes a
-        # field the snapshot shows (its resource, node, allocation time, placeholder_used, preempted) sets
-        # it to None, so a snapshot of a changed node takes its unchanged allocations' pictures as they are.
+        # Its last snapshot for readers (actors.core.views) and its JSON as a node lists it
+        # (actors.core.nodejson), kept while it is unchanged: whatever changes a field they show (its
+        # resource, node, allocation time, placeholder_used, preempted) sets both to None, so a changed
+        # node takes its unchanged allocations' pictures and JSON as they are.
         self.picture = None
+        self.json: bytes | None = None
 
     def note_failure(self, reason: str, now: int, logged: str = "") -> None:
         """``reason`` is now why this ask waits (called when the reason changes); the allocation log

@@ -444,7 +444,7 @@ class Ledger:
             allocation.last_failure = ""
         allocation.node_id = node.node_id
         allocation.allocation_time = self.clock.now_ns()
-        allocation.picture = None
+        allocation.picture = allocation.json = None
         allocation.booked = next(self._sequence)
         if not self.usage.tracks(app.application_id):
             self._start_running(app, queue)
@@ -489,7 +489,7 @@ class Ledger:
             self.index.update(holder)
         else:
             allocation.resource = resource
-            allocation.picture = None
+            allocation.picture = allocation.json = None
         queue.add_allocated(delta)
         self.usage.allocated(app.application_id, delta)
 
@@ -579,13 +579,21 @@ class Ledger:
         owner = self.apps[victim.application_id]
         victim_queue = self.queues.get(owner.queue_path)
         victim.preempted = True
-        victim.picture = None
+        self._shown_changed(victim)
         victim.preempted_by = flight
         owner.bump()
         victim_queue.add_preempting(victim.resource)
         self.tell_release(owner, victim, si_pb2.PREEMPTED_BY_SCHEDULER, message)
         self.event(E.APP, owner.application_id, E.ALLOC_PREEMPT, E.REMOVE, message, victim.key, victim.resource)
         self.event(E.QUEUE, victim_queue.path, E.QUEUE_PREEMPTION, E.REMOVE, message, victim.key, victim.resource)
+
+    def _shown_changed(self, allocation: Allocation) -> None:
+        """A field of ``allocation`` that readers see changed: its node's readers render it anew."""
+        node = self.nodes.get(allocation.node_id)
+        if node is not None:
+            node.changed(allocation)
+        else:
+            allocation.picture = allocation.json = None
 
     def victim_gone(self, victim: Allocation, queue: Queue | None) -> InFlight | None:
         """A victim's pod is gone; returns the preemption still waiting for it, now one victim fewer."""
@@ -602,7 +610,7 @@ class Ledger:
         """The resource manager could not remove a victim (e.g. a disruption budget): it is never chosen again."""
         flight = victim.preempted_by
         victim.preempted = False
-        victim.picture = None
+        self._shown_changed(victim)
         victim.eviction_refused = True
         victim.preempted_by = None
         app.bump()

@@ -14,7 +14,7 @@ from si.resources import Resource
 
 class Node:
     __slots__ = ("node_id", "attributes", "capacity", "allocated", "occupied", "schedulable", "allocations",
-                 "foreign", "restricted", "index_key", "version", "held_by")
+                 "foreign", "restricted", "index_key", "version", "held_by", "edits")
 
     def __init__(self, node_id: str, capacity: Resource, attributes: Mapping[str, str], schedulable: bool) -> None:
         self.node_id = node_id
@@ -29,6 +29,9 @@ class Node:
         self.index_key: tuple | None = None
         self.version = 0  # bumped on every change, so snapshots rebuild only what changed
         self.held_by = ""  # the ask whose victims are leaving this node: no other ask is placed here
+        # Bumped when one of its allocations leaves, is replaced or changes a field readers see (see
+        # changed()), not when one is added: readers then take its earlier allocations' JSON as it was.
+        self.edits = 0
 
     @property
     def available(self) -> Resource:
@@ -62,13 +65,20 @@ class Node:
             self.foreign[allocation.key] = allocation
             self.occupied = self.occupied + allocation.resource
         else:
-            self.allocations[allocation.key] = allocation
+            self._add(allocation)
             self.allocated = self.allocated + allocation.resource
 
     def place(self, allocation: Allocation) -> None:
         """Add a YuniKorn allocation whose resource ``add_allocated`` counts later, with others."""
         self.version += 1
-        self.allocations[allocation.key] = allocation
+        self._add(allocation)
+
+    def _add(self, allocation: Allocation) -> None:
+        allocations = self.allocations
+        count = len(allocations)
+        allocations[allocation.key] = allocation
+        if len(allocations) == count:  # it replaced one of the same key, where that one was
+            self.edits += 1
 
     def add_allocated(self, delta: Resource) -> None:
         self.version += 1
@@ -78,6 +88,7 @@ class Node:
         self.version += 1
         allocation = self.allocations.pop(key, None)
         if allocation is not None:
+            self.edits += 1
             self.allocated = self.allocated - allocation.resource
             return allocation
         allocation = self.foreign.pop(key, None)
@@ -92,8 +103,15 @@ class Node:
             self.occupied = self.occupied + delta
         else:
             self.allocated = self.allocated + delta
+            self.edits += 1
         allocation.resource = resource
-        allocation.picture = None
+        allocation.picture = allocation.json = None
+
+    def changed(self, allocation: Allocation) -> None:
+        """One of its allocations changed a field readers see (it is preempted, or its eviction refused)."""
+        self.version += 1
+        self.edits += 1
+        allocation.picture = allocation.json = None
 
     def set_attributes(self, attributes: dict[str, str], restricted: bool) -> None:
         """``attributes``: a dict the node keeps (nobody else holds it)."""

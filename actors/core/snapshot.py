@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 # The partition's counts, its queue tree, placement rules and usage are always taken.
 SUMMARY = "summary"  # the partition's used capacity, utilization and schedulable nodes: summed over its nodes
 NODES = "nodes"
+NODES_JSON = "nodes json"  # each node's JSON as /nodes shows it (actors.core.nodejson), without its picture
 APPLICATIONS = "applications"
 HEALTH = "health"
 METRICS = "metrics"  # what only /ws/v1/metrics reads: application states per queue, node usage buckets
@@ -201,6 +202,7 @@ class PartitionSnapshot:
     stats: StatsSnapshot
     running_applications: int  # Running (or Starting) applications
     node_usage: Mapping[str, tuple[int, ...]] | None  # resource -> nodes per 10% of allocated; METRICS only
+    nodes_json: tuple[bytes, ...] | None = None  # NODES_JSON only
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from actors.core import health
 from actors.core.allocation import Allocation
 from actors.core.application import Application
 from actors.core.node import Node
+from actors.core.nodejson import NodeJson
 from actors.core.queue import Queue
 from actors.core.snapshot import (
     ALL_AREAS,
@@ -21,6 +22,7 @@ from actors.core.snapshot import (
     HEALTH,
     METRICS,
     NODES,
+    NODES_JSON,
     SUMMARY,
     AllocationSnapshot,
     ApplicationSnapshot,
@@ -232,11 +234,13 @@ class _NodeTotals:
 class _Pictures:
     """A partition's snapshot parts kept for the next snapshot (only its owning actor's thread uses them)."""
 
-    __slots__ = ("totals", "nodes", "attributes", "apps", "terminated")
+    __slots__ = ("totals", "nodes", "attributes", "apps", "terminated", "json", "node_json")
 
     def __init__(self) -> None:
         self.totals = _NodeTotals()
         self.nodes = _Built()
+        self.json = _Built()  # each node's JSON (NODES_JSON)
+        self.node_json = NodeJson(_picture)
         self.attributes: dict[str, tuple[dict, Mapping[str, str]]] = {}  # see node_snapshot
         self.apps = _Built()
         self.terminated = _Built()
@@ -264,6 +268,12 @@ def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> Partitio
                                                 if n.node_id in attributes}
         pictures.nodes.update(all_nodes, lambda n: node_snapshot(n, attributes))
         nodes = tuple(pictures.nodes.built)
+    nodes_json = None
+    if NODES_JSON in areas:
+        node_json = pictures.node_json
+        if pictures.json.update(all_nodes, node_json.render) is None:  # nodes added or removed
+            node_json.prune(partition.nodes)
+        nodes_json = tuple(pictures.json.built)
     if APPLICATIONS in areas:
         pictures.apps.update(list(partition.apps.values()), application_snapshot)
         pictures.terminated.update(list(partition.terminated.values()), application_snapshot)
@@ -292,4 +302,4 @@ def partition_snapshot(partition, areas: frozenset[str] = ALL_AREAS) -> Partitio
         apps, terminated, nodes, tuple(partition.placement.describe()), tuple(partition.usage.users()),
         tuple(partition.usage.groups()), report, findings, partition.stats.snapshot(),
         sum(1 for a in live_apps if a.state in RUNNING_STATES),
-        node_usage(partition.nodes.values()) if metrics else None)
+        node_usage(partition.nodes.values()) if metrics else None, nodes_json)
