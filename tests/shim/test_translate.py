@@ -47,6 +47,14 @@ def test_a_parsed_node_is_whole_and_frozen_as_the_dataclass_makes_one(raw):
         node.unschedulable = False
 
 
+def test_a_node_that_offers_nothing_still_carries_its_schedulable_resource():
+    raw = node_json("n1")
+    raw["status"]["allocatable"] = {}
+    for action in (si_pb2.NodeInfo.CREATE, si_pb2.NodeInfo.UPDATE):  # an update without one keeps the capacity
+        info = translate.node_info(parse_node(raw), action)
+        assert info.HasField("schedulableResource") and not info.schedulableResource.resources
+
+
 def test_decommission_carries_only_the_node_id():
     info = translate.node_info(parse_node(node_json("n1")), si_pb2.NodeInfo.DECOMISSION)
     assert not info.attributes and not info.HasField("schedulableResource")
