@@ -282,11 +282,15 @@ class NodeActor(PooledActor):
                                         record.allocatable if record else ZERO, 0, state))
 
     def _node_info(self, action: int) -> si_pb2.NodeInfo:
-        """The record's ``NodeInfo`` for ``action`` (register or update), copied from one built once per
-        record: a recovering node sends two (measured: 1.2 us a copy, 5.9 built)."""
+        """The record's ``NodeInfo`` for ``action`` (register or update): the first of a record built, sent
+        and kept unchanged, the next ones copied from it (a recovering node sends two; measured: 1.4 us a
+        copy, 6.4 built)."""
         record = self._record
         if self._info_of is None or self._info_of[0] is not record:
-            self._info_of = (record, translate.node_info(record, _ACTION.UPDATE))
+            info = translate.node_info(record, action)
+            info.attributes[ATTR_NODE_STATE] = self.state
+            self._info_of = (record, info)  # from here on only read (the outlet and the core only read it too)
+            return info
         info = si_pb2.NodeInfo()
         info.CopyFrom(self._info_of[1])
         info.action = action

@@ -33,7 +33,7 @@ class RecoveryProgress:
     complete: bool = False  # every node the recovery started with has recovered
 
 
-@dataclass(frozen=True, slots=True)
+@message  # set through its slots, as messages are: a node shows a view at each of its states
 class NodeView:
     """``pods`` is filled in when a snapshot is taken (the board counts placed pods per node)."""
 
