@@ -18,21 +18,27 @@ class InvalidTransition(Exception):
 class Transitions:
     """A transition table over the events of one ``Enum``."""
 
-    __slots__ = ("_table",)
+    __slots__ = ("_table", "_kind")
 
     def __init__(self, table: Mapping[Enum, tuple[Iterable[str], str]]) -> None:
         kinds = {type(event) for event in table}
-        if len(kinds) != 1 or not issubclass(kinds.pop(), Enum):
+        if len(kinds) != 1 or not issubclass(kind := kinds.pop(), Enum):
             raise TypeError("a transition table's events are the members of one Enum")
-        self._table = {event: (frozenset(sources), target) for event, (sources, target) in table.items()}
+        self._kind = kind
+        # Keyed by the member's name, the type checked apart: hashing a member is a Python call
+        # (``Enum.__hash__``), a third of a transition's cost, and every pod's task takes a few as it recovers.
+        self._table = {event.name: (frozenset(sources), target) for event, (sources, target) in table.items()}
+
+    def _entry(self, event: Enum) -> tuple[frozenset[str], str] | None:
+        return self._table.get(event._name_) if type(event) is self._kind else None
 
     def allows(self, state: str, event: Enum) -> bool:
-        entry = self._table.get(event) if isinstance(event, Enum) else None
+        entry = self._entry(event)
         return entry is not None and state in entry[0]
 
     def target(self, state: str, event: Enum, what: str) -> str:
         """The state ``event`` leads to from ``state``; ``InvalidTransition`` naming ``what`` if it may not fire."""
-        entry = self._table.get(event) if isinstance(event, Enum) else None
+        entry = self._entry(event)
         if entry is None:
             raise InvalidTransition(f"{what}: unknown event {event!r}")
         sources, target = entry
