@@ -1,6 +1,8 @@
 """One state-machine style: the core's application and the shim's machines refuse with the same
 InvalidTransition, and change nothing when they do."""
 
+from enum import Enum
+
 import pytest
 
 from actors.core.application import Application
@@ -41,3 +43,17 @@ def test_a_table_mixing_event_types_is_refused():
         Transitions({"go": (("A",), "B")})
     with pytest.raises(TypeError):
         Transitions({lifecycle.AppEvent.RUN: (("A",), "B"), lifecycle.TaskEvent.BIND: (("A",), "B")})
+
+
+def test_an_event_of_another_machine_is_refused_even_of_the_same_name():
+    class Door(Enum):
+        OPEN = "open"
+
+    class Valve(Enum):
+        OPEN = "open"
+
+    table = Transitions({Door.OPEN: (("Closed",), "Open")})
+    assert table.allows("Closed", Door.OPEN) and table.target("Closed", Door.OPEN, "door") == "Open"
+    assert not table.allows("Closed", Valve.OPEN) and not table.allows("Closed", "OPEN")
+    with pytest.raises(InvalidTransition, match="unknown event"):
+        table.target("Closed", Valve.OPEN, "door")
