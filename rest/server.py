@@ -232,11 +232,6 @@ class _SharedPieces(_SharedBody):
             self.skip(sum(map(len, chunk)))
         return chunk
 
-    def skip(self, numbytes: int, allow_prune: bool = False) -> None:
-        numbytes = min(numbytes, self.remain)
-        self.sent += numbytes
-        self.remain -= numbytes
-
     def close(self) -> None:
         self.body, self.remain = Pieces([]), 0
 
