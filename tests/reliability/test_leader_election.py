@@ -272,7 +272,7 @@ def test_a_lease_taken_from_the_leader_stops_its_writes_before_the_standby_write
         assert all(w.at - disturbed < 1.0 for w in late), late
         assert taken and max((w.at for w in late), default=disturbed) < min(w.at for w in taken)
         # The standby waited a lease duration since it last saw the Lease change (a retry period before, at worst).
-        assert min(w.at for w in taken) - disturbed >= 1.5
+        assert min(w.at for w in taken) - disturbed >= 1.5, [(w.at - disturbed, w.method, w.path) for w in taken[:5]]
     finally:
         _stop_all(b, a)
         for tap in taps:
