@@ -245,7 +245,9 @@ def test_a_lease_taken_from_the_leader_stops_its_writes_before_the_standby_write
     cluster.configure(CAPPED_CONFIG, **HEALTH_ON_READ)
     cluster.sim.faults.latency(verb="create", resource="pods/binding", seconds=0.1)  # 40 binds/s: still binding
     # A leader that noticed only when renewing would write on for up to 2 s after a change right after a renewal.
-    slow_renewals = ("--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
+    # The lease and renew deadline long enough that a loaded machine does not depose the leader before the
+    # test does (its renewals time out at half the renew deadline).
+    slow_renewals = ("--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "5s",
                      "--leader-elect-retry-period", "2s")
     upstream = (cluster.sim.host, cluster.sim.port)
     taps = WireTap(upstream), WireTap(upstream)
@@ -258,6 +260,7 @@ def test_a_lease_taken_from_the_leader_stops_its_writes_before_the_standby_write
         renewed = _find_lease(cluster)["spec"]["renewTime"]
         wait_for(lambda: _find_lease(cluster)["spec"]["renewTime"] != renewed, timeout=10, interval=0.01,
                  message="a renewal")
+        assert _holder(cluster) == "yunikorn-a", "the leader lost the Lease before the test took it"
         disturbed = time.monotonic()
         disturb(cluster)
         assert a.process.wait(timeout=30) == 3, (tmp_path / "a.log").read_text()[-2000:]
