@@ -102,9 +102,60 @@ def start_kubesim(nodes: int, kubeconfig: str, zones: int = 0) -> subprocess.Pop
     return process
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int | str) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of this process's threads by name, numbered threads (``binder-3``) summed by prefix."""
+    by_name: dict[str, float] = {}
+    for thread in threading.enumerate():
+        try:
+            seconds = cpu_seconds(f"{os.getpid()}/task/{thread.native_id}")
+        except OSError:
+            continue
+        name = thread.name.rstrip("0123456789").rstrip("-_") or thread.name
+        by_name[name] = by_name.get(name, 0.0) + seconds
+    return by_name
+
+
+class Trace:
+    """``--trace``: each second, the pods created, bound and in the binder's hands, and which threads
+    (and kubesim) took CPU in that second, printed after the run."""
+
+    def __init__(self, sim_pid: int) -> None:
+        self._sim_pid = sim_pid
+        self._began = self._last = time.monotonic()
+        self._cpu = thread_cpu()
+        self._sim = cpu_seconds(sim_pid)
+        self._rows: list[str] = []
+        self._collecting = 0.0
+        self._collected = [0.0, 0.0, 0.0]  # seconds in the collector this second, by generation
+        gc.callbacks.append(self._collector)
+
+    def _collector(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._collecting = time.perf_counter()
+        else:
+            self._collected[info["generation"]] += time.perf_counter() - self._collecting
+
+    def sample(self, created: int, stats) -> None:
+        now = time.monotonic()
+        if now - self._last < 1.0:
+            return
+        cpu, sim = thread_cpu(), cpu_seconds(self._sim_pid)
+        spent = sorted(((cpu[n] - self._cpu.get(n, 0.0), n) for n in cpu), reverse=True)[:5]
+        self._rows.append(f"{now - self._began:6.1f} {created:7d} {stats.bound:7d} {stats.in_flight:6d} "
+                          f"{created - stats.bound - stats.in_flight:7d} {(sim - self._sim) / (now - self._last):5.2f} "
+                          + f"gc={'/'.join(f'{g:.2f}' for g in self._collected)} "
+                          + " ".join(f"{n}={s / (now - self._last):.2f}" for s, n in spent if s > 0.005))
+        self._last, self._cpu, self._sim, self._collected = now, cpu, sim, [0.0, 0.0, 0.0]
+
+    def print(self) -> None:
+        gc.callbacks.remove(self._collector)
+        print("     t created   bound  inflt  before kubesim threads' CPU share (the busiest)", flush=True)
+        print("\n".join(self._rows), flush=True)
 
 
 def start_profiler(path: str) -> subprocess.Popen:
@@ -120,22 +171,29 @@ def py_spy() -> str:
 
 
 def create_pods(kubeconfig: str, count: int, queues: int, threads: int, scheduler: str, times,
-                constrained: float = 0.0) -> None:
-    """The creator process: ``count`` pending pods through the API; reports its start and end times."""
+                constrained: float = 0.0, created=None) -> None:
+    """The creator process: ``count`` pending pods through the API; reports its start and end times (and
+    counts the pods made in ``created``, a shared integer, when given)."""
     client = load_client(kubeconfig, pool_size=threads)
     times.put(time.time())
+
+    def create(i: int) -> None:
+        client.request_retrying("POST", "/api/v1/namespaces/default/pods", body=pod(i, queues, scheduler, constrained))
+        if created is not None:
+            with created.get_lock():
+                created.value += 1
+
     with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(lambda i: client.request_retrying("POST", "/api/v1/namespaces/default/pods",
-                                                        body=pod(i, queues, scheduler, constrained)),
-                      range(count)))
+        list(pool.map(create, range(count)))
     times.put(time.time())
     client.close()
 
 
-def start_creator(kubeconfig: str, count: int, queues: int, threads: int, scheduler: str, constrained: float = 0.0):
+def start_creator(kubeconfig: str, count: int, queues: int, threads: int, scheduler: str, constrained: float = 0.0,
+                  created=None):
     times = SPAWN.Queue()
     process = SPAWN.Process(target=create_pods, args=(kubeconfig, count, queues, threads, scheduler, times,
-                                                      constrained))
+                                                      constrained, created))
     process.start()
     return process, times
 
@@ -200,14 +258,20 @@ def run(nodes: int, args: argparse.Namespace, constrained: float = 0.0, history:
                 raise SystemExit(f"scheduler did not reach Running: {service.latest_state()}")
             profiler = start_profiler(f"{args.profile}.{nodes}") if args.profile else None
             cpu_before, sim_before = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(sim.pid)
+            created = SPAWN.Value("q", 0) if args.trace else None
             creator, times = start_creator(kubeconfig, args.pods, args.queues, args.create_threads,
-                                           SCHEDULER_NAME, constrained)
+                                           SCHEDULER_NAME, constrained, created)
             first_create = times.get(timeout=60)
+            trace = Trace(sim.pid) if args.trace else None
             while True:
                 stats = service.binder.ask(BinderStatsRequest())
                 if stats.bound >= args.pods:
                     break
+                if trace is not None:
+                    trace.sample(created.value, stats)
                 time.sleep(0.05)
+            if trace is not None:
+                trace.print()
             last_bind = time.time() - (time.monotonic() - stats.last_bound_at)
             threads = threading.active_count()
             cpu_after, sim_after = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(sim.pid)
@@ -252,6 +316,8 @@ def main() -> None:
                         help="fraction of pods with zone anti-affinity or zone spread (runs each size twice)")
     parser.add_argument("--history", default="off",
                         help="comma-separated history store settings to run each size with: off, sqlite")
+    parser.add_argument("--trace", action="store_true",
+                        help="each second: pods created, bound, at the binder, not yet at it; CPU by thread")
     parser.add_argument("--profile", metavar="PATH",
                         help="sample the scheduler with py-spy during each run into PATH.<nodes> (collapsed stacks)")
     args = parser.parse_args()

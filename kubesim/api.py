@@ -7,14 +7,12 @@ import re
 import time
 import uuid
 from dataclasses import dataclass
-from fractions import Fraction
 
 from kubesim import auth, deployments, disruption, errors, jobs, patch, priority, rbac, resize, volumes
 from kubesim.paging import Pager, parse_limit
 from kubesim.resources import APPS_WORKLOADS, BY_PLURAL, CRON_JOB, JOB, NAMESPACE, NODE, POD, Kind
 from kubesim.selectors import combine, field_selector, label_selector
 from kubesim.store import Store, clone, now_rfc3339
-from si.quantity import parse_quantity
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -372,13 +370,6 @@ class Api:
         return self.store.watch(kind, namespace or None, _matcher(kind, query), query.get("resourceVersion"))
 
 
-def _amount(quantity) -> Fraction | None:
-    try:
-        return parse_quantity(quantity)
-    except (TypeError, ValueError, ArithmeticError):
-        return None
-
-
 def qos_class(spec: dict) -> str:
     """The pod's QoS class as kube-apiserver computes it from its containers' cpu and memory: Guaranteed
     when every container limits both and requests what it limits (or nothing), BestEffort when none asks
@@ -392,8 +383,8 @@ def qos_class(spec: dict) -> str:
         requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
         if not isinstance(requests, dict) or not isinstance(limits, dict):
             return "BestEffort"
-        wanted = {name: _amount(value) for name, value in requests.items() if name in ("cpu", "memory")}
-        capped = {name: _amount(value) for name, value in limits.items() if name in ("cpu", "memory")}
+        wanted = {name: resize.quantity(value) for name, value in requests.items() if name in ("cpu", "memory")}
+        capped = {name: resize.quantity(value) for name, value in limits.items() if name in ("cpu", "memory")}
         asks = asks or any(amount != 0 for amount in (*wanted.values(), *capped.values()))
         if set(capped) != {"cpu", "memory"} or any(amount != capped[name] for name, amount in wanted.items()):
             guaranteed = False

@@ -311,9 +311,13 @@ def test_a_resize_of_a_hostile_shape_is_refused_and_changes_nothing(sim, contain
 
 def post_patch(sim, name: str, body) -> tuple[int, str]:
     """A merge patch of pods/resize as any client may send it (the official client checks types first)."""
-    request = urllib.request.Request(f"{sim.url}/api/v1/namespaces/default/pods/{name}/resize", method="PATCH",
-                                     data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/merge-patch+json"})
+    return send(sim, "PATCH", f"pods/{name}/resize", body, "application/merge-patch+json")
+
+
+def send(sim, method: str, path: str, body, content_type: str = "application/json") -> tuple[int, str]:
+    """``body`` to ``path`` in the default namespace, unchecked: the status and the refusal's message."""
+    request = urllib.request.Request(f"{sim.url}/api/v1/namespaces/default/{path}", method=method,
+                                     data=json.dumps(body).encode(), headers={"Content-Type": content_type})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, ""
@@ -339,3 +343,22 @@ def test_the_statuses_report_every_resource_the_container_was_given(core):
     assert statuses.allocated_resources == {"cpu": "1", "ephemeral-storage": "1Gi"}
     assert (statuses.resources.requests, statuses.resources.limits) == (
         {"cpu": "1", "ephemeral-storage": "1Gi"}, {"cpu": "2", "ephemeral-storage": "2Gi"})
+
+
+def test_a_quantity_is_judged_the_same_each_time_pods_repeat_it(sim):
+    """Quantities written as text are parsed once and kept: a pod repeating one is judged as the first."""
+    def create(name: str, cpu) -> tuple[int, str]:
+        return send(sim, "POST", "pods", {"metadata": {"name": name}, "spec": {"containers": [
+            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}]}})
+
+    for name in ("a", "b"):
+        code, said = create(f"lots-{name}", "lots")
+        assert code == 422 and 'Invalid value: "lots": quantities must match' in said
+        assert create(f"fine-{name}", "100m") == (201, "")
+        code, said = create(f"negative-{name}", "-1")
+        assert code == 422 and 'Invalid value: "-1": must be greater than or equal to 0' in said
+    assert create("number", 1) == (201, "")  # a bare number is a quantity too, and not confused with text
+    with urllib.request.urlopen(f"{sim.url}/api/v1/namespaces/default/pods", timeout=10) as response:
+        made = json.loads(response.read())["items"]
+    assert sorted((p["metadata"]["name"], p["status"]["qosClass"]) for p in made) == [
+        ("fine-a", "Burstable"), ("fine-b", "Burstable"), ("number", "Burstable")]
