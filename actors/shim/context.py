@@ -79,6 +79,7 @@ from actors.shim.messages import (
     Stopped,
     TaskUpdate,
     ToCore,
+    Unplaced,
     Updated,
 )
 from actors.shim.nodeactor import NodeActor
@@ -667,6 +668,19 @@ class ShimContext(Actor):
     def _node_gone(self, node: NodeRecord) -> None:
         if node.name in self._node_actors:
             self._mail.to_node(node.name, NodeDeleted())
+
+    def on_Unplaced(self, message: Unplaced) -> None:
+        """Pods that reached a node's actor after it was removed: on an actor of the node started anew, Lost
+        until the node returns (recovering at once when it is back already), instead of forgotten."""
+        name = message.node_name
+        kept = self._node_actors.get(name)
+        if kept is not None and kept.actor_urn == message.node.actor_urn:  # not stopped: its node came back
+            self._mail.stop_node(self._node_actors.pop(name))
+        if name in self._node_actors:
+            self._mail.to_node(name, PodsOnNode(message.pods))
+            return
+        record = self._nodes.get(name)
+        self._start_node(name, record if record is not None and not record.invalid else None, message.pods)
 
     def on_NodeGone(self, message: NodeGone) -> None:
         """A node actor with no record and no pods left: stop it, unless the node came back meanwhile."""

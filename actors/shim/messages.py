@@ -292,6 +292,16 @@ class PodsOnNode:
 
 
 @message
+class Unplaced:
+    """From a node's actor removed before ``pods`` reached it (its deletion came first): the context
+    places them again, on an actor of the node started anew, rather than losing them with this one."""
+
+    node_name: str
+    pods: tuple[PlacedPod, ...]
+    node: pykka.ActorRef
+
+
+@message
 class PodsLeft:
     """Pods gone from the node (deleted, terminated, or moved)."""
 

@@ -44,6 +44,7 @@ from actors.shim.messages import (
     PodsOnNode,
     Settle,
     ToCore,
+    Unplaced,
 )
 from actors.shim.nodes import NodeRecord
 from actors.shim.pods import PodRecord
@@ -137,6 +138,9 @@ class NodeActor(PooledActor):
     # ---- the pods on it ------------------------------------------------------------------------
 
     def on_PodsOnNode(self, msg: PodsOnNode) -> None:
+        if self.state == NodeState.REMOVED:  # told before the context heard that this actor is done
+            tell_if_alive(self._context, Unplaced(self.node_name, msg.pods, self.actor_ref))
+            return
         to_report = []
         for placed in msg.pods:
             uid = placed.pod.uid

@@ -30,10 +30,12 @@ from actors.shim.messages import (
     Feedback,
     KubeEvent,
     Listed,
+    PlacedPod,
     PodCondition,
     SendMail,
     ShimStateRequest,
     Shutdown,
+    Unplaced,
     Updated,
 )
 from actors.shim.nodeactor import ATTR_NODE_STATE, NodeActor
@@ -355,6 +357,19 @@ def test_pods_on_unknown_nodes_wait_for_the_node(shim):
     for uid in (foreign.uid, ours.uid):
         assert order[("node", "n9", NodeInfo.CREATE_DRAIN)] < order[("alloc", uid, "n9")] \
             < order[("node", "n9", NodeInfo.DRAIN_TO_SCHEDULABLE)]
+    assert {n.name: n.state for n in shim.state().nodes} == {"n1": "Schedulable", "n9": "Schedulable"}
+
+
+def test_pods_a_removed_node_hands_back_wait_on_it_lost_and_recover_when_it_returns(shim):
+    shim.list_all(nodes=[node_json("n1"), node_json("n9")])
+    shim.change(kinds.NODES, Deleted(parse_node(node_json("n9"))))
+    assert {n.name for n in shim.state().nodes} == {"n1"}
+    # What n9's actor does with pods told to it after its removal (the deletion and the pod raced).
+    late = parse_pod(pod_json("late", node="n9", scheduler="default-scheduler"))
+    shim.tell_and_settle(Unplaced("n9", (PlacedPod(late, 0, report=True, foreign=True),), shim.binder))
+    assert {n.name: n.state for n in shim.state().nodes} == {"n1": "Schedulable", "n9": "Lost"}
+    shim.change(kinds.NODES, Added(parse_node(node_json("n9"))))
+    assert [a.allocationKey for a in shim.core.allocations()] == [late.uid]
     assert {n.name: n.state for n in shim.state().nodes} == {"n1": "Schedulable", "n9": "Schedulable"}
 
 

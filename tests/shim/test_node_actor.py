@@ -8,12 +8,14 @@ from actors.shim.messages import (
     CountedForeign,
     NodeAllocations,
     NodeChanged,
+    NodeDeleted,
     NodeRecovered,
     PlacedPod,
     PodsLeft,
     PodsOnNode,
     Settle,
     ToCore,
+    Unplaced,
 )
 from actors.shim.nodeactor import NodeActor
 from actors.shim.nodes import parse_node
@@ -167,3 +169,15 @@ def test_a_pod_the_outlet_counted_as_foreign_is_shown_and_released_as_foreign(no
     n.ref.tell(PodsLeft((hostile.pod,)))
     [release] = [i for i in n.sent() if isinstance(i, si_pb2.AllocationRelease)]
     assert (release.allocationKey, release.applicationID) == (hostile.pod.uid, "")
+
+
+def test_pods_told_to_a_node_removed_before_them_go_back_to_the_context(node):
+    n = node(parse_node(node_json("n1")))
+    wait_for(lambda: n.state() in ("Recovering", "Schedulable"))
+    n.ref.tell(NodeDeleted())  # no pod known yet: removed
+    placed = ours("late")
+    n.ref.tell(PodsOnNode((placed,)))
+    n.ref.ask(Settle())
+    handed = inbox_messages(n.context, Unplaced)
+    assert [(m.node_name, m.pods) for m in handed] == [("n1", (placed,))]
+    assert handed[0].node.actor_urn == n.ref.actor_urn
