@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from actors.core.nodejson import PLAIN_STATES
 from rest import daos
 
 
@@ -101,19 +102,12 @@ def _spliced(allocs: Sequence, cut: dict[int, bytes]) -> bytes:
     return _joined(found)
 
 
-_PLAIN_STATES: dict[tuple[bool, bool], bytes] = {}  # (schedulable, reserved) -> the JSON of that plain state
-
-
 def _state(node) -> bytes:
     """The JSON of ``node``'s state fields without their opening brace; that of a node without foreign
     pods or reservations (most) serialized once."""
     if node.foreign_allocations or node.reservations:
         return orjson.dumps(daos.state(node))[1:]
-    key = (node.schedulable, node.is_reserved)
-    json = _PLAIN_STATES.get(key)
-    if json is None:
-        json = _PLAIN_STATES[key] = orjson.dumps(daos.state(node))[1:]
-    return json
+    return PLAIN_STATES[node.schedulable]
 
 
 class Fragments:

@@ -76,7 +76,9 @@ def node_state(foreign: list[dict], schedulable: bool, reservations: Iterable[st
 
 
 _ALLOCATIONS = b',"allocations":['
-_PLAIN_STATES = {schedulable: b"]," + orjson.dumps(node_state([], schedulable, ()))[1:] for schedulable in (False, True)}
+# The state fields of a node without foreign pods or reservations (most), without the opening brace:
+# serialized once (rest.fragments ends a pictured node with them too)
+PLAIN_STATES = {schedulable: orjson.dumps(node_state([], schedulable, ()))[1:] for schedulable in (False, True)}
 
 
 USAGES_KEPT = 4096
@@ -151,11 +153,11 @@ class NodeJson:
         if node.foreign or node.held_by:
             foreign = [foreign_allocation(a.picture or self.picture(a)) for a in node.foreign.values()]
             held = (node.held_by,) if node.held_by else ()
-            state = b"]," + orjson.dumps(node_state(foreign, node.schedulable, held))[1:]
+            state = orjson.dumps(node_state(foreign, node.schedulable, held))[1:]
         else:
-            state = _PLAIN_STATES[node.schedulable]
-        json = b"".join((identity, usage, _ALLOCATIONS, *joined, state))
+            state = PLAIN_STATES[node.schedulable]
+        json = b"".join((identity, usage, _ALLOCATIONS, *joined, b"],", state))
         start = len(identity) + len(usage) + len(_ALLOCATIONS)
         self.entries[node.node_id] = (node, node.attributes, capacity, identity, node.edits, count, json, start,
-                                      len(json) - len(state))
+                                      len(json) - len(state) - 2)
         return json
