@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from benchmarks_common import load_client  # noqa: E402
-from e2e_throughput import cpu_seconds, queues_yaml, start_kubesim  # noqa: E402
+from e2e_throughput import cpu_seconds, queues_yaml, start_kubesim, thread_cpu  # noqa: E402
 
 from actors.heap import tune_collector  # noqa: E402
 from actors.shim.client import KubeClient  # noqa: E402
@@ -80,19 +80,6 @@ TEST_ONLY_MODULES = ("kubernetes_validate",)
 def _cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def thread_cpu_seconds(name: str) -> float:
-    """CPU seconds of this process's live thread ``name`` (from ``/proc``; NaN without it)."""
-    for thread in threading.enumerate():
-        if thread.name == name:
-            try:
-                with open(f"/proc/self/task/{thread.native_id}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                break
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return float("nan")
 
 
 def start_up_seconds(kubeconfig: str, scratch: str) -> tuple[float, float]:
@@ -294,7 +281,8 @@ def main() -> None:
             foreign = sum(len(n.foreign_allocations) for p in snapshot.partitions for n in p.nodes)
             schedulable = sum(n.schedulable for p in snapshot.partitions for n in p.nodes)
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            informers = {kind: thread_cpu_seconds(f"informer-{kind}") for kind in ("pods", "nodes")}
+            threads = thread_cpu()
+            informers = {kind: threads.get(f"informer-{kind}", float("nan")) for kind in ("pods", "nodes")}
             service.stop()
             core.stop()
             client.close()
