@@ -683,11 +683,16 @@ class ShimContext(Actor):
         self._start_node(name, record if record is not None and not record.invalid else None, message.pods)
 
     def on_NodeGone(self, message: NodeGone) -> None:
-        """A node actor with no record and no pods left: stop it, unless the node came back meanwhile."""
-        if message.name not in self._nodes:
-            ref = self._node_actors.pop(message.name, None)
-            if ref is not None:
-                self._mail.stop_node(ref)
+        """A node actor that ended with no record and no pods left: stop it. A node that came back while it
+        ended (its actor was told the return after the deletion) starts anew."""
+        name = message.name
+        kept = self._node_actors.get(name)
+        if kept is None or kept.actor_urn != message.node.actor_urn:  # pods handed back started it anew
+            return
+        self._mail.stop_node(self._node_actors.pop(name))
+        record = self._nodes.get(name)
+        if record is not None and not record.invalid:
+            self._start_node(name, record, ())
 
     # ---- configuration -------------------------------------------------------------------------
 

@@ -497,6 +497,7 @@ class NodeRecovered:
 
 @message
 class NodeGone:
-    """A node actor has nothing left to watch (no record, no pods): the context may stop it."""
+    """A node actor has nothing left to watch (no record, no pods) and has ended: the context stops it."""
 
     name: str
+    node: pykka.ActorRef

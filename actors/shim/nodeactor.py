@@ -264,7 +264,7 @@ class NodeActor(PooledActor):
     def _remove(self) -> None:
         self._fire(NodeEvent.REMOVE)
         self._board.nodes.hide(self.node_name)
-        tell_if_alive(self._context, NodeGone(self.node_name))
+        tell_if_alive(self._context, NodeGone(self.node_name, self.actor_ref))
 
     def _fire(self, event: NodeEvent) -> None:
         state = self._machine.fire(event)

@@ -373,6 +373,22 @@ def test_pods_a_removed_node_hands_back_wait_on_it_lost_and_recover_when_it_retu
     assert {n.name: n.state for n in shim.state().nodes} == {"n1": "Schedulable", "n9": "Schedulable"}
 
 
+def test_a_node_deleted_and_added_back_in_one_batch_registers_again(shim):
+    """The deletion and the return reach n9's actor one after the other: the first removes it for good and
+    the second finds it ended, so the context starts the node anew when that actor reports it has ended."""
+    shim.list_all(nodes=[node_json("n1"), node_json("n9")])
+    shim.change(kinds.NODES, Deleted(parse_node(node_json("n9"))),
+                Added(parse_node(node_json("n9", resource_version="2"))))
+    wait_for(lambda: {n.name: n.state for n in shim.state().nodes} == {"n1": "Schedulable", "n9": "Schedulable"},
+             message="n9 schedulable again")
+    actions = {"n1": [], "n9": []}
+    for name, action in shim.core.node_actions():
+        actions[name].append(action)
+    assert NodeInfo.CREATE_DRAIN in actions["n1"]
+    assert actions["n9"] == [*actions["n1"], NodeInfo.DECOMISSION, *actions["n1"]]  # registered as a new node
+    assert len(pykka.ActorRegistry.get_by_class(NodeActor)) == 2
+
+
 def test_running_pod_resize_updates_its_allocation(shim):
     raw = pod_json("p", node="n1", cpu="1")
     shim.list_all(pods=[raw], nodes=[node_json("n1")])
