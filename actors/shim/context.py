@@ -407,10 +407,11 @@ class ShimContext(Actor):
         # An application is declared by the pod its placeholders name as their owner, else by its oldest pod
         # (creation times are whole seconds: the oldest is a guess among pods created together).
         owners = {pod.app_id: pod.owner_pod for pod in pods if pod.placeholder and pod.owner_pod}
+        pods = [pod for pod in pods if not pod.terminated]  # finished: nothing to schedule or count
         originators: dict[str, PodRecord] = {}
         ours = list(map(self._managed, pods))
         for pod, managed in zip(pods, ours, strict=True):
-            if managed and not pod.placeholder and not pod.terminated:
+            if managed and not pod.placeholder:
                 if owners.get(pod.app_id) == pod.uid:
                     originators[pod.app_id] = pod
                 else:
@@ -418,8 +419,6 @@ class ShimContext(Actor):
         resolve, route, placed_on, left_aside = self._resolved, self._route_to_app, on_node.__getitem__, self._left_aside
         priorities = self._priority_classes
         for pod, managed in zip(pods, ours, strict=True):
-            if pod.terminated:
-                continue
             # As ``_contained``, without a call more for every pod (recovery does this for every pod): resolved
             # once for its application and its node alike, but for a pod with claims (``_to_app`` resolves them).
             try:

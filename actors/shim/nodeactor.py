@@ -194,22 +194,22 @@ class NodeActor(PooledActor):
         """Register draining, report every pod on the node, and wait for the core to confirm."""
         self._fire(NodeEvent.RECOVER)
         self._reported.clear()
-        self._send_confirmed([self._node_info(_ACTION.CREATE_DRAIN), *self._report(self._pods.values())])
+        self._send_confirmed([self._node_info(_ACTION.CREATE_DRAIN), *self._report(self._pods.values(), self._pods)])
         self._track_readiness()
 
     def _send_confirmed(self, items: list) -> None:
         self._token += 1
         tell_if_alive(self._outlet, ToCore(tuple(items), confirm_to=self.actor_ref, token=self._token))
 
-    def _report(self, placed_pods: Iterable[PlacedPod]) -> list[NodeAllocations]:
-        """The allocations of ``placed_pods`` to report, as one item (none for no pod); their foreign pods
-        are shown at once (one lock, one version)."""
+    def _report(self, placed_pods: Iterable[PlacedPod], uids: Iterable[str] | None = None) -> list[NodeAllocations]:
+        """The allocations of ``placed_pods`` (whose uids are ``uids`` when known) to report, as one item (none
+        for no pod); their foreign pods are shown at once (one lock, one version)."""
         reports = tuple(placed_pods)
         if not reports:
             return []
         if any(placed.pod.invalid and not placed.foreign for placed in reports):
             reports = tuple(map(self._counted_foreign, reports))
-        self._reported.update([placed.pod.uid for placed in reports])
+        self._reported.update([placed.pod.uid for placed in reports] if uids is None else uids)
         foreign = [_foreign_view(placed.pod) for placed in reports if placed.foreign]
         if foreign:
             self._board.pods.show_all(foreign)
