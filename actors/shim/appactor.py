@@ -98,6 +98,8 @@ _UNPLACED = frozenset({TaskState.NEW, TaskState.PENDING, TaskState.SCHEDULING, T
 _ASKING = frozenset({AppState.ACCEPTED, AppState.RUNNING})  # and, while Reserving, the placeholders
 _GAVE_UP = frozenset({AppState.RESUMING, AppState.FAILING, AppState.FAILED})  # placeholders left to delete
 _GANG_ENDS = {si_pb2.PLACEHOLDER_REPLACED, si_pb2.TIMEOUT}
+# Where a new task found on a node goes (``_bound_task``), read from the table once: every pod a recovery finds.
+_FOUND_BOUND = TASK_TRANSITIONS.target(TaskState.NEW, TaskEvent.RECOVER, "a new task")
 
 
 class Task:
@@ -216,9 +218,18 @@ class ApplicationActor(PooledActor):
     # ---- pods ----------------------------------------------------------------------------------
 
     def on_TaskUpdates(self, msg: TaskUpdates) -> None:
+        tasks = self._tasks
         for update in msg.updates:
-            self._contained(update.pod, self._task_gone if update.deleted else self._task_seen,
-                            update.pod if update.deleted else update)
+            pod = update.pod
+            if update.deleted:
+                self._contained(pod, self._task_gone, pod)
+            elif pod.uid in tasks or not pod.node_name or pod.invalid or pod.terminated or self.state in APP_TERMINAL:
+                self._contained(pod, self._task_seen, update)
+            else:  # a new task already on a node (a recovery's every pod): what ``_task_seen`` would do, directly
+                try:  # as ``_contained``; nothing is sent to withdraw
+                    self._bound_task(pod, update.priority)
+                except Exception as error:
+                    self._task_failed(pod, error)
         # Upstream's shim keeps an application whose pods are gone until the core, which had its asks or
         # allocations, completes it (Completing, then Completed after its timer); one it never asked for
         # would never complete there, so it is removed at once.
@@ -264,7 +275,16 @@ class ApplicationActor(PooledActor):
         if pod.volume_wait and pod.volume_wait != previous.volume_wait and state in (TaskState.PENDING, TaskState.SCHEDULING):
             self._task_unschedulable(task, "FailedScheduling", pod.volume_wait)
 
+    def _bound_task(self, pod: PodRecord, priority: int) -> None:
+        """A valid pod of a live application, first seen on a node: its task is bound there."""
+        task = self._tasks[pod.uid] = Task(pod, priority, self._changed)
+        task.state, task.node = _FOUND_BOUND, pod.node_name  # as ``task.fire(TaskEvent.RECOVER, pod.node_name)``
+        self._asked = True  # its node reports it to the core
+
     def _new_task(self, pod: PodRecord, priority: int) -> None:
+        if pod.assigned and not pod.invalid and self.state not in APP_TERMINAL:
+            self._bound_task(pod, priority)
+            return
         task = Task(pod, priority, self._changed)
         self._tasks[pod.uid] = task
         if pod.invalid:

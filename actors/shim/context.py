@@ -407,20 +407,38 @@ class ShimContext(Actor):
         # An application is declared by the pod its placeholders name as their owner, else by its oldest pod
         # (creation times are whole seconds: the oldest is a guess among pods created together).
         owners = {pod.app_id: pod.owner_pod for pod in pods if pod.placeholder and pod.owner_pod}
+        pods = [pod for pod in pods if not pod.terminated]  # finished: nothing to schedule or count
         originators: dict[str, PodRecord] = {}
         ours = list(map(self._managed, pods))
         for pod, managed in zip(pods, ours, strict=True):
-            if managed and not pod.placeholder and not pod.terminated:
+            if managed and not pod.placeholder:
                 if owners.get(pod.app_id) == pod.uid:
                     originators[pod.app_id] = pod
                 else:
                     originators.setdefault(pod.app_id, pod)
+        resolve, route, placed_on, left_aside = self._resolved, self._route_to_app, on_node.__getitem__, self._left_aside
+        priorities = self._priority_classes
         for pod, managed in zip(pods, ours, strict=True):
-            if not pod.terminated:
-                try:
-                    self._recover_pod(pod, managed, originators, on_node)
-                except Exception as error:  # as ``_contained``, without a call more for every pod
-                    self._object_failed(kinds.PODS, pod, error)
+            # As ``_contained``, without a call more for every pod (recovery does this for every pod): resolved
+            # once for its application and its node alike, but for a pod with claims (``_to_app`` resolves them).
+            try:
+                originator = originators.get(pod.app_id) if managed else None
+                resolved = resolve(pod)
+                priority = pod.priority if pod.priority is not None else priorities.get(pod.priority_class, 0)
+                # A gang's placeholders are all known to its application before it hears from the core.
+                if managed and (pod.node_name or pod.placeholder):
+                    try:  # a pod that fails is still counted on its node
+                        if pod.claims:
+                            self._to_app(pod, False, originator)
+                        else:
+                            route(resolved, priority, originator)
+                    except Exception as error:
+                        self._object_failed(kinds.PODS, pod, error)
+                if pod.node_name:
+                    placed_on(pod.node_name).append(PlacedPod(resolved, priority, True, not managed or left_aside(pod),
+                                                              originator is pod))
+            except Exception as error:
+                self._object_failed(kinds.PODS, pod, error)
         self._flush()
         for name, node in self._nodes.items():
             if node.invalid:
@@ -438,20 +456,6 @@ class ShimContext(Actor):
             self._collector_pause.end(freeze=True)
             if self._leading:
                 self._recovery_done()
-
-    def _recover_pod(self, pod: PodRecord, managed: bool, originators: dict[str, PodRecord],
-                     on_node: dict[str, list[PlacedPod]]) -> None:
-        originator = originators.get(pod.app_id) if managed else None
-        # A gang's placeholders are all known to its application before it hears from the core.
-        if managed and (pod.node_name or pod.placeholder):
-            try:  # as ``_contained``, without a call more for every pod: a pod that fails is still counted on its node
-                self._to_app(pod, False, originator)
-            except Exception as error:
-                self._object_failed(kinds.PODS, pod, error)
-        if pod.node_name:
-            foreign = not managed or self._left_aside(pod)
-            on_node[pod.node_name].append(PlacedPod(self._resolved(pod), self._priority(pod), True, foreign,
-                                                    originator is pod))
 
     def on_NodeRecovered(self, message: NodeRecovered) -> None:
         if message.name in self._recovering:
@@ -537,7 +541,11 @@ class ShimContext(Actor):
         claims are resolved on the way (``volumes``)."""
         if pod.claims and not deleted:
             pod = self._volumes.resolve(pod)
-        pod = self._resolved(pod)
+        self._route_to_app(self._resolved(pod), self._priority(pod), first, deleted, namespace_checked)
+
+    def _route_to_app(self, pod: PodRecord, priority: int, first: PodRecord | None = None, deleted: bool = False,
+                      namespace_checked: bool = False) -> None:
+        """``_to_app`` for ``pod`` as resolved already (its claims and ``_resolved``), at ``priority``."""
         routed = self._app_pods.get(pod.app_id)
         if routed is None:
             if not namespace_checked and self._awaits_namespace(pod, deleted):
@@ -554,7 +562,7 @@ class ShimContext(Actor):
                 placeholders=self._config.settings.placeholders if self._config else None, pod_slots=self._pod_slots,
                 supervisor=self._supervisor)
             routed = self._app_pods[pod.app_id] = set()
-        self._mail.to_app(self._apps[pod.app_id], TaskUpdate(pod, self._priority(pod), deleted))
+        self._mail.to_app(self._apps[pod.app_id], TaskUpdate(pod, priority, deleted))
         if not deleted:
             routed.add(pod.uid)
             self._pod_app[pod.uid] = pod.app_id

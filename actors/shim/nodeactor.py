@@ -65,6 +65,9 @@ _EVENTS = {NodeState.RECOVERING: (NORMAL, "NodeRecovering", "recovering: the pod
            NodeState.LOST: (WARNING, "NodeLost", "lost: out of the scheduler until it returns"),
            NodeState.REMOVED: (NORMAL, "NodeRemoved", "removed from the scheduler")}
 
+_TURNS = {NodeState.SCHEDULABLE: NodeEvent.SCHEDULABLE, NodeState.DRAINING: NodeEvent.DRAIN,
+          NodeState.NOT_READY: NodeEvent.NOT_READY}  # the event that leads to each state ``_settle`` moves to
+
 
 class NodeActor(PooledActor):
     """See the module docstring. ``record`` is ``None`` for a node only named by pods (it starts
@@ -191,33 +194,37 @@ class NodeActor(PooledActor):
         """Register draining, report every pod on the node, and wait for the core to confirm."""
         self._fire(NodeEvent.RECOVER)
         self._reported.clear()
-        self._send_confirmed([self._node_info(_ACTION.CREATE_DRAIN), *self._report(self._pods.values())])
+        self._send_confirmed([self._node_info(_ACTION.CREATE_DRAIN), *self._report(self._pods.values(), self._pods)])
         self._track_readiness()
 
     def _send_confirmed(self, items: list) -> None:
         self._token += 1
         tell_if_alive(self._outlet, ToCore(tuple(items), confirm_to=self.actor_ref, token=self._token))
 
-    def _report(self, placed_pods: Iterable[PlacedPod]) -> list[NodeAllocations]:
-        """The allocations of ``placed_pods`` to report, as one item (none for no pod); their foreign pods
-        are shown at once (one lock, one version)."""
-        reports = []
-        foreign: list[PodView] = []
-        for placed in placed_pods:
-            pod = placed.pod
-            if pod.invalid and not placed.foreign:  # no task of ours, but it runs here: its room is taken
-                log.warning("pod %s on node %s counted as another scheduler's pod: %s", pod.full_name,
-                            self.node_name, pod.invalid)
-                placed = self._pods[pod.uid] = dataclasses.replace(placed, foreign=True)
-            if placed.foreign:
-                foreign.append(_foreign_view(pod))
-            reports.append(placed)
+    def _report(self, placed_pods: Iterable[PlacedPod], uids: Iterable[str] | None = None) -> list[NodeAllocations]:
+        """The allocations of ``placed_pods`` (whose uids are ``uids`` when known) to report, as one item (none
+        for no pod); their foreign pods are shown at once (one lock, one version)."""
+        reports = tuple(placed_pods)
         if not reports:
             return []
-        self._reported.update([placed.pod.uid for placed in reports])
+        if any(placed.pod.invalid and not placed.foreign for placed in reports):
+            reports = tuple(map(self._counted_foreign, reports))
+        self._reported.update([placed.pod.uid for placed in reports] if uids is None else uids)
+        foreign = [_foreign_view(placed.pod) for placed in reports if placed.foreign]
         if foreign:
             self._board.pods.show_all(foreign)
-        return [NodeAllocations(self.node_name, tuple(reports), self.actor_ref)]
+        return [NodeAllocations(self.node_name, reports, self.actor_ref)]
+
+    def _counted_foreign(self, placed: PlacedPod) -> PlacedPod:
+        """``placed``, as another scheduler's pod if it is an invalid pod of ours: no task of ours, but it
+        runs here, so its room is taken."""
+        pod = placed.pod
+        if not pod.invalid or placed.foreign:
+            return placed
+        log.warning("pod %s on node %s counted as another scheduler's pod: %s", pod.full_name, self.node_name,
+                    pod.invalid)
+        placed = self._pods[pod.uid] = dataclasses.replace(placed, foreign=True)
+        return placed
 
     def on_CountedForeign(self, msg: CountedForeign) -> None:
         placed = self._pods.get(msg.uid)
@@ -248,8 +255,7 @@ class NodeActor(PooledActor):
             items.append(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DRAIN_TO_SCHEDULABLE))
         elif state == NodeState.SCHEDULABLE:
             items.append(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DRAIN_NODE))
-        self._fire({NodeState.SCHEDULABLE: NodeEvent.SCHEDULABLE, NodeState.DRAINING: NodeEvent.DRAIN,
-                    NodeState.NOT_READY: NodeEvent.NOT_READY}[desired])
+        self._fire(_TURNS[desired])
         self._send(*items, self._node_info(_ACTION.UPDATE))  # one message: every recovered node sends these
         return True
 

@@ -37,18 +37,20 @@ class Outbox:
         self._leading_nodes: list[si_pb2.NodeInfo] = []
         self._removed_app = False
         self._allocation_keys: set[str] = set()
+        self._unkeyed: list[NodeAllocations] = []  # items whose pods' keys are not in ``_allocation_keys`` yet
         self._nodes_named: set[str] = set()
         self._bundled = 0  # the pods of nodes' allocations beyond the first of each: see ``__len__``
+        self._segmented = 0  # the items of ``_segments`` (counted as they come: the outlet asks after every message)
 
     def __bool__(self) -> bool:
         return bool(self._segments or self._leading_apps or self._leading_nodes)
 
     def __len__(self) -> int:
         """Requests collected so far, a node's allocations counted one a pod (the outlet's flush bound)."""
-        return (len(self._leading_apps) + len(self._leading_nodes) + self._bundled
-                + sum(len(items) for _, items in self._segments))
+        return len(self._leading_apps) + len(self._leading_nodes) + self._bundled + self._segmented
 
     def _append(self, kind: str, item: object) -> None:
+        self._segmented += 1
         if self._segments and self._segments[-1][0] == kind:
             self._segments[-1][1].append(item)
         else:
@@ -75,7 +77,7 @@ class Outbox:
 
     def allocate(self, allocation: si_pb2.Allocation | NodeAllocations) -> None:
         if isinstance(allocation, NodeAllocations):
-            self._allocation_keys.update([placed.pod.uid for placed in allocation.pods])
+            self._unkeyed.append(allocation)  # keyed once a release comes: a recovery has hardly any
             self._bundled += len(allocation.pods) - 1
         else:
             self._allocation_keys.add(allocation.allocationKey)
@@ -83,11 +85,15 @@ class Outbox:
 
     def release(self, release: si_pb2.AllocationRelease) -> None:
         key = release.allocationKey
+        if self._unkeyed:
+            self._allocation_keys.update([placed.pod.uid for item in self._unkeyed for placed in item.pods])
+            self._unkeyed = []
         if key in self._allocation_keys:
             self._allocation_keys.discard(key)
             for kind, items in self._segments:
                 if kind == _ALLOCATE:
                     items[:] = [kept for item in items if (kept := _without(item, key)) is not None]
+            self._segmented = sum(len(items) for _, items in self._segments)
             self._bundled = sum(len(item.pods) - 1 for kind, items in self._segments if kind == _ALLOCATE
                                 for item in items if isinstance(item, NodeAllocations))
         self._append(_RELEASE, release)
@@ -117,8 +123,10 @@ class Outbox:
         self._leading_nodes = []
         self._removed_app = False
         self._allocation_keys = set()
+        self._unkeyed = []
         self._nodes_named = set()
         self._bundled = 0
+        self._segmented = 0
         return messages
 
     def _allocations(self, items: list[si_pb2.Allocation | NodeAllocations]) -> si_pb2.AllocationRequest:

@@ -65,6 +65,7 @@ class CoreOutlet(Actor):
         self._alarms = Alarms("outlet-linger", clock)
         self._flush_due = False
         self._instance_label = DEFAULT_INSTANCE_TYPE_LABEL
+        self._instance_tag = label_tag(DEFAULT_INSTANCE_TYPE_LABEL)  # the attribute that carries the label
         self._node_attributes: dict[str, Mapping[str, str]] = {}  # the last attributes sent, per node
 
     def on_ToCore(self, msg: ToCore) -> None:
@@ -113,6 +114,7 @@ class CoreOutlet(Actor):
         if msg.label == self._instance_label:
             return
         self._instance_label = msg.label
+        self._instance_tag = label_tag(msg.label)
         for name, attributes in self._node_attributes.items():
             self._outbox.node(self._typed(si_pb2.NodeInfo(nodeID=name, action=si_pb2.NodeInfo.UPDATE,
                                                           attributes=attributes)))
@@ -122,11 +124,12 @@ class CoreOutlet(Actor):
         """``info`` with the instance type of the configured label (a copy when that changes it)."""
         if info.action == si_pb2.NodeInfo.DECOMISSION:
             self._node_attributes.pop(info.nodeID, None)
-        if not info.attributes:
+        attributes = info.attributes
+        if not attributes:
             return info
-        self._node_attributes[info.nodeID] = info.attributes  # of a message sent as it is: nothing changes it
-        value = info.attributes.get(label_tag(self._instance_label))
-        if value == info.attributes.get(NODE_ATTR_INSTANCE_TYPE):
+        self._node_attributes[info.nodeID] = attributes  # of a message sent as it is: nothing changes it
+        value = attributes.get(self._instance_tag)
+        if value == attributes.get(NODE_ATTR_INSTANCE_TYPE):
             return info
         typed = si_pb2.NodeInfo()
         typed.CopyFrom(info)
@@ -142,17 +145,19 @@ class CoreOutlet(Actor):
         room is counted whatever else it holds, and its node is told; one that cannot be built at all is
         left out."""
         node_id = item.node_id
+        allocation, foreign_allocation = translate.allocation, translate.foreign_allocation
+        built = len(allocations)  # each pod built adds one
         for placed in item.pods:
-            pod, built = placed.pod, len(allocations)
             try:
                 if placed.foreign:
-                    translate.foreign_allocation(pod, placed.priority, DEFAULT_PARTITION, into=allocations)
+                    foreign_allocation(placed.pod, placed.priority, DEFAULT_PARTITION, allocations)
                 else:
-                    translate.allocation(pod, placed.priority, DEFAULT_PARTITION, node_id, placed.originator,
-                                         into=allocations)
+                    allocation(placed.pod, placed.priority, DEFAULT_PARTITION, node_id, placed.originator, allocations)
+                built += 1
             except Exception as error:
                 del allocations[built:]
                 self._build_failed(allocations, item, placed, error)
+                built = len(allocations)
 
     def _build_failed(self, allocations, item: NodeAllocations, placed: PlacedPod, error: Exception) -> None:
         pod = placed.pod

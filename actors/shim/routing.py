@@ -36,7 +36,10 @@ class Mail:
         return self._count
 
     def to_app(self, ref: pykka.ActorRef, update: TaskUpdate) -> None:
-        self._apps.setdefault(ref.actor_urn, (ref, []))[1].append(update)
+        mail = self._apps.get(ref.actor_urn)
+        if mail is None:  # not a ``setdefault``: its default would be made for every pod
+            mail = self._apps[ref.actor_urn] = (ref, [])
+        mail[1].append(update)
         self._count += 1
 
     def end_app(self, app_id: str, ref: pykka.ActorRef) -> None:

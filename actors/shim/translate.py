@@ -101,11 +101,13 @@ def foreign_allocation(pod: PodRecord, priority: int, partition: str = constants
 
 
 # What the allocations of one workload's pods share (labels and resource are one object for all of them,
-# see ``pods``), built once into a shape that each is copied from: a request's allocations are the pods on
-# the nodes at recovery, and a copy plus the pod's own fields costs 3.9 us against 5.3 built field by field.
+# see ``pods``), built once into a shape that each starts from: a request's allocations are the pods on
+# the nodes at recovery (3.9 us a pod from a copy of the shape against 5.3 built field by field). The shape
+# is kept serialized: merging its bytes into a new allocation (upb parses them in C) costs 1.1 us against
+# 1.6 for copying the message, its tag and resource maps entry by entry (2.7 us a pod in all).
 # Only the outlet builds into requests; bounded as the pods' facts are.
 SHAPES_KEPT = 4096
-_shapes: dict[tuple, tuple[si_pb2.Allocation, Mapping[str, str], Any]] = {}
+_shapes: dict[tuple, tuple[bytes, Mapping[str, str], Any]] = {}
 
 
 def _shaped(into: Allocations, pod: PodRecord, priority: int, partition: str, node_id: str, originator: bool,
@@ -117,11 +119,12 @@ def _shaped(into: Allocations, pod: PodRecord, priority: int, partition: str, no
            pod.allow_preemption, pod.preempts, pod.static, priority, partition, originator, foreign)
     shape = _shapes.get(key)
     if shape is None:
-        shape = _shapes[key] = (_shape(pod, priority, partition, originator, foreign), labels, resource)
+        shape = _shapes[key] = (_shape(pod, priority, partition, originator, foreign).SerializeToString(), labels,
+                                resource)
         if len(_shapes) > SHAPES_KEPT:
             del _shapes[next(iter(_shapes))]
-    into.append(shape[0])
-    message = into[-1]
+    message = into.add()
+    message.MergeFromString(shape[0])
     message.allocationKey = pod.uid
     message.nodeID = node_id
     _put_own_tags(message.allocationTags, pod)

