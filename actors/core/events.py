@@ -163,21 +163,25 @@ class EventRing:
     def _store(self, events: Sequence[PendingEvent]) -> list[si_pb2.EventRecord]:
         """The records of ``events`` the resource manager is told: every event about an ask, and the
         others while the store has room in their push interval (none while tracking is off)."""
-        told = []
         room = self.request_capacity if self.tracking else 0
         with self._lock:
             began, stored = self._interval_began, self._stored_in_interval
-            for event in events:
-                if event.type != REQUEST:
-                    if began is None or event.timestamp - began >= PUSH_INTERVAL_NS:
-                        began, stored = event.timestamp, 0
-                    if stored >= room:
-                        self.not_stored += 1
-                        continue
-                    stored += 1
-                told.append(event)
-            self._interval_began, self._stored_in_interval = began, stored
+            if stored >= room and began is not None and events and events[-1].timestamp - began < PUSH_INTERVAL_NS:
+                # The store is full for the whole batch (most of a recovery's batches): only asks' events go.
+                told = [event for event in events if event.type == REQUEST]
+            else:
+                told = []
+                for event in events:
+                    if event.type != REQUEST:
+                        if began is None or event.timestamp - began >= PUSH_INTERVAL_NS:
+                            began, stored = event.timestamp, 0
+                        if stored >= room:
+                            continue
+                        stored += 1
+                    told.append(event)
+                self._interval_began, self._stored_in_interval = began, stored
             self.stored += len(told)
+            self.not_stored += len(events) - len(told)
         return [event.record() for event in told]
 
     def _publish(self, entries: list[tuple[int, si_pb2.EventRecord]]) -> None:
