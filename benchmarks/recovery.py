@@ -15,10 +15,10 @@ processed by the core, not only the shim's ``Running``).
 Printed: those seconds by phase (listed and registered, ``Running``, scheduling on every node), the CPU
 seconds the process spent in each (the figure to compare on a loaded machine: wall time there is
 mostly time spent waiting for a core) and kubesim's, the CPU seconds of the pods' and nodes' informer
-threads, what was recovered, the core's view of it, and peak RSS. ``--timeline`` adds, per 100 ms, the
-CPU of each of the process's threads and of kubesim, and whether any thread of the scheduler was
-runnable at all: time when none was is time spent waiting on kubesim, a timer or a hand-off, time when
-one was but none ran is time spent waiting for a CPU.
+threads and of the core's threads, what was recovered, the core's view of it, and peak RSS.
+``--timeline`` adds, per 100 ms, the CPU of each of the process's threads and of kubesim, and whether
+any thread of the scheduler was runnable at all: time when none was is time spent waiting on kubesim, a
+timer or a hand-off, time when one was but none ran is time spent waiting for a CPU.
 
     python benchmarks/recovery.py                       # 5,000 nodes, 50,000 pods
     python benchmarks/recovery.py --nodes 500 --pods 5000
@@ -283,6 +283,7 @@ def main() -> None:
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             threads = thread_cpu()
             informers = {kind: threads.get(f"informer-{kind}", float("nan")) for kind in ("pods", "nodes")}
+            core_threads = {name: threads.get(name, 0.0) for name in ("PartitionActor", "CoreScheduler")}
             service.stop()
             core.stop()
             client.close()
@@ -300,6 +301,8 @@ def main() -> None:
           f"{informers['pods']:.2f}, nodes CPU {informers['nodes']:.2f}")
     print(f"  Running, every node recovered: {running[0]:.1f} (CPU {running[1]:.1f})")
     print(f"  the core schedules on every node: {seconds:.1f} (CPU {cpu:.1f})")
+    print(f"    the core's threads (partitions, core scheduler): CPU {sum(core_threads.values()):.2f} ("
+          + ", ".join(f"{name} {seconds:.2f}" for name, seconds in core_threads.items()) + ")")
     print(f"recovered: {recovery.pods_recovered} pods, {recovery.nodes_recovered}/{recovery.nodes_total} nodes")
     print(f"core: {yunikorn} YuniKorn allocations, {foreign} foreign allocations, {schedulable} schedulable nodes")
     if timeline is not None:

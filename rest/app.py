@@ -219,7 +219,8 @@ class Cluster:
             providers.append(leadership.families(self.view.leadership))
         if self.view.history is not None:
             providers.append(history_rest.families(self.view.history))
-        resp.data = metrics.render(metrics.MetricsInput(_snapshot(req), metrics.EventCounts(ring.created, ring.dropped, ring.not_channeled)),
+        resp.data = metrics.render(metrics.MetricsInput(_snapshot(req), metrics.EventCounts(
+            ring.created, ring.dropped, ring.not_channeled, ring.stored, ring.not_stored)),
                                    providers)
 
     def on_get_openapi(self, req, resp):

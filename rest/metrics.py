@@ -90,6 +90,8 @@ class EventCounts:
     created: int = 0
     dropped: int = 0  # events a stalled stream reader lost
     not_channeled: int = 0  # events beyond ``event.requestCapacity`` in one batch
+    stored: int = 0  # events told to the resource manager
+    not_stored: int = 0  # events beyond ``event.requestCapacity`` in one push interval of the resource manager's
 
 
 @dataclass(frozen=True)
@@ -222,13 +224,15 @@ def queue_families(data: MetricsInput) -> Iterable[Family]:
 
 def event_families(data: MetricsInput) -> Iterable[Family]:
     """The event system's counters, gauges as upstream's. Events of a batch go straight into the ring up
-    to ``event.requestCapacity`` (the rest are not channeled), each one stored (the oldest leave a full
-    ring) and handed to the resource manager, so channeled, processed, stored and collected are one
-    count here."""
-    stored, refused = data.events.created, data.events.not_channeled
-    for name, value in (("created", stored + refused), ("channeled", stored), ("not_channeled", refused),
-                        ("dropped", data.events.dropped), ("processed", stored), ("stored", stored),
-                        ("not_stored", 0), ("collected", stored)):
+    to ``event.requestCapacity`` (the rest are not channeled), each one stored in the ring (the oldest
+    leave a full ring), so channeled and processed are one count here; the store for the resource
+    manager takes up to ``event.requestCapacity`` in one push interval (the rest are not stored), and
+    what it takes is collected at once."""
+    events = data.events
+    channeled, refused = events.created, events.not_channeled
+    for name, value in (("created", channeled + refused), ("channeled", channeled), ("not_channeled", refused),
+                        ("dropped", events.dropped), ("processed", channeled), ("stored", events.stored),
+                        ("not_stored", events.not_stored), ("collected", events.stored)):
         yield Family(f"{NAMESPACE}_event_total_{name}", "gauge", f"total events {name.replace('_', ' ')}") \
             .add([], value)
 

@@ -72,7 +72,9 @@ REGISTRY: tuple[Setting, ...] = (
             "`false`: the core keeps no events and `/ws/v1/events/batch` and `/stream` answer 500",
             name="event_tracking"),
     Setting("event.requestCapacity", CORE, "int", "1000",
-            "events kept from one scheduling batch; the rest count in `yunikorn_event_total_not_channeled`",
+            "events kept from one scheduling batch, and told to the resource manager in one push interval "
+            "(2 s, besides every event about an ask); the rest count in `yunikorn_event_total_not_channeled` "
+            "and `_not_stored`",
             name="event_request_capacity", minimum=1),
     Setting("event.ringBufferCapacity", CORE, "int", "100000",
             "events kept for `/ws/v1/events/batch` (a smaller ring keeps the newest)",

@@ -57,7 +57,7 @@ class Allocation:
         self.tags = {name: tags[name] for name in tags}  # dict(map) goes through Mapping's generic views, slower
         self.node_id = message.nodeID
         self.request_time = now
-        self.allocation_time = self.request_time if self.node_id else 0
+        self.allocation_time = now if self.node_id else 0
         # The order the partition received and booked it in: under a virtual clock many share a time.
         self.arrived = arrived
         self.booked = 0

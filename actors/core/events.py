@@ -2,7 +2,12 @@
 
 It is the one publication channel the core shares with readers (REST batch and stream endpoints); it
 is written by partition actors and read by HTTP threads, so it guards itself with a lock and hands out
-only immutable protobuf copies.
+only immutable protobuf copies. It keeps the events as the partitions noted them and builds a record
+when a reader takes one: a recovery notes one per allocation found, which nobody may ever read.
+
+It is also upstream's event store: what the resource manager is told, at most ``event.requestCapacity``
+events per push interval (upstream's publisher collects the store every 2 s; the store takes no more
+meanwhile), and, beyond that, every event about an ask (the shim's pod events).
 """
 
 from __future__ import annotations
@@ -54,8 +59,8 @@ def _kind_record(type_: int, detail: int, change: int, resource: bytes) -> si_pb
 
 
 class PendingEvent(NamedTuple):
-    """An event as a partition notes it. Its EventRecord is built only if a reader takes it: a
-    recovery notes one per allocation found, and a batch keeps at most ``request_capacity``."""
+    """An event as a partition notes it (immutable: its resource vector never changes). Its EventRecord
+    is built only if a reader takes it: a recovery notes one per allocation found."""
 
     type: int
     object_id: str
@@ -82,6 +87,12 @@ class PendingEvent(NamedTuple):
 
 
 EventRecord = si_pb2.EventRecord
+REQUEST = si_pb2.EventRecord.REQUEST
+PUSH_INTERVAL_NS = 2 * 10**9  # upstream's publisher sends the store's events to the resource manager this often
+
+
+def _recorded(entries: Sequence[tuple[int, PendingEvent]]) -> list[tuple[int, si_pb2.EventRecord]]:
+    return [(event_id, event.record()) for event_id, event in entries]
 
 
 class EventRing:
@@ -98,12 +109,17 @@ class EventRing:
         self.tracking = True
         self.request_capacity = 1000
         self.rest_response_size = 10_000
-        self._events: deque[tuple[int, si_pb2.EventRecord]] = deque(maxlen=capacity)
+        self._events: deque[tuple[int, PendingEvent]] = deque(maxlen=capacity)
         self._next_id = 0
         self._lock = threading.Lock()
         self._streams: dict[queue.Queue, str] = {}  # -> the reader's host
         self.dropped = 0  # events stalled stream readers lost
         self.not_channeled = 0  # events of a batch beyond request_capacity
+        # The store: when its push interval began (the events' own clock), and what it took since.
+        self._interval_began: int | None = None
+        self._stored_in_interval = 0
+        self.stored = 0  # events told to the resource manager
+        self.not_stored = 0  # events the store had no room for (none about an ask)
 
     def configure(self, tracking: bool, capacity: int, request_capacity: int, max_streams: int,
                   max_streams_per_host: int, rest_response_size: int) -> None:
@@ -122,26 +138,61 @@ class EventRing:
         return self._next_id
 
     def add(self, events: Sequence[PendingEvent]) -> list[si_pb2.EventRecord]:
-        """Keep the first ``request_capacity`` of a batch (count the rest as not channeled); their records."""
+        """Keep the first ``request_capacity`` of a batch (count the rest as not channeled); returns the
+        records of the events the store takes for the resource manager."""
+        told = self._store(events)
         if not self.tracking:
-            return []
-        kept = [event.record() for event in events[:self.request_capacity]]  # built before readers are held up
+            return told
+        kept = events[:self.request_capacity]
+        # Stream readers take records: built before readers are held up (a reader's arrival meanwhile
+        # has them built under the lock).
+        records = [event.record() for event in kept] if self._streams else None
         with self._lock:
             if not self.tracking:  # switched off meanwhile
-                return []
+                return told
             self.not_channeled += len(events) - len(kept)
             first = self._next_id
-            entries = list(zip(itertools.count(first), kept))
-            self._next_id = first + len(entries)
-            self._events.extend(entries)
-            for stream in self._streams:
-                for entry in entries:
-                    try:
-                        stream.put_nowait(entry)
-                    except queue.Full:  # a stalled reader loses events rather than holding the core back
-                        self.dropped += len(entries) - entries.index(entry)
-                        break
-            return kept
+            self._next_id = first + len(kept)
+            self._events.extend(zip(itertools.count(first), kept))
+            if self._streams:
+                if records is None:
+                    records = [event.record() for event in kept]
+                self._publish(list(zip(itertools.count(first), records)))
+        return told
+
+    def _store(self, events: Sequence[PendingEvent]) -> list[si_pb2.EventRecord]:
+        """The records of ``events`` the resource manager is told: every event about an ask, and the
+        others while the store has room in their push interval (none while tracking is off)."""
+        room = self.request_capacity if self.tracking else 0
+        with self._lock:
+            began, stored = self._interval_began, self._stored_in_interval
+            if stored >= room and began is not None and events and events[-1].timestamp - began < PUSH_INTERVAL_NS:
+                # The store is full for the whole batch (most of a recovery's batches): only asks' events go.
+                told = [event for event in events if event.type == REQUEST]
+            else:
+                told = []
+                for event in events:
+                    if event.type != REQUEST:
+                        if began is None or event.timestamp - began >= PUSH_INTERVAL_NS:
+                            began, stored = event.timestamp, 0
+                        if stored >= room:
+                            continue
+                        stored += 1
+                    told.append(event)
+                self._interval_began, self._stored_in_interval = began, stored
+            self.stored += len(told)
+            self.not_stored += len(events) - len(told)
+        return [event.record() for event in told]
+
+    def _publish(self, entries: list[tuple[int, si_pb2.EventRecord]]) -> None:
+        """Hand ``entries`` to every stream reader (the lock held)."""
+        for stream in self._streams:
+            for entry in entries:
+                try:
+                    stream.put_nowait(entry)
+                except queue.Full:  # a stalled reader loses events rather than holding the core back
+                    self.dropped += len(entries) - entries.index(entry)
+                    break
 
     def batch(self, start: int = 0, count: int = 10_000) -> tuple[int, int, tuple[tuple[int, si_pb2.EventRecord], ...]]:
         """``(lowest_id, highest_id, events)`` with ids from ``start``, at most ``count`` of them."""
@@ -152,8 +203,8 @@ class EventRing:
             offset = max(start - lowest, 0)
             if offset >= len(self._events):
                 return lowest, highest, ()
-            picked = tuple(self._events[i] for i in range(offset, min(offset + count, len(self._events))))
-            return lowest, highest, picked
+            picked = [self._events[i] for i in range(offset, min(offset + count, len(self._events)))]
+        return lowest, highest, tuple(_recorded(picked))
 
     def subscribe(self, host: str = "", limit: int | None = None, size: int = 10_000) -> queue.Queue | None:
         """A queue of new ``(id, event)`` entries; None when ``max_streams`` readers (or ``limit``, if

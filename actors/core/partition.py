@@ -323,8 +323,8 @@ class Partition:
     def _add_existing(self, message: si_pb2.Allocation) -> None:
         """An allocation already running on a node: accepted as the cluster's truth, even over quota."""
         ledger = self.ledger
-        node = self.nodes.get(message.nodeID)
         allocation = Allocation(message, self.name, self.clock.now_ns(), ledger.next_sequence())
+        node = self.nodes.get(allocation.node_id)
         if node is None:
             self._reject_allocation(allocation.key, allocation.application_id, f"node {message.nodeID} not found")
             self.stats.add("errors")

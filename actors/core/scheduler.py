@@ -197,10 +197,9 @@ class PartitionActor(Actor):
         if out.finished:
             self.history(tuple(out.finished))
         if out.events:
-            kept = self.ring.add(out.events)
-            # The resource manager hears of every ask's troubles, channeled or not (the shim's pod events).
-            beyond = [event.record() for event in out.events[len(kept):] if event.type == si_pb2.EventRecord.REQUEST]
-            callback.send_events(kept + beyond)
+            told = self.ring.add(out.events)
+            if told:
+                callback.send_events(told)
 
 
 class CoreScheduler(Actor):

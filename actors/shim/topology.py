@@ -203,13 +203,15 @@ class TopologyIndex:
         on_node = self.node_pods.get(node_id)
         if on_node is None:
             on_node = self.node_pods[node_id] = set()
-        index = self._index
+        unlabelled = self._unlabelled
         for key, tags in allocations:
             if key in pods:
                 self.allocation_removed(pods[key].node_id, key)
             pod = pods[key] = _Pod(key, node_id, tags)
             on_node.add(key)
-            index(pod)
+            unlabelled[key] = pod  # a new pod's labels are read later (see _label_waiting)
+            if pod.constraints.anti_affinity:
+                self._guard(pod)
         self.version += 1
 
     def _label_waiting(self) -> None:
@@ -258,6 +260,10 @@ class TopologyIndex:
             self._unlabelled[pod.key] = pod
         else:
             self._index_labels(pod)
+        self._guard(pod)
+
+    def _guard(self, pod: _Pod) -> None:
+        """The domains the pod's required anti-affinity protects."""
         terms = pod.constraints.anti_affinity
         if not terms:
             return

@@ -9,6 +9,8 @@ from actors.core.plugins import NoPredicates
 from si import si_pb2
 from tests.coreharness import OPEN_CONFIG
 
+E = si_pb2.EventRecord
+
 
 class Gate(NoPredicates):
     """Predicates that hold the partition in its scheduling cycle until the gate opens."""
@@ -59,6 +61,26 @@ def test_event_request_capacity_bounds_the_events_of_one_batch(core_factory):
     core.settle()
     ring = core.scheduler.events
     assert len(ring) == 3 and ring.not_channeled == 7
+
+
+def test_the_resource_manager_hears_request_capacity_events_a_push_interval_and_every_ask_event(core_factory):
+    core = core_factory(OPEN_CONFIG, extra={"event.requestCapacity": "3"})
+    core.nodes(4, prefix="a-")
+    core.nodes(4, prefix="b-")  # same interval: the store has no room left
+    core.settle()
+    told = [e.objectID for e in core.callback.events if e.type == E.NODE]
+    assert told == ["a-0", "a-1", "a-2"] and core.scheduler.events.not_stored == 5
+    core.advance(2.0)  # upstream's publisher empties the store every 2 s
+    core.nodes(4, prefix="c-")
+    core.app("app-1", queue="root.a")
+    core.asks("app-1", 5)  # each allocated ask is told, whatever the room
+    core.settle()
+    told = [e.objectID for e in core.callback.events if e.type == E.NODE]
+    assert told[3:] == ["c-0", "c-1", "c-2"]
+    assert len({e.objectID for e in core.callback.events if e.type == E.REQUEST}) == 5
+    _, _, ring = core.scheduler.events.batch(0, 100)
+    assert [e.objectID for _, e in ring if e.message == "node added"] == ["a-0", "a-1", "a-2", "b-0", "b-1", "b-2",
+                                                                        "c-0", "c-1", "c-2"], "the ring keeps its own"
 
 
 def test_a_bad_value_refuses_the_update_and_keeps_the_settings(core_factory):

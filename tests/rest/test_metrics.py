@@ -162,6 +162,9 @@ def test_values_follow_what_the_core_did(scheduled):
     assert values(one("yunikorn_root_open_queue_container")) == {"allocated": 3.0, "released": 2.0}
     created = core.scheduler.events.created
     assert values(one("yunikorn_event_total_created"))["yunikorn_event_total_created"] == created > 0
+    told = len(core.callback.events)
+    assert values(one("yunikorn_event_total_stored"))["yunikorn_event_total_stored"] == told > 0
+    assert values(one("yunikorn_event_total_collected"))["yunikorn_event_total_collected"] == told
 
 
 def test_histograms_take_a_batch_as_many_observations_of_its_mean():
