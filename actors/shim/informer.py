@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import pykka
 
 from actors.base import Actor, Supervisor
@@ -51,6 +52,10 @@ class Kind:
     path: str
     parse: Callable[[Mapping], Any]
     lingers: bool = False
+    # ``parse`` of an object's JSON text, decoding only what it reads: lists hand it their objects
+    # undecoded (``KubeClient.pages``). It raises as ``parse`` does, and ``ValueError`` for text that is
+    # no JSON; the records are ``parse``'s.
+    read: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,10 +180,19 @@ class Informer(Actor):
 
     def _list(self, store: dict[str, Any], first: bool) -> str:
         fresh, resource_version = {}, ""
-        for items, version in self._client.pages(self._kind.path):  # parsed page by page
+        read = self._kind.read
+        for items, version in self._client.pages(self._kind.path, undecoded=read is not None):  # page by page
             resource_version = version
             for raw in items:
-                record = self._parse(raw)
+                if read is None:
+                    record = self._parse(raw)
+                else:
+                    try:
+                        record = read(raw)
+                    except Exception as error:  # one object's, whatever it is: the others go on
+                        raw = _decoded(raw)
+                        self._skip(raw, error)
+                        record = None
                 if record is None:
                     record = store.get(_stored_key(store, raw))  # unreadable now: its last version stands
                 if record is not None:
@@ -262,6 +276,14 @@ def _stored_key(store: Mapping[str, Any], raw: Any) -> str | None:
         if isinstance(key, str) and key in store:
             return key
     return None
+
+
+def _decoded(text: Any) -> Any:
+    """An object's JSON text decoded, for its name and key; ``{}`` when no decoder reads it."""
+    try:
+        return orjson.loads(memoryview(text))
+    except (ValueError, TypeError):
+        return {}
 
 
 def _metadata(raw: Any) -> Mapping:
