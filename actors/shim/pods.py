@@ -302,6 +302,14 @@ def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
         facts = _facts.get(key) if key is not None else None
         if facts is not None:
             record = _json_record(pod, node, facts)
+            if record is not None and not facts.invalid and pod.status is not None and (
+                    _reports_resources(pod.status.containerStatuses)
+                    or _reports_resources(pod.status.initContainerStatuses)):
+                # The kubelet reports what it allocated and applied (every running pod's, since
+                # Kubernetes 1.33): weighed as ``_parse`` does, from the pod decoded whole.
+                raw = orjson.loads(memoryview(data))
+                resized = _resized_resource(raw.get("spec"), raw.get("status"))
+                return record if resized is None else dataclasses.replace(record, resource=resized)
             if record is not None:
                 return record
     record, shared = _parse(orjson.loads(memoryview(data)))
@@ -329,14 +337,11 @@ def _json_key(metadata: _JsonMetadata, spec: msgspec.Raw, node: str | None) -> t
 
 
 def _json_record(pod: _JsonPod, node: str | None, facts: _Facts) -> PodRecord | None:
-    """The record ``_parse`` makes of the pod with these shared facts; ``None`` where it reads more of
-    the pod (its node among other constraints, a resize its container statuses may show)."""
+    """The record ``_parse`` makes of the pod with these shared facts, before any resize its container
+    statuses may show; ``None`` where it reads the pod whole (its node among other constraints)."""
     metadata, status = pod.metadata, pod.status
     uid, name = metadata.uid, metadata.name
     if not (uid and name) or (node and facts.constraints):
-        return None
-    if status is not None and not facts.invalid and (
-            _reports_resources(status.containerStatuses) or _reports_resources(status.initContainerStatuses)):
         return None
     phase = status.phase if status is not None else None
     return _make_record(

@@ -370,6 +370,9 @@ def _varied_pods() -> list[dict]:
     resized = pod_json(cpu="1", labels={"applicationId": "resized"}, node="n1", phase="Running")
     resized["status"]["containerStatuses"] = [{"name": "main", "allocatedResources": {"cpu": "3"},
                                                "resources": {"requests": {"cpu": "3"}}}]
+    applied = pod_json(cpu="1", labels={"applicationId": "applied"}, node="n1", phase="Running")
+    applied["status"]["containerStatuses"] = [{"name": "main", "allocatedResources": {"cpu": "1", "memory": "128Mi"},
+                                               "resources": {"requests": {"cpu": "1", "memory": "128Mi"}}}]
     reported = pod_json(cpu="1", labels={"applicationId": "reported"}, node="n1", phase="Running")
     reported["status"]["containerStatuses"] = [{"name": "main", "ready": True, "restartCount": 2**70}]
     reported["status"]["initContainerStatuses"] = None
@@ -398,7 +401,7 @@ def _varied_pods() -> list[dict]:
         pod_json(spec={"nodeName": "", "affinity": {"nodeName": "n1"}}),  # a nested nodeName is no node
         pod_json(name="ö-pod", node="nöde-1", labels={"applicationId": "ü"}),
         _hostile({"spec": {"priority": 2**70}}),
-        resized, reported, no_status, null_spec, not_a_pod, managed,
+        resized, applied, reported, no_status, null_spec, not_a_pod, managed,
         *(_hostile(changes) for changes, _ in HOSTILE_PODS.values()),
         *_tenant_corpus(),
     ]
