@@ -13,9 +13,11 @@ object it never delivered is dropped.
 The blocking list/watch loop runs on the informer's own pump thread; the actor's thread only starts
 and stops it and answers ``InformerStatusRequest``.
 
-An object the parser cannot read, whatever it raises, is skipped alone and logged once (the others of
-its list or batch are delivered); the last version of it that could be read stands until the object
-is deleted, so a pod still running keeps its room, and its deletion is delivered. The pump is
+A kind that reads its objects from their JSON text (pods: ``Kind.read``) gets its lists' objects
+undecoded, and a page no decoder reads whole is split by its brackets. An object the parser cannot
+read, whatever it raises, is skipped alone and logged once (the others of its list or batch are
+delivered); the last version of it that could be read stands until the object is deleted, so a pod
+still running keeps its room, and its deletion is delivered. The pump is
 supervised like an actor: anything else that ends it stops the informer and is reported with its name
 (``Informer(pods)``) to the supervisor, so liveness fails and the scheduler is restarted instead of
 running on blind.
