@@ -530,7 +530,9 @@ def _split_list(data: bytes) -> dict:
     else:
         opened, closed, elements = found
         page = orjson.loads(data[:opened] + b"[]" + data[closed:])
-    return {"metadata": (page.get("metadata") or {}) if isinstance(page, dict) else {}, "items": elements}
+    if not isinstance(page, dict):
+        raise ValueError(f"a list's answer is no JSON object: {data[:100]!r}")
+    return {"metadata": page.get("metadata") or {}, "items": elements}
 
 
 def _error(status: int, reason: str, data: bytes, retry_after: str | None) -> ApiError:

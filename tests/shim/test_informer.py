@@ -345,3 +345,11 @@ def test_a_list_page_with_odd_pods_yields_every_other_pod_as_parsed(fixed_list_c
     assert "priority must be a whole number" in expected[odd["priority-past-64-bits"]["metadata"]["uid"]].invalid
     assert informer.ask(InformerStatusRequest()).resource_version == "42"
     stop(informer, inbox)
+
+
+@pytest.mark.parametrize("page", [b"[]", b'"items"', b'{"items":[{"metadata":{}}', b"nul"])
+def test_a_list_answer_that_is_no_json_object_is_a_value_error_not_an_empty_list(fixed_list_client, page):
+    """Read as an empty list, it would tell an informer listing again that every pod was deleted."""
+    fixed_list_client.serve(page)
+    with pytest.raises(ValueError):
+        list(fixed_list_client.pages("/api/v1/pods", undecoded=True))
