@@ -43,8 +43,8 @@ from pathlib import Path
 
 from actors.heap import CollectorPause, tune_collector
 
-# Importing makes some 55,000 objects the collector tracks, all living as long as the process: collections
-# while it does free nothing, and afterwards nothing need scan them again (the pause ends frozen).
+# Importing makes some 55,000 objects the collector tracks, nearly all living as long as the process:
+# collections while it does free next to nothing, and afterwards none need scan them (the pause ends frozen).
 with CollectorPause():
     from actors.base import Supervision
     from actors.core.scheduler import Scheduler
