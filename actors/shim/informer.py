@@ -17,7 +17,8 @@ A kind that reads its objects from their JSON text (pods: ``Kind.read``) gets it
 undecoded, and a page no decoder reads whole is split by its brackets. An object the parser cannot
 read, whatever it raises, is skipped alone and logged once (the others of its list or batch are
 delivered); the last version of it that could be read stands until the object is deleted, so a pod
-still running keeps its room, and its deletion is delivered. The pump is
+still running keeps its room, and its deletion is delivered (a list again holding an object no decoder
+reads, which cannot be told apart, takes no object it misses as deleted). The pump is
 supervised like an actor: anything else that ends it stops the informer and is reported with its name
 (``Informer(pods)``) to the supervisor, so liveness fails and the scheduler is restarted instead of
 running on blind.
@@ -181,7 +182,7 @@ class Informer(Actor):
                 self._stream = None
 
     def _list(self, store: dict[str, Any], first: bool) -> str:
-        fresh, resource_version = {}, ""
+        fresh, resource_version, unknown = {}, "", 0
         read = self._kind.read
         for items, version in self._client.pages(self._kind.path, undecoded=read is not None):  # page by page
             resource_version = version
@@ -195,10 +196,16 @@ class Informer(Actor):
                         raw = _decoded(raw)
                         self._skip(raw, error)
                         record = None
+                        unknown += raw == {}  # no decoder reads it: which object it is cannot be told
                 if record is None:
                     record = store.get(_stored_key(store, raw))  # unreadable now: its last version stands
                 if record is not None:
                     fresh[record.key] = record
+        if unknown and not first:
+            # Any stored object missing from the list may be one of those: none is taken as deleted.
+            log.warning("informer %s: %d listed objects cannot be told apart; none missing from the list is "
+                        "taken as deleted", self._kind.name, unknown)
+            fresh.update((key, record) for key, record in store.items() if key not in fresh)
         if first:
             store.update(fresh)
             self._listener.tell(Listed(self._kind.name, tuple(fresh.values())))

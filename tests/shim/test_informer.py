@@ -281,7 +281,12 @@ class _FixedList(http.server.BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             self.wfile.flush()
-            self.server.stopping.wait()
+            while not self.server.stopping.wait(0.05):
+                if self.server.expire.is_set():  # the watch's resourceVersion is too old: list again
+                    self.server.expire.clear()
+                    line = b'{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}}\n'
+                    self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(line), line))
+                    return
             return
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -298,10 +303,11 @@ def fixed_list_client():
     """A client of a server whose list of pods is ``client.serve(page)``."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FixedList)
     server.daemon_threads = True
-    server.stopping, server.page = threading.Event(), b""
+    server.stopping, server.expire, server.page = threading.Event(), threading.Event(), b""
     threading.Thread(target=server.serve_forever, daemon=True).start()
     client = KubeClient(k8s.ApiClient(k8s.Configuration(host=f"http://127.0.0.1:{server.server_port}")))
     client.serve = lambda page: setattr(server, "page", page)
+    client.expire_watch = server.expire.set
     yield client
     server.stopping.set()
     server.shutdown()
@@ -353,3 +359,27 @@ def test_a_list_answer_that_is_no_json_object_is_a_value_error_not_an_empty_list
     fixed_list_client.serve(page)
     with pytest.raises(ValueError):
         list(fixed_list_client.pages("/api/v1/pods", undecoded=True))
+
+
+def _pod_list(raws, version: str) -> bytes:
+    items = ",".join(raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":")) for raw in raws)
+    return f'{{"metadata":{{"resourceVersion":"{version}"}},"items":[{items}]}}'.encode()
+
+
+def test_a_relisted_object_no_decoder_reads_is_not_taken_as_deleted(fixed_list_client):
+    """The list cannot say which object it is: every stored object the list misses stands (its pod keeps its
+    room), while the others' changes are told."""
+    kept, changed = pod_json("kept", node="n1"), pod_json("changed", node="n2")
+    fixed_list_client.serve(_pod_list([kept, changed], "1"))
+    inbox = Inbox.start()
+    informer = Informer.start(fixed_list_client, pods_kind(), inbox, FAST)
+    wait_for(lambda: inbox_messages(inbox, Listed), message="the first list")
+    changed["metadata"]["resourceVersion"] = "2"
+    deep = json.dumps(kept, separators=(",", ":"))[:-1] + ',"x":' + "[" * 5000 + "]" * 5000 + "}"
+    fixed_list_client.serve(_pod_list([deep, changed], "2"))
+    fixed_list_client.expire_watch()
+    wait_for(lambda: informer.ask(InformerStatusRequest()).lists == 2, message="listed again")
+    [told] = inbox_messages(inbox, Changes)
+    assert [(type(c).__name__, c.new.name) for c in told.changes] == [("Updated", "changed")]
+    assert informer.ask(InformerStatusRequest()).objects == 2
+    stop(informer, inbox)
