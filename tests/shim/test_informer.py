@@ -259,6 +259,9 @@ def test_a_page_asked_for_ahead_that_is_refused_ends_the_list_with_the_refusal(k
     core = k8s.CoreV1Api(kube_api)
     for i in range(7):
         create_pod(core, f"p{i}")
+    # Each list waits a moment in kubesim before its faults are looked up, so the refusal armed once the
+    # first page is read meets the second, asked for ahead, however soon kubesim read that request.
+    kubesim.faults.latency(verb="list", resource="pods", seconds=0.5)
     pages = shim_client.pages("/api/v1/pods", page_size=3)
     next(pages)
     kubesim.faults.fail(verb="list", resource="pods", status=403, count=1)
