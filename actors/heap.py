@@ -49,6 +49,13 @@ class CollectorPause:
                 gc.disable()
             CollectorPause._held += 1
 
+    def __enter__(self) -> CollectorPause:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """As a context, it ends frozen: for a block whose objects live on (modules imported)."""
+        self.end(freeze=True)
+
     def end(self, freeze: bool) -> None:
         """Let the collector run again (once no other pause holds it); idempotent."""
         with CollectorPause._lock:

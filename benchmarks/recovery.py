@@ -88,12 +88,16 @@ def start_up_seconds(kubeconfig: str, scratch: str) -> tuple[float, float]:
     untimed run migrates the store and compiles the modules into a bytecode cache, so the timed run finds
     both as a restarted scheduler does (the image's pip compiles every module at install). Packages this
     environment has for the tests alone, which the image has not, are hidden from it as if absent: the
-    official client's dynamic module imports ``kubernetes_validate`` (and with it jsonschema) when present."""
+    official client's dynamic module imports ``kubernetes_validate`` (and with it jsonschema) when present.
+    As the command does, it sets the collector's pace before it connects; it ends without the interpreter's
+    exit (a last collection and the teardown of every module), which a scheduler does not reach before it lists."""
     dsn = f"sqlite:///{scratch}/yunikorn-history.db"
     hidden = ", ".join(f"{name!r}: None" for name in TEST_ONLY_MODULES)
     command = (f"import sys; sys.modules.update({{{hidden}}}); "
-               f"import actors.cli; from actors.shim.client import KubeClient; KubeClient.connect({kubeconfig!r}).close(); "
-               f"from actors.history.store import HistoryStore; HistoryStore({dsn!r}).migrate().close()")
+               f"import actors.cli; actors.cli.tune_collector(); "
+               f"from actors.shim.client import KubeClient; KubeClient.connect({kubeconfig!r}).close(); "
+               f"from actors.history.store import HistoryStore; HistoryStore({dsn!r}).migrate().close(); "
+               f"import os; os._exit(0)")
     environment = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONPYCACHEPREFIX": f"{scratch}/pycache"}
     environment.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([sys.executable, "-c", command], cwd=REPO, env=environment, check=True)

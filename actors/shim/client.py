@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import orjson
 import tenacity
 import urllib3
@@ -180,16 +182,16 @@ class KubeClient:
         return self.api_client.call_api(*request, _request_timeout=timeout or self.request_timeout)
 
     def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
-                content_type: str = JSON) -> dict:
-        """One request; the decoded JSON answer, or ``ApiError`` for a non-2xx status. A write the
-        fence refuses raises ``Fenced`` (never retried)."""
+                content_type: str = JSON, decode: Callable[[bytes], Any] = orjson.loads) -> dict:
+        """One request; the JSON answer as ``decode`` makes it, or ``ApiError`` for a non-2xx status. A
+        write the fence refuses raises ``Fenced`` (never retried)."""
         if method == "GET":
-            return self._exchange(method, path, query, body, content_type)
+            return self._exchange(method, path, query, body, content_type, decode)
         with self.fence.admit(method, path):
-            return self._exchange(method, path, query, body, content_type)
+            return self._exchange(method, path, query, body, content_type, decode)
 
     def _exchange(self, method: str, path: str, query: list[tuple[str, str]] | None, body: Any,
-                  content_type: str) -> dict:
+                  content_type: str, decode: Callable[[bytes], Any]) -> dict:
         self.rate.wait()
         if self._transport is not None:
             headers = {"Accept": JSON}
@@ -202,7 +204,7 @@ class KubeClient:
             response = self._send(method, path, query, body, content_type)
             status, reason, retry_after, data = (response.status, response.reason,
                                                  response.getheader("Retry-After"), response.read())
-        return _decoded(status, reason, retry_after, data)
+        return _decoded(status, reason, retry_after, data, decode)
 
     def request_retrying(self, method: str, path: str, **kwargs: Any) -> dict:
         """``request`` under the retry policy."""
@@ -241,16 +243,19 @@ class KubeClient:
             resource_version = version
         return items, resource_version
 
-    def pages(self, path: str, page_size: int = 5000) -> Iterator[tuple[list[dict], str]]:
+    def pages(self, path: str, page_size: int = 5000, undecoded: bool = False) -> Iterator[tuple[list, str]]:
         """The objects under ``path`` one page at a time (following ``continue`` tokens), each with the
         list's resourceVersion once known (``""`` until the last page): a reader that keeps only what
         it makes of each page never holds the whole list at once. The next page is asked for before a
-        page is handed over, so that the server prepares it while the reader reads this one."""
+        page is handed over, so that the server prepares it while the reader reads this one.
+        ``undecoded``: each object as its JSON text (``msgspec.Raw``), for a reader that decodes only
+        what it reads (``undecoded_list``)."""
+        decode = undecoded_list if undecoded else orjson.loads
         query = [("limit", str(page_size))]
         ahead: Pending | None = None
         try:
             while True:
-                page = self._page(path, query, ahead)
+                page = self._page(path, query, ahead, decode)
                 metadata = page.get("metadata") or {}
                 token = metadata.get("continue") or ""
                 if token:
@@ -275,17 +280,18 @@ class KubeClient:
             log.debug("asking ahead failed: %s", error)
             return None
 
-    def _page(self, path: str, query: list[tuple[str, str]], ahead: Pending | None) -> dict:
+    def _page(self, path: str, query: list[tuple[str, str]], ahead: Pending | None,
+              decode: Callable[[bytes], Any]) -> dict:
         """The answer to the GET of ``query``, read from ``ahead`` when it was sent ahead; one that failed
         there in a way worth retrying is asked for again under the retry policy."""
         if ahead is not None:
             try:
-                return _decoded(*ahead.answer())
+                return _decoded(*ahead.answer(), decode)
             except Exception as error:
                 if not is_transient(error):
                     raise
                 log.debug("a page asked for ahead failed, asking again: %s", error)
-        return self.request_retrying("GET", path, query=query)
+        return self.request_retrying("GET", path, query=query, decode=decode)
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int, read_timeout: float) -> WatchStream:
         """Open a watch from ``resource_version`` with bookmarks; the server ends it after
@@ -463,11 +469,70 @@ class KubeClient:
         return None
 
 
-def _decoded(status: int, reason: str, retry_after: str | None, data: bytes) -> dict:
-    """A 2xx answer's JSON (``{}`` when empty), else the ``ApiError`` it is raised as."""
+def _decoded(status: int, reason: str, retry_after: str | None, data: bytes,
+             decode: Callable[[bytes], Any] = orjson.loads) -> dict:
+    """A 2xx answer's JSON as ``decode`` makes it (``{}`` when empty), else the ``ApiError`` it is raised as."""
     if not 200 <= status <= 299:
         raise _error(status, reason, data, retry_after)
-    return orjson.loads(data) if data else {}
+    return decode(data) if data else {}
+
+
+_ABSENT = msgspec.Raw(b"")
+
+
+class _UndecodedList(msgspec.Struct, gc=False):
+    metadata: msgspec.Raw = _ABSENT
+    items: list[msgspec.Raw] | None = None
+
+
+_UNDECODED_LIST = msgspec.json.Decoder(_UndecodedList)
+# A JSON string, or one of the characters that open, close or separate values.
+_LIST_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[][{},]')
+
+
+def undecoded_list(data: bytes) -> dict:
+    """A list's JSON with its metadata decoded and its items left as JSON text, one ``msgspec.Raw``
+    each. A list msgspec refuses (an item nested deeper than it recurses, a field of another type) is
+    split by its brackets instead, so that one object no decoder reads costs only itself."""
+    try:
+        page = _UNDECODED_LIST.decode(data)
+    except (ValueError, RecursionError):  # msgspec's DecodeError and ValidationError are ValueErrors
+        return _split_list(data)
+    return {"metadata": orjson.loads(memoryview(page.metadata)) if page.metadata is not _ABSENT else {},
+            "items": page.items or []}
+
+
+def _split_list(data: bytes) -> dict:
+    """``undecoded_list`` by a scan of the JSON's strings and brackets, which keeps no stack, so no
+    nesting is too deep for it; the list without its items is decoded by orjson (``ValueError`` when
+    it cannot be)."""
+    depth, key, array, start = 0, b"", None, 0
+    elements: list[msgspec.Raw] = []
+    found = None  # the items array's span and its elements
+    for match in _LIST_TOKENS.finditer(data):
+        token = match.group()
+        if token == b"{" or token == b"[":
+            depth += 1
+            if depth == 2 and token == b"[" and key == b'"items"':
+                array, start, elements = match.start(), match.end(), []
+        elif token == b"}" or token == b"]":
+            if array is not None and depth == 2:  # the items array closes
+                if data[start:match.start()].strip():
+                    elements.append(msgspec.Raw(data[start:match.start()].strip()))
+                found, array = (array, match.end(), elements), None
+            depth -= 1
+        elif token == b"," and array is not None and depth == 2:
+            elements.append(msgspec.Raw(data[start:match.start()].strip()))
+            start = match.end()
+        key = token if depth == 1 else b""
+    if found is None:
+        page, elements = orjson.loads(data), []
+    else:
+        opened, closed, elements = found
+        page = orjson.loads(data[:opened] + b"[]" + data[closed:])
+    if not isinstance(page, dict):
+        raise ValueError(f"a list's answer is no JSON object: {data[:100]!r}")
+    return {"metadata": page.get("metadata") or {}, "items": elements}
 
 
 def _error(status: int, reason: str, data: bytes, retry_after: str | None) -> ApiError:

@@ -13,9 +13,12 @@ object it never delivered is dropped.
 The blocking list/watch loop runs on the informer's own pump thread; the actor's thread only starts
 and stops it and answers ``InformerStatusRequest``.
 
-An object the parser cannot read, whatever it raises, is skipped alone and logged once (the others of
-its list or batch are delivered); the last version of it that could be read stands until the object
-is deleted, so a pod still running keeps its room, and its deletion is delivered. The pump is
+A kind that reads its objects from their JSON text (pods: ``Kind.read``) gets its lists' objects
+undecoded, and a page no decoder reads whole is split by its brackets. An object the parser cannot
+read, whatever it raises, is skipped alone and logged once (the others of its list or batch are
+delivered); the last version of it that could be read stands until the object is deleted, so a pod
+still running keeps its room, and its deletion is delivered (a list again holding an object no decoder
+reads, which cannot be told apart, takes no object it misses as deleted). The pump is
 supervised like an actor: anything else that ends it stops the informer and is reported with its name
 (``Informer(pods)``) to the supervisor, so liveness fails and the scheduler is restarted instead of
 running on blind.
@@ -30,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import pykka
 
 from actors.base import Actor, Supervisor
@@ -51,6 +55,10 @@ class Kind:
     path: str
     parse: Callable[[Mapping], Any]
     lingers: bool = False
+    # ``parse`` of an object's JSON text, decoding only what it reads: lists hand it their objects
+    # undecoded (``KubeClient.pages``). It raises as ``parse`` does, and ``ValueError`` for text that is
+    # no JSON; the records are ``parse``'s.
+    read: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,15 +182,30 @@ class Informer(Actor):
                 self._stream = None
 
     def _list(self, store: dict[str, Any], first: bool) -> str:
-        fresh, resource_version = {}, ""
-        for items, version in self._client.pages(self._kind.path):  # parsed page by page
+        fresh, resource_version, unknown = {}, "", 0
+        read = self._kind.read
+        for items, version in self._client.pages(self._kind.path, undecoded=read is not None):  # page by page
             resource_version = version
             for raw in items:
-                record = self._parse(raw)
+                if read is None:
+                    record = self._parse(raw)
+                else:
+                    try:
+                        record = read(raw)
+                    except Exception as error:  # one object's, whatever it is: the others go on
+                        raw = _decoded(raw)
+                        self._skip(raw, error)
+                        record = None
+                        unknown += raw == {}  # no decoder reads it: which object it is cannot be told
                 if record is None:
                     record = store.get(_stored_key(store, raw))  # unreadable now: its last version stands
                 if record is not None:
                     fresh[record.key] = record
+        if unknown and not first:
+            # Any stored object missing from the list may be one of those: none is taken as deleted.
+            log.warning("informer %s: %d listed objects cannot be told apart; none missing from the list is "
+                        "taken as deleted", self._kind.name, unknown)
+            fresh.update((key, record) for key, record in store.items() if key not in fresh)
         if first:
             store.update(fresh)
             self._listener.tell(Listed(self._kind.name, tuple(fresh.values())))
@@ -262,6 +285,14 @@ def _stored_key(store: Mapping[str, Any], raw: Any) -> str | None:
         if isinstance(key, str) and key in store:
             return key
     return None
+
+
+def _decoded(text: Any) -> Any:
+    """An object's JSON text decoded, for its name and key; ``{}`` when no decoder reads it."""
+    try:
+        return orjson.loads(memoryview(text))
+    except (ValueError, TypeError):
+        return {}
 
 
 def _metadata(raw: Any) -> Mapping:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from actors.shim.informer import Kind
 from actors.shim.nodes import parse_node
 from actors.shim.objects import parse_configmap, parse_namespace, parse_priority_class
-from actors.shim.pods import parse_pod
+from actors.shim.pods import parse_pod, read_pod
 from actors.shim.volumes import parse_claim, parse_storage_class, parse_volume
 
 PODS = "pods"
@@ -30,5 +30,5 @@ def watched_kinds(namespace: str) -> tuple[Kind, ...]:
         Kind(VOLUMES, "/api/v1/persistentvolumes", parse_volume),
         Kind(CLAIMS, "/api/v1/persistentvolumeclaims", parse_claim),
         Kind(NODES, "/api/v1/nodes", parse_node),
-        Kind(PODS, "/api/v1/pods", parse_pod, lingers=True),
+        Kind(PODS, "/api/v1/pods", parse_pod, lingers=True, read=read_pod),
     )

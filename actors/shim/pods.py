@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+import msgspec
 import orjson
 
 from actors.base import slot_setter
@@ -124,6 +125,11 @@ class PodRecord:
 def parse_pod(raw: Mapping) -> PodRecord:
     """A ``PodRecord`` from a pod's JSON, whatever its content. Raises ``ValueError`` only when the pod
     has no identity (a uid, namespace and name, each a string)."""
+    return _parse(raw)[0]
+
+
+def _parse(raw: Mapping) -> tuple[PodRecord, _Facts | None]:
+    """The pod's record, and the facts it shares with others (read without its node), when it does."""
     # Type checks first: a JSON object is a dict, and the Mapping check costs more (every pod listed passes here).
     if type(raw) is not dict:
         raw = gojson.mapping(raw)
@@ -136,7 +142,7 @@ def parse_pod(raw: Mapping) -> PodRecord:
         raise ValueError(f"pod without uid, namespace or name: {shown(metadata)}")
     spec = raw.get("spec") or {}
     node = spec.get("nodeName") if type(spec) is dict or isinstance(spec, Mapping) else None
-    facts = _shared_facts(metadata, spec, namespace) if node is None or isinstance(node, str) else None
+    shared = facts = _shared_facts(metadata, spec, namespace) if node is None or isinstance(node, str) else None
     if node and facts is not None and not facts.constraints:
         constraint_tag = _bound_tags.get(node) or _bound_tag(node)
     else:
@@ -158,8 +164,8 @@ def parse_pod(raw: Mapping) -> PodRecord:
     if not facts.invalid:
         resized = _resized_resource(spec, status)
         if resized is not None:
-            return dataclasses.replace(record, resource=resized)
-    return record
+            return dataclasses.replace(record, resource=resized), shared
+    return record, shared
 
 
 # The fields ``parse_pod`` reads for each pod, in ``_make_record``'s order; the others come from its facts.
@@ -222,11 +228,136 @@ def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
     facts = _facts.get(key)
     if facts is None:
         facts = _read_facts(metadata, spec, namespace)
-        with _facts_lock:
-            while len(_facts) >= FACTS_KEPT:
-                del _facts[next(iter(_facts))]
-            _facts[key] = facts
+        _keep(key, facts)
     return facts
+
+
+def _keep(key: bytes | tuple, facts: _Facts) -> None:
+    with _facts_lock:
+        while len(_facts) >= FACTS_KEPT:
+            del _facts[next(iter(_facts))]
+        _facts[key] = facts
+
+
+# ---- a pod read straight from its JSON --------------------------------------------------------------
+# A listed pod is read from its JSON text without a dict of it: msgspec decodes, in C, only what a record
+# takes from each pod, keeps its labels, annotations, owner references and spec as their JSON text (the
+# key of the facts its workload's pods share) and skips the rest. Whatever that typed reading refuses or
+# cannot settle (a field of another type, facts not seen yet, a node among other constraints, a resize
+# to weigh) is read as any pod is, from orjson's dicts through ``parse_pod``: the records are the same.
+
+_ABSENT = msgspec.Raw(b"")  # a field the pod leaves out (a present one is never empty)
+
+
+class _JsonMetadata(msgspec.Struct, gc=False):
+    uid: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    resourceVersion: str | None = None
+    creationTimestamp: str | None = None
+    deletionTimestamp: str | None = None
+    labels: msgspec.Raw = _ABSENT
+    annotations: msgspec.Raw = _ABSENT
+    ownerReferences: msgspec.Raw = _ABSENT
+
+
+class _JsonContainerStatus(msgspec.Struct, gc=False):
+    allocatedResources: msgspec.Raw = _ABSENT
+    resources: msgspec.Raw = _ABSENT
+
+
+class _JsonStatus(msgspec.Struct, gc=False):
+    phase: str | None = None
+    containerStatuses: list[_JsonContainerStatus] | None = None
+    initContainerStatuses: list[_JsonContainerStatus] | None = None
+
+
+class _JsonPod(msgspec.Struct, gc=False):
+    metadata: _JsonMetadata | None = None
+    spec: msgspec.Raw = _ABSENT
+    status: _JsonStatus | None = None
+
+
+class _JsonSpec(msgspec.Struct, gc=False):
+    nodeName: str | None = None
+
+
+_POD_JSON = msgspec.json.Decoder(_JsonPod)
+_SPEC_JSON = msgspec.json.Decoder(_JsonSpec)
+_NODE_NAME = b'"nodeName":'
+
+
+def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
+    """``parse_pod`` of the pod whose JSON text is ``data``: the same record, read without decoding
+    what it does not take when it can. Raises ``ValueError`` as ``parse_pod`` does, and for text that
+    is no JSON (or nested deeper than orjson reads)."""
+    key = None
+    try:
+        pod = _POD_JSON.decode(data)
+        node = _SPEC_JSON.decode(pod.spec).nodeName if pod.spec is not _ABSENT else None
+    except (ValueError, RecursionError):  # msgspec's DecodeError and ValidationError are ValueErrors
+        pod = None
+    if pod is not None and pod.metadata is not None:
+        key = _json_key(pod.metadata, pod.spec, node)
+        facts = _facts.get(key) if key is not None else None
+        if facts is not None:
+            record = _json_record(pod, node, facts)
+            if record is not None and not facts.invalid and pod.status is not None and (
+                    _reports_resources(pod.status.containerStatuses)
+                    or _reports_resources(pod.status.initContainerStatuses)):
+                # The kubelet reports what it allocated and applied (every running pod's, since
+                # Kubernetes 1.33): weighed as ``_parse`` does, from the pod decoded whole.
+                raw = orjson.loads(memoryview(data))
+                resized = _resized_resource(raw.get("spec"), raw.get("status"))
+                return record if resized is None else dataclasses.replace(record, resource=resized)
+            if record is not None:
+                return record
+    record, shared = _parse(orjson.loads(memoryview(data)))
+    if key is not None and shared is not None:
+        _keep(key, shared)
+    return record
+
+
+def _json_key(metadata: _JsonMetadata, spec: msgspec.Raw, node: str | None) -> tuple | None:
+    """The key of a pod's shared facts from the JSON text they are read from: its namespace, labels,
+    annotations and owner references, and its spec cut around its ``nodeName`` (the one place the
+    node's name is written, else ``None``: read as any pod is). Pods keyed alike differ at most in the
+    node they name, which the facts leave out."""
+    if not metadata.namespace:
+        return None
+    spec = bytes(spec)
+    if node is None:
+        cut = (spec, None)
+    else:
+        cut = tuple(spec.split(_NODE_NAME + msgspec.json.encode(node)))
+        if len(cut) != 2:
+            return None
+    return (metadata.namespace, bytes(metadata.labels), bytes(metadata.annotations),
+            bytes(metadata.ownerReferences), *cut)
+
+
+def _json_record(pod: _JsonPod, node: str | None, facts: _Facts) -> PodRecord | None:
+    """The record ``_parse`` makes of the pod with these shared facts, before any resize its container
+    statuses may show; ``None`` where it reads the pod whole (its node among other constraints)."""
+    metadata, status = pod.metadata, pod.status
+    uid, name = metadata.uid, metadata.name
+    if not (uid and name) or (node and facts.constraints):
+        return None
+    phase = status.phase if status is not None else None
+    return _make_record(
+        uid, name, metadata.resourceVersion or "",
+        sys.intern(node) if node else "",
+        sys.intern(phase) if phase else "Pending",
+        bool(metadata.deletionTimestamp),
+        facts.app_id + uid if facts.app_id_per_pod else facts.app_id,
+        _timestamp(metadata.creationTimestamp),
+        (_bound_tags.get(node) or _bound_tag(node)) if node else facts.constraints,
+        *facts.values)
+
+
+def _reports_resources(statuses: list[_JsonContainerStatus] | None) -> bool:
+    return bool(statuses) and any(s.allocatedResources is not _ABSENT or s.resources is not _ABSENT
+                                  for s in statuses)
 
 
 def _read_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:

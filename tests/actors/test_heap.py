@@ -10,6 +10,7 @@ from actors.heap import CollectorPause, thaw
 @pytest.fixture(autouse=True)
 def collector_restored():
     enabled = gc.isenabled()
+    thaw()  # what importing the command froze (actors.cli), when a test module imported it
     yield
     thaw()
     if enabled:
@@ -41,3 +42,11 @@ def test_a_collector_switched_off_before_stays_off():
     gc.disable()
     CollectorPause().end(freeze=False)
     assert not gc.isenabled()
+
+
+def test_a_pause_as_a_context_holds_the_collector_off_inside_and_ends_frozen():
+    gc.enable()
+    with CollectorPause():
+        assert not gc.isenabled()
+        built = [[n] for n in range(1000)]  # as the modules a command imports
+    assert gc.isenabled() and gc.get_freeze_count() >= len(built)

@@ -2,10 +2,13 @@
 connections."""
 
 import dataclasses
+import http.server
+import json
 import logging
 import threading
 from collections import defaultdict
 
+import orjson
 import pytest
 from kubernetes import client as k8s
 
@@ -13,6 +16,7 @@ from actors.shim.client import ApiError, KubeClient
 from actors.shim.informer import Informer, WatchSettings
 from actors.shim.kinds import watched_kinds
 from actors.shim.messages import Added, Changes, InformerStatusRequest, Listed, Updated
+from actors.shim.pods import parse_pod
 from tests.shim.doubles import Inbox, inbox_messages, wait_for
 from tests.shim.factories import node_json, pod_json
 
@@ -255,6 +259,9 @@ def test_a_page_asked_for_ahead_that_is_refused_ends_the_list_with_the_refusal(k
     core = k8s.CoreV1Api(kube_api)
     for i in range(7):
         create_pod(core, f"p{i}")
+    # Each list waits a moment in kubesim before its faults are looked up, so the refusal armed once the
+    # first page is read meets the second, asked for ahead, however soon kubesim read that request.
+    kubesim.faults.latency(verb="list", resource="pods", seconds=0.5)
     pages = shim_client.pages("/api/v1/pods", page_size=3)
     next(pages)
     kubesim.faults.fail(verb="list", resource="pods", status=403, count=1)
@@ -262,3 +269,120 @@ def test_a_page_asked_for_ahead_that_is_refused_ends_the_list_with_the_refusal(k
         list(pages)
     assert refused.value.status == 403
     assert sorted(pod_lists(kubesim)) == [200, 403]
+
+
+class _FixedList(http.server.BaseHTTPRequestHandler):
+    """An API server that answers every list of pods with one fixed page (``server.page``) and holds every
+    watch open until it stops: for pages kubesim would never serve (it refuses or cannot write them)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):  # noqa: N802 (the handler's protocol)
+        if "watch=true" in self.path:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            while not self.server.stopping.wait(0.05):
+                if self.server.expire.is_set():  # the watch's resourceVersion is too old: list again
+                    self.server.expire.clear()
+                    line = b'{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}}\n'
+                    self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(line), line))
+                    return
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.server.page)))
+        self.end_headers()
+        self.wfile.write(self.server.page)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def fixed_list_client():
+    """A client of a server whose list of pods is ``client.serve(page)``."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FixedList)
+    server.daemon_threads = True
+    server.stopping, server.expire, server.page = threading.Event(), threading.Event(), b""
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = KubeClient(k8s.ApiClient(k8s.Configuration(host=f"http://127.0.0.1:{server.server_port}")))
+    client.serve = lambda page: setattr(server, "page", page)
+    client.expire_watch = server.expire.set
+    yield client
+    server.stopping.set()
+    server.shutdown()
+    client.close()
+
+
+ODD_PODS = {
+    "uid-a-list": {"metadata": {"uid": ["x"]}},
+    "labels-of-numbers": {"metadata": {"labels": {"a": 1}}},
+    "node-name-a-number": {"spec": {"nodeName": 5}},
+    "priority-past-64-bits": {"spec": {"priority": 2**70}},
+    "status-a-string": {"status": "Running"},
+    "nested-5000-deep": {"spec": {"x": json.loads("[" * 900 + "]" * 900)}},  # deepened in the text below
+}
+
+
+def test_a_list_page_with_odd_pods_yields_every_other_pod_as_parsed(fixed_list_client):
+    """One page holding pods of wrong types, integers past 64 bits and a field nested 5,000 deep (past what
+    orjson and msgspec decode, so the page is split by its brackets): every pod but the unreadable ones is
+    listed, each the record ``parse_pod`` makes of it; the ones without identity or deeper than any decoder
+    reads are skipped alone."""
+    plain = [pod_json(f"plain-{i}", labels={"applicationId": f"app-{i % 2}"}, node=f"n{i}") for i in range(4)]
+    odd = {}
+    for name, changes in ODD_PODS.items():
+        raw = pod_json(name, node="n9")
+        for part, values in changes.items():
+            raw[part] = {**raw[part], **values} if isinstance(values, dict) else values
+        odd[name] = raw
+    items = [json.dumps(raw, separators=(",", ":")) for raw in [plain[0], *odd.values(), *plain[1:]]]
+    items = [item.replace("[" * 900, "[" * 5000).replace("]" * 900, "]" * 5000) for item in items]
+    fixed_list_client.serve(
+        ('{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42"},"items":[' + ",".join(items)
+         + "]}").encode())
+    inbox = Inbox.start()
+    informer = Informer.start(fixed_list_client, pods_kind(), inbox, FAST)
+    wait_for(lambda: inbox_messages(inbox, Listed), message="the page listed")
+    [listed] = inbox_messages(inbox, Listed)
+    readable = [*plain, *(raw for name, raw in odd.items() if name not in ("uid-a-list", "nested-5000-deep"))]
+    expected = {raw["metadata"]["uid"]: parse_pod(orjson.loads(json.dumps(raw))) for raw in readable}
+    assert {record.uid: record for record in listed.records} == expected
+    assert "priority must be a whole number" in expected[odd["priority-past-64-bits"]["metadata"]["uid"]].invalid
+    assert informer.ask(InformerStatusRequest()).resource_version == "42"
+    stop(informer, inbox)
+
+
+@pytest.mark.parametrize("page", [b"[]", b'"items"', b'{"items":[{"metadata":{}}', b"nul"])
+def test_a_list_answer_that_is_no_json_object_is_a_value_error_not_an_empty_list(fixed_list_client, page):
+    """Read as an empty list, it would tell an informer listing again that every pod was deleted."""
+    fixed_list_client.serve(page)
+    with pytest.raises(ValueError):
+        list(fixed_list_client.pages("/api/v1/pods", undecoded=True))
+
+
+def _pod_list(raws, version: str) -> bytes:
+    items = ",".join(raw if isinstance(raw, str) else json.dumps(raw, separators=(",", ":")) for raw in raws)
+    return f'{{"metadata":{{"resourceVersion":"{version}"}},"items":[{items}]}}'.encode()
+
+
+def test_a_relisted_object_no_decoder_reads_is_not_taken_as_deleted(fixed_list_client):
+    """The list cannot say which object it is: every stored object the list misses stands (its pod keeps its
+    room), while the others' changes are told."""
+    kept, changed = pod_json("kept", node="n1"), pod_json("changed", node="n2")
+    fixed_list_client.serve(_pod_list([kept, changed], "1"))
+    inbox = Inbox.start()
+    informer = Informer.start(fixed_list_client, pods_kind(), inbox, FAST)
+    wait_for(lambda: inbox_messages(inbox, Listed), message="the first list")
+    changed["metadata"]["resourceVersion"] = "2"
+    deep = json.dumps(kept, separators=(",", ":"))[:-1] + ',"x":' + "[" * 5000 + "]" * 5000 + "}"
+    fixed_list_client.serve(_pod_list([deep, changed], "2"))
+    fixed_list_client.expire_watch()
+    wait_for(lambda: informer.ask(InformerStatusRequest()).lists == 2, message="listed again")
+    [told] = inbox_messages(inbox, Changes)
+    assert [(type(c).__name__, c.new.name) for c in told.changes] == [("Updated", "changed")]
+    assert informer.ask(InformerStatusRequest()).objects == 2
+    stop(informer, inbox)

@@ -1,12 +1,18 @@
 """Pod classification, application/queue/user precedence and resource arithmetic."""
 
+import copy
 import dataclasses
 import json
+import pathlib
 
+import hypothesis
+import orjson
 import pytest
+from hypothesis import strategies as st
 
-from actors.shim.pods import parse_pod, pod_resource
+from actors.shim.pods import parse_pod, pod_resource, read_pod
 from si.resources import Resource
+from tests.reliability import tenants
 from tests.shim.factories import pod_json
 
 GiB = 2**30
@@ -308,3 +314,147 @@ def test_a_spec_given_as_a_read_only_mapping_reads_as_the_same_spec_in_a_dict():
     raw = pod_json(node="node-1", labels={"applicationId": "a"}, cpu="2")
     frozen = {**raw, "spec": types.MappingProxyType(raw["spec"])}
     assert parse_pod(frozen) == parse_pod(raw)
+
+
+# ---- a pod read straight from its JSON text (``read_pod``, what the informer's lists use) ------------
+
+def _outcome(parse, value):
+    """A record's fields by name, or the error it raised."""
+    try:
+        record = parse(value)
+    except ValueError as error:
+        return type(error).__name__, str(error)
+    return {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}
+
+
+def _with(raw: dict, *, node: object = None, phase: str | None = None, uid: str | None = None,
+          deleting: bool = False, namespace: str | None = None) -> dict:
+    """``raw`` as another pod of its workload, or the same pod later: what a record reads for each pod."""
+    other = copy.deepcopy(raw)
+    metadata = other.setdefault("metadata", {}) if isinstance(other.get("metadata"), dict) else {}
+    spec = other.get("spec") if isinstance(other.get("spec"), dict) else {}
+    if uid is not None:
+        metadata["uid"] = uid
+    if node is not None:
+        spec["nodeName"] = node
+    if phase is not None and isinstance(other.get("status"), dict):
+        other["status"]["phase"] = phase
+    if deleting:
+        metadata["deletionTimestamp"] = "2024-05-01T11:00:00Z"
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    metadata["resourceVersion"] = str(len(str(other)))
+    return other
+
+
+def _hostile(changes: dict) -> dict:
+    raw = pod_json(labels={"applicationId": "hostile"})
+    raw["metadata"].update({k: v for k, v in changes.items() if k != "spec"})
+    if isinstance(changes.get("spec"), dict):
+        raw["spec"].update(changes["spec"])
+    elif "spec" in changes:
+        raw["spec"] = changes["spec"]
+    return raw
+
+
+def _tenant_corpus() -> list[dict]:
+    """The pods that once crashed something (the tenants' fuzzing corpus), given an identity."""
+    entries = json.loads((pathlib.Path(__file__).parents[1] / "reliability" / "corpus.json").read_text())
+    pods = [entry["body"] for entry in entries if entry["kind"] == "pod"]
+    for index, body in enumerate(pods):
+        body["metadata"]["uid"] = f"corpus-{index}"
+    return pods
+
+
+def _varied_pods() -> list[dict]:
+    resized = pod_json(cpu="1", labels={"applicationId": "resized"}, node="n1", phase="Running")
+    resized["status"]["containerStatuses"] = [{"name": "main", "allocatedResources": {"cpu": "3"},
+                                               "resources": {"requests": {"cpu": "3"}}}]
+    applied = pod_json(cpu="1", labels={"applicationId": "applied"}, node="n1", phase="Running")
+    applied["status"]["containerStatuses"] = [{"name": "main", "allocatedResources": {"cpu": "1", "memory": "128Mi"},
+                                               "resources": {"requests": {"cpu": "1", "memory": "128Mi"}}}]
+    reported = pod_json(cpu="1", labels={"applicationId": "reported"}, node="n1", phase="Running")
+    reported["status"]["containerStatuses"] = [{"name": "main", "ready": True, "restartCount": 2**70}]
+    reported["status"]["initContainerStatuses"] = None
+    no_status, null_spec, not_a_pod = pod_json(), pod_json(), pod_json()
+    del no_status["status"]
+    null_spec["spec"] = None
+    not_a_pod["metadata"] = ["x"]
+    managed = pod_json(labels={"applicationId": "managed"}, node="n2")
+    managed["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:spec": {"f:x": {}}}}]
+    managed["metadata"]["generation"] = 2**64  # an integer orjson reads as a float, in a field no record reads
+    return [
+        pod_json(), pod_json(scheduler="default-scheduler", node="n1", phase="Running"),
+        pod_json(labels={"applicationId": "app-1", "queue": "root.a"}, annotations={USER_INFO: '{"user": "u"}'}),
+        pod_json(labels={"applicationId": "team-uniqueautogen"}),
+        pod_json(owner_kind="Node", node="n1"), pod_json(owner_kind="Pod"),
+        pod_json(spec={"schedulingGates": [{"name": "wait"}], "priority": 7, "priorityClassName": "high"}),
+        pod_json(spec={"nodeSelector": {"disk": "ssd"}}, node="n3"),
+        pod_json(spec={"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": "kubernetes.io/hostname"}]}}}),
+        pod_json(spec={"initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2"}}}],
+                       "overhead": {"cpu": "10m"}, "preemptionPolicy": "Never"}),
+        pod_json(spec={"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]}),
+        pod_json(annotations={"yunikorn.apache.org/task-group-name": "g", "yunikorn.apache.org/placeholder": "true",
+                              "yunikorn.apache.org/allow-preemption": "false"}),
+        pod_json(spec={"nodeName": 5, "priorityClassName": ["x"], "schedulerName": {"a": 1}}),
+        pod_json(spec={"nodeName": "", "affinity": {"nodeName": "n1"}}),  # a nested nodeName is no node
+        pod_json(name="ö-pod", node="nöde-1", labels={"applicationId": "ü"}),
+        _hostile({"spec": {"priority": 2**70}}),
+        resized, applied, reported, no_status, null_spec, not_a_pod, managed,
+        *(_hostile(changes) for changes, _ in HOSTILE_PODS.values()),
+        *_tenant_corpus(),
+    ]
+
+
+def test_a_pod_read_from_its_json_text_is_the_record_parsed_from_its_dict():
+    """Every pod, as itself and as other pods of its workload (other uid, node, phase, deletion, namespace), read from
+    its JSON text compact (the API server's) and spaced, twice (the second time from the facts the first
+    kept) and in both orders with the dict path: the same fields, or the same error."""
+    for raw in _varied_pods():
+        uid = (raw.get("metadata") or {}).get("uid") if isinstance(raw.get("metadata"), dict) else None
+        versions = [raw, _with(raw, node="node-a", phase="Running", uid=f"{uid}-a"),
+                    _with(raw, node="node-b", uid=f"{uid}-b", deleting=True), _with(raw, node="node-a"),
+                    _with(raw, uid=f"{uid}-c", namespace="elsewhere")]
+        for version in versions:
+            for text in (json.dumps(version, separators=(",", ":"), ensure_ascii=False).encode(),
+                         json.dumps(version).encode()):
+                expected = _outcome(parse_pod, orjson.loads(text))
+                for _ in range(2):
+                    assert _outcome(read_pod, text) == expected, text[:300]
+
+
+@hypothesis.settings(max_examples=300, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+@hypothesis.given(tenants.pods(), st.sampled_from(["", "node-1", "node-2"]), st.booleans())
+def test_a_tenants_pod_read_from_its_json_text_is_the_record_parsed_from_its_dict(raw, node, compact):
+    raw["metadata"]["uid"] = f"uid-{node}"
+    if node:
+        raw["spec"]["nodeName"] = node
+    text = json.dumps(raw, separators=(",", ":") if compact else None).encode()
+    expected = _outcome(parse_pod, orjson.loads(text))
+    assert _outcome(read_pod, text) == expected
+    assert _outcome(read_pod, text) == expected
+
+
+def test_pods_read_from_json_text_share_their_workloads_facts():
+    texts = [json.dumps(pod_json(labels={"applicationId": "shared"}, node=node), separators=(",", ":")).encode()
+             for node in ("node-1", "node-2")]
+    first, second = (read_pod(text) for text in texts)
+    assert first.resource is second.resource and first.labels is second.labels
+    assert (first.constraints, second.constraints) == ('{"nodeName":"node-1"}', '{"nodeName":"node-2"}')
+
+
+def test_a_spec_naming_its_node_twice_is_read_for_each_pod():
+    """The facts' key cuts the node's name out of the spec where the spec names it once; a pod whose spec
+    also names it elsewhere (here as a resource, which makes the pod invalid, saying so) is read alone."""
+    for node in ("node-1", "node-2"):
+        text = json.dumps(pod_json(node=node, labels={"applicationId": "twice"}, spec={"overhead": {"nodeName": node}}),
+                          separators=(",", ":")).encode()
+        assert _outcome(read_pod, text) == _outcome(parse_pod, orjson.loads(text))
+        assert node in read_pod(text).invalid
+
+
+@pytest.mark.parametrize("text", [b"", b"{", b"[" * 5000 + b"]" * 5000, b'{"metadata":{"uid":"\xff"}}', b"5"])
+def test_text_that_is_no_pod_is_a_value_error(text):
+    with pytest.raises(ValueError):
+        read_pod(text)
