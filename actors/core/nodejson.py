@@ -58,6 +58,48 @@ def foreign_allocation(a: AllocationSnapshot) -> dict:
             "nodeId": a.node_id, "preemptable": a.preemptable}
 
 
+# A live allocation's JSON is made for each allocation a node lists (at its booking, or by the first read
+# after it changed), so each step counts: what allocations of one application, shape and priority share, the
+# runs of their JSON from the resource to the node's name and from the application's name to the end, is
+# serialized once and kept, and handed to the serializer as two fragments among the fields of its own.
+SHARED_KEPT = 16384
+# (resource's id, priority, application, its flags) -> (that resource, the two runs); shared by partitions
+# of other threads as ``_usages`` is
+_shared: dict[tuple, tuple[object, orjson.Fragment, orjson.Fragment]] = {}
+
+
+def _share(key: tuple, a) -> tuple[object, orjson.Fragment, orjson.Fragment]:
+    fields = orjson.dumps(allocation_fields("", _NO_TAGS, 0, 0, a.resource, a.priority, "", a.application_id,
+                                            a.placeholder, a.task_group, a.originator, a.placeholder_used,
+                                            a.preempted))
+    # Each name below is found where the field is: inside a string a quote is escaped.
+    resource, node, application = (fields.index(name) + len(name) for name in (
+        b',"resource":', b',"nodeId":', b',"applicationId":'))
+    kept = (a.resource, orjson.Fragment(fields[resource:node - len(b',"nodeId":')]),
+            orjson.Fragment(fields[application:-1]))
+    if len(_shared) >= SHARED_KEPT:
+        _shared.clear()
+    _shared[key] = kept
+    return kept
+
+
+def allocation_json(a) -> bytes:
+    """The JSON of live allocation ``a`` as a node lists it, kept with it until a field it shows changes
+    (its tags dict is never changed once made)."""
+    resource = a.resource
+    key = (id(resource), a.priority, a.application_id, a.placeholder, a.placeholder_used, a.task_group,
+           a.preempted, a.originator)
+    shared = _shared.get(key)
+    if shared is None or shared[0] is not resource:
+        shared = _share(key, a)
+    requested, allocated = a.request_time, a.allocation_time
+    json = a.json = orjson.dumps({
+        "allocationKey": a.key, "allocationTags": a.tags or _NO_TAGS, "requestTime": requested,
+        "allocationTime": allocated, "allocationDelay": allocated - requested if allocated > requested else 0,
+        "resource": shared[1], "nodeId": a.node_id, "applicationId": shared[2]})
+    return json
+
+
 # A node's fields in three runs around its allocations, in the order a node's JSON gives them: what
 # rarely changes, its usage, and the rest. Each takes a live node or its picture alike.
 def node_identity(n) -> dict:
@@ -110,14 +152,6 @@ class NodeJson:
         if len(self.entries) > 2 * len(kept) + 1000:
             self.entries = {name: entry for name, entry in self.entries.items() if name in kept}
 
-    @staticmethod
-    def _json(a) -> bytes:
-        """The JSON of live allocation ``a``, kept with it (its tags dict is never changed once made)."""
-        json = a.json = orjson.dumps(allocation_fields(
-            a.key, a.tags or _NO_TAGS, a.request_time, a.allocation_time, a.resource, a.priority, a.node_id,
-            a.application_id, a.placeholder, a.task_group, a.originator, a.placeholder_used, a.preempted))
-        return json
-
     def render(self, node) -> bytes:
         capacity, allocated, occupied, allocations = node.capacity, node.allocated, node.occupied, node.allocations
         kept = self.entries.get(node.node_id)
@@ -142,14 +176,14 @@ class NodeJson:
             joined = (memoryview(kept[6])[kept[7]:kept[8]],)  # its allocations in its last JSON
             if count == before + 1:  # the usual: one gained since
                 last = next(reversed(allocations.values()))
-                joined = (*joined, b",", last.json or self._json(last)) if before else (last.json or self._json(last),)
+                joined = (*joined, b",", last.json or allocation_json(last)) if before else (last.json or allocation_json(last),)
             elif count > before:
                 gained = list(islice(reversed(allocations.values()), count - before))
                 gained.reverse()
-                parts = [a.json or self._json(a) for a in gained]
+                parts = [a.json or allocation_json(a) for a in gained]
                 joined = (*joined, b",", b",".join(parts)) if before else (b",".join(parts),)
         else:
-            joined = (b",".join([a.json or self._json(a) for a in allocations.values()]),)
+            joined = (b",".join([a.json or allocation_json(a) for a in allocations.values()]),)
         if node.foreign or node.held_by:
             foreign = [foreign_allocation(a.picture or self.picture(a)) for a in node.foreign.values()]
             held = (node.held_by,) if node.held_by else ()
