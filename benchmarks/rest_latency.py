@@ -26,7 +26,6 @@ from statistics import median
 from benchmarks_common import CONFIG, CountingCallback, clean_heap, feed
 
 from actors.base import stop_all
-from actors.core.nodejson import allocation_json
 from actors.core.scheduler import Scheduler
 from actors.core.snapshot import NODES_JSON
 from actors.core.views import partition_snapshot
@@ -124,9 +123,8 @@ def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0) -> dict:
 
 def render_seconds(nodes: int, asks: int, polls: int = 8) -> float:
     """CPU seconds (median of ``polls``) a read of ``/nodes`` costs the scheduler when every node gained an
-    allocation since the last one (a copy of its first under a new key, its JSON made as booking makes
-    it): the core's rendering of the changed nodes' JSON into a snapshot, and the answer's pieces put
-    together from it."""
+    allocation since the last one (a copy of its first under a new key): the core's rendering of the
+    changed nodes' JSON into a snapshot, and the answer's pieces put together from it."""
     scheduler, callback = registered(asks)
     feed(scheduler, nodes, asks)
     if not callback.done.wait(900):
@@ -143,7 +141,6 @@ def render_seconds(nodes: int, asks: int, polls: int = 8) -> float:
                 added = copy.copy(next(iter(node.allocations.values())))
                 added.key, added.picture, added.json = f"{node.node_id}-{poll}", None, None
                 node.place(added)
-                allocation_json(added)  # as the core's booking of a decision makes it, before any read
         began = time.process_time()
         array_pieces(partition_snapshot(partition, areas).nodes_json)
         seconds.append(time.process_time() - began)

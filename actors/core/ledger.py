@@ -19,7 +19,6 @@ from actors.core.application import Application
 from actors.core.config import PartitionConfig
 from actors.core.events import PendingEvent
 from actors.core.node import Node, NodeIndex
-from actors.core.nodejson import allocation_json
 from actors.core.plugins import NodePredicates, PlacementView
 from actors.core.preemption import InFlight
 from actors.core.queue import Queue, QueueTree
@@ -445,10 +444,7 @@ class Ledger:
             allocation.last_failure = ""
         allocation.node_id = node.node_id
         allocation.allocation_time = self.clock.now_ns()
-        allocation.picture = None
-        # A decision's JSON for /nodes made now, while its fields are at hand: made by a read after the
-        # cycle it cost four times as much (a recovery's bookings leave theirs to the first read)
-        allocation.json = allocation_json(allocation) if decided else None
+        allocation.picture = allocation.json = None
         allocation.booked = next(self._sequence)
         if not self.usage.tracks(app.application_id):
             self._start_running(app, queue)
