@@ -58,10 +58,11 @@ def foreign_allocation(a: AllocationSnapshot) -> dict:
             "nodeId": a.node_id, "preemptable": a.preemptable}
 
 
-# A live allocation's JSON is made for each allocation a node lists (at its booking, or by the first read
-# after it changed), so each step counts: what allocations of one application, shape and priority share, the
-# runs of their JSON from the resource to the node's name and from the application's name to the end, is
-# serialized once and kept, and handed to the serializer as two fragments among the fields of its own.
+# A live allocation's JSON is made by the first read of /nodes after its booking or a change, for every
+# allocation a changed node gained, so each step counts: what allocations of one application, shape,
+# priority and flags share, the runs of their JSON from the resource to the node's name and from the
+# application's name to the end, is serialized once and kept, and handed to the serializer as two
+# fragments among the fields of its own.
 SHARED_KEPT = 16384
 # (resource's id, priority, application, its flags) -> (that resource, the two runs); shared by partitions
 # of other threads as ``_usages`` is
