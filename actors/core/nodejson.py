@@ -58,6 +58,49 @@ def foreign_allocation(a: AllocationSnapshot) -> dict:
             "nodeId": a.node_id, "preemptable": a.preemptable}
 
 
+# A live allocation's JSON is made by the first read of /nodes after its booking or a change, for every
+# allocation a changed node gained, so each step counts: what allocations of one application, shape,
+# priority and flags share, the runs of their JSON from the resource to the node's name and from the
+# application's name to the end, is serialized once and kept, and handed to the serializer as two
+# fragments among the fields of its own.
+SHARED_KEPT = 16384
+# (resource's id, priority, application, its flags) -> (that resource, the two runs); shared by partitions
+# of other threads as ``_usages`` is
+_shared: dict[tuple, tuple[object, orjson.Fragment, orjson.Fragment]] = {}
+
+
+def _share(key: tuple, a) -> tuple[object, orjson.Fragment, orjson.Fragment]:
+    fields = orjson.dumps(allocation_fields("", _NO_TAGS, 0, 0, a.resource, a.priority, "", a.application_id,
+                                            a.placeholder, a.task_group, a.originator, a.placeholder_used,
+                                            a.preempted))
+    # Each name below is found where the field is: inside a string a quote is escaped.
+    resource, node, application = (fields.index(name) + len(name) for name in (
+        b',"resource":', b',"nodeId":', b',"applicationId":'))
+    kept = (a.resource, orjson.Fragment(fields[resource:node - len(b',"nodeId":')]),
+            orjson.Fragment(fields[application:-1]))
+    if len(_shared) >= SHARED_KEPT:
+        _shared.clear()
+    _shared[key] = kept
+    return kept
+
+
+def allocation_json(a) -> bytes:
+    """The JSON of live allocation ``a`` as a node lists it, kept with it until a field it shows changes
+    (its tags dict is never changed once made)."""
+    resource = a.resource
+    key = (id(resource), a.priority, a.application_id, a.placeholder, a.placeholder_used, a.task_group,
+           a.preempted, a.originator)
+    shared = _shared.get(key)
+    if shared is None or shared[0] is not resource:
+        shared = _share(key, a)
+    requested, allocated = a.request_time, a.allocation_time
+    json = a.json = orjson.dumps({
+        "allocationKey": a.key, "allocationTags": a.tags or _NO_TAGS, "requestTime": requested,
+        "allocationTime": allocated, "allocationDelay": allocated - requested if allocated > requested else 0,
+        "resource": shared[1], "nodeId": a.node_id, "applicationId": shared[2]})
+    return json
+
+
 # A node's fields in three runs around its allocations, in the order a node's JSON gives them: what
 # rarely changes, its usage, and the rest. Each takes a live node or its picture alike.
 def node_identity(n) -> dict:
@@ -79,6 +122,7 @@ _ALLOCATIONS = b',"allocations":['
 # The state fields of a node without foreign pods or reservations (most), without the opening brace:
 # serialized once (rest.fragments ends a pictured node with them too)
 PLAIN_STATES = {schedulable: orjson.dumps(node_state([], schedulable, ()))[1:] for schedulable in (False, True)}
+_CLOSED = {schedulable: b"]," + state for schedulable, state in PLAIN_STATES.items()}  # ending its allocations
 
 
 USAGES_KEPT = 4096
@@ -101,7 +145,7 @@ class NodeJson:
     def __init__(self, picture) -> None:
         self.picture = picture
         # node id -> (the node, its attributes, capacity and their JSON, its edits and allocations counted
-        # at the time, its JSON, where its allocations' JSON begins and ends in it)
+        # at the time, its allocations' JSON: a view of them in its JSON)
         self.entries: dict[str, tuple] = {}
 
     def prune(self, node_ids: Iterable[str]) -> None:
@@ -110,54 +154,48 @@ class NodeJson:
         if len(self.entries) > 2 * len(kept) + 1000:
             self.entries = {name: entry for name, entry in self.entries.items() if name in kept}
 
-    @staticmethod
-    def _json(a) -> bytes:
-        """The JSON of live allocation ``a``, kept with it (its tags dict is never changed once made)."""
-        json = a.json = orjson.dumps(allocation_fields(
-            a.key, a.tags or _NO_TAGS, a.request_time, a.allocation_time, a.resource, a.priority, a.node_id,
-            a.application_id, a.placeholder, a.task_group, a.originator, a.placeholder_used, a.preempted))
-        return json
-
     def render(self, node) -> bytes:
         capacity, allocated, occupied, allocations = node.capacity, node.allocated, node.occupied, node.allocations
         kept = self.entries.get(node.node_id)
         if kept is None or kept[0] is not node:
-            kept = (node, None, None, b"", -1, 0, b"", 0, 0)
+            kept = (node, None, None, b"", -1, 0, b"")
         identity = kept[3]
         if kept[1] is not node.attributes or kept[2] is not capacity:
             identity = orjson.dumps(node_identity(node))[:-1] + b","
         # Nodes of one machine type share their capacity's vector, and their usage repeats (pods of a
         # workload share a shape): its JSON is kept by those values, the capacity held so its id stays its own.
-        key = (id(capacity), *allocated._q.items(), None, *occupied._q.items())
+        key = ((id(capacity), *allocated._q.items(), None, *occupied._q.items()) if occupied._q
+               else (id(capacity), *allocated._q.items()))
         usage = _usages.get(key)
         if usage is None or usage[0] is not capacity:
             available = capacity - allocated - occupied if occupied else capacity - allocated
-            json = orjson.dumps(node_usage(allocated, occupied, available, utilized(capacity, allocated)))[1:-1]
+            json = orjson.dumps(node_usage(allocated, occupied, available, utilized(capacity, allocated)))
             if len(_usages) >= USAGES_KEPT:
                 _usages.clear()
-            usage = _usages[key] = (capacity, json)
+            usage = _usages[key] = (capacity, json[1:-1] + _ALLOCATIONS)
         usage = usage[1]
         count, before = len(allocations), kept[5]
         if kept[4] == node.edits and before <= count:
-            joined = (memoryview(kept[6])[kept[7]:kept[8]],)  # its allocations in its last JSON
             if count == before + 1:  # the usual: one gained since
                 last = next(reversed(allocations.values()))
-                joined = (*joined, b",", last.json or self._json(last)) if before else (last.json or self._json(last),)
+                last = last.json or allocation_json(last)
+                joined = (kept[6], b",", last) if before else (last,)
             elif count > before:
                 gained = list(islice(reversed(allocations.values()), count - before))
                 gained.reverse()
-                parts = [a.json or self._json(a) for a in gained]
-                joined = (*joined, b",", b",".join(parts)) if before else (b",".join(parts),)
+                parts = b",".join([a.json or allocation_json(a) for a in gained])
+                joined = (kept[6], b",", parts) if before else (parts,)
+            else:
+                joined = (kept[6],)
         else:
-            joined = (b",".join([a.json or self._json(a) for a in allocations.values()]),)
+            joined = (b",".join([a.json or allocation_json(a) for a in allocations.values()]),)
         if node.foreign or node.held_by:
             foreign = [foreign_allocation(a.picture or self.picture(a)) for a in node.foreign.values()]
             held = (node.held_by,) if node.held_by else ()
-            state = orjson.dumps(node_state(foreign, node.schedulable, held))[1:]
+            state = b"]," + orjson.dumps(node_state(foreign, node.schedulable, held))[1:]
         else:
-            state = PLAIN_STATES[node.schedulable]
-        json = b"".join((identity, usage, _ALLOCATIONS, *joined, b"],", state))
-        start = len(identity) + len(usage) + len(_ALLOCATIONS)
-        self.entries[node.node_id] = (node, node.attributes, capacity, identity, node.edits, count, json, start,
-                                      len(json) - len(state) - 2)
+            state = _CLOSED[node.schedulable]
+        json = b"".join((identity, usage, *joined, state))
+        self.entries[node.node_id] = (node, node.attributes, capacity, identity, node.edits, count,
+                                      memoryview(json)[len(identity) + len(usage):len(json) - len(state)])
         return json

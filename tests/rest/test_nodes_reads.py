@@ -144,3 +144,29 @@ def test_a_victim_marked_preempted_and_a_node_held_for_its_preemptor_reach_the_n
     node = _read(core, client)[target]
     assert not set(victims) & set(_shown(node)) and "ds-0" in _shown(node)
     assert node["isReserved"] is False and node["reservations"] == []
+
+
+def test_allocations_of_any_name_shape_and_flags_read_as_their_whole_rendering(rest):
+    """Allocations share parts of their JSON by application, shape, priority and flags: each must still
+    read as its own, whatever its names hold (quotes, backslashes, the text of a field's name, non-ASCII)."""
+    core, client = rest
+    core.nodes(2, vcore=64000, memory=64 * 2**30)
+    odd = 'app,"nodeId":"x\\"é'
+    for app in ("app-1", odd):
+        core.app(app, queue="root.team", user="alice")
+    shown = []
+    shown += core.asks("app-1", 2, vcore=100)
+    shown += core.asks("app-1", 2, vcore=100, priority=7, prefix='k"\\,"resource":{}-', tags={"a\"b": "ü\n"})
+    shown += core.asks(odd, 2, vcore=100, prefix="odd-")  # the same shape and priority, another application
+    shown += core.asks(odd, 1, vcore=300, memory=2**20, prefix="small-")
+    _allocation(core, "plain-0", 100, applicationID="app-1")
+    _allocation(core, "originator-0", 100, applicationID="app-1", originator=True)  # else as plain-0
+    _allocation(core, "placeholder-0", 100, applicationID="app-1", placeholder=True, taskGroupName='g"1')
+    read = [a for node in _read(core, client).values() for a in node["allocations"]]
+    by_key = {a["allocationKey"]: a for a in read}
+    assert set(by_key) == {*shown, "plain-0", "originator-0", "placeholder-0"}
+    assert by_key[shown[2]]["priority"] == "7" and by_key[shown[2]]["allocationTags"] == {"a\"b": "ü\n"}
+    assert by_key[shown[4]]["applicationId"] == odd and by_key[shown[0]]["applicationId"] == "app-1"
+    assert by_key["originator-0"]["originator"] is True and by_key["plain-0"]["originator"] is False
+    assert by_key["placeholder-0"]["placeholder"] is True and by_key["placeholder-0"]["taskGroupName"] == 'g"1'
+    assert by_key[shown[6]]["resource"] == {"vcore": 300, "memory": 2**20}
