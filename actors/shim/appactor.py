@@ -82,7 +82,7 @@ from actors.shim.messages import (
 )
 from actors.shim.placeholders import Allowance, PlaceholderSettings, allowance
 from actors.shim.pods import FAILED, PodRecord
-from actors.shim.state import AppView, PodView, StateBoard
+from actors.shim.state import AppView, PodView, StateBoard, pod_view
 from si import constants, si_pb2
 from si.states import ApplicationState as CoreState
 from si.states import Reason
@@ -141,7 +141,7 @@ class Task:
 
     def view(self) -> PodView:
         pod = self.pod
-        return PodView(pod.uid, pod.namespace, pod.name, pod.app_id, self.state, self.node, False)
+        return pod_view(pod.uid, pod.namespace, pod.name, pod.app_id, self.state, self.node, False)
 
 
 class ApplicationActor(PooledActor):
@@ -219,17 +219,21 @@ class ApplicationActor(PooledActor):
 
     def on_TaskUpdates(self, msg: TaskUpdates) -> None:
         tasks = self._tasks
+        ended = self.state in APP_TERMINAL  # read again after what may end the application
         for update in msg.updates:
             pod = update.pod
             if update.deleted:
                 self._contained(pod, self._task_gone, pod)
-            elif pod.uid in tasks or not pod.node_name or pod.invalid or pod.terminated or self.state in APP_TERMINAL:
+                ended = self.state in APP_TERMINAL
+            elif pod.uid in tasks or not pod.node_name or pod.invalid or pod.terminated or ended:
                 self._contained(pod, self._task_seen, update)
+                ended = self.state in APP_TERMINAL
             else:  # a new task already on a node (a recovery's every pod): what ``_task_seen`` would do, directly
                 try:  # as ``_contained``; nothing is sent to withdraw
                     self._bound_task(pod, update.priority)
                 except Exception as error:
                     self._task_failed(pod, error)
+                    ended = self.state in APP_TERMINAL
         # Upstream's shim keeps an application whose pods are gone until the core, which had its asks or
         # allocations, completes it (Completing, then Completed after its timer); one it never asked for
         # would never complete there, so it is removed at once.

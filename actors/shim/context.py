@@ -77,10 +77,11 @@ from actors.shim.messages import (
     ShimStateRequest,
     Shutdown,
     Stopped,
-    TaskUpdate,
     ToCore,
     Unplaced,
     Updated,
+    placed_pod,
+    task_update,
 )
 from actors.shim.nodeactor import NodeActor
 from actors.shim.nodes import NodeRecord
@@ -435,7 +436,7 @@ class ShimContext(Actor):
                     except Exception as error:
                         self._object_failed(kinds.PODS, pod, error)
                 if pod.node_name:
-                    placed_on(pod.node_name).append(PlacedPod(resolved, priority, True, not managed or left_aside(pod),
+                    placed_on(pod.node_name).append(placed_pod(resolved, priority, True, not managed or left_aside(pod),
                                                               originator is pod))
             except Exception as error:
                 self._object_failed(kinds.PODS, pod, error)
@@ -562,7 +563,7 @@ class ShimContext(Actor):
                 placeholders=self._config.settings.placeholders if self._config else None, pod_slots=self._pod_slots,
                 supervisor=self._supervisor)
             routed = self._app_pods[pod.app_id] = set()
-        self._mail.to_app(self._apps[pod.app_id], TaskUpdate(pod, priority, deleted))
+        self._mail.to_app(self._apps[pod.app_id], task_update(pod, priority, deleted))
         if not deleted:
             routed.add(pod.uid)
             self._pod_app[pod.uid] = pod.app_id

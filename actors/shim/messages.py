@@ -11,7 +11,7 @@ from typing import Any
 
 import pykka
 
-from actors.base import message
+from actors.base import constructor, message
 from actors.shim.gang import TaskGroup
 from actors.shim.nodes import NodeRecord
 from actors.shim.placeholders import PlaceholderSettings
@@ -31,6 +31,9 @@ class PlacedPod:
     report: bool
     foreign: bool = False
     originator: bool = False  # the pod that declared its application (see translate.allocation)
+
+
+placed_pod = constructor(PlacedPod)  # as ``PlacedPod(...)``, at half the cost: a recovery makes one a pod
 
 
 @message
@@ -357,6 +360,9 @@ class TaskUpdate:
     pod: PodRecord
     priority: int
     deleted: bool = False
+
+
+task_update = constructor(TaskUpdate)  # as ``TaskUpdate(...)``, at half the cost: a recovery makes one a pod
 
 
 @message

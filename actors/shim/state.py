@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from actors.base import message
+from actors.base import constructor, message
 from actors.shim.lifecycle import SchedulerState, TaskState
 from si.resources import Resource
 
@@ -54,6 +54,9 @@ class PodView:
     state: str
     node: str
     foreign: bool
+
+
+pod_view = constructor(PodView)  # as ``PodView(...)``, at half the cost: a view is made for every pod
 
 
 @dataclass(frozen=True, slots=True)

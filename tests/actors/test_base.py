@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from actors.base import Actor, ActorFailed, Supervision, live_actors, message, slot_setter
+from actors.base import Actor, ActorFailed, Supervision, constructor, live_actors, message, slot_setter
 from tests.waiting import wait_for
 
 
@@ -214,3 +214,14 @@ def test_a_constructor_of_slots_makes_what_the_dataclass_makes_and_as_frozen(cls
     with pytest.raises(dataclasses.FrozenInstanceError):
         del made.name
     assert not hasattr(made, "__dict__")
+
+
+def test_a_message_constructor_takes_what_the_message_class_takes():
+    make = constructor(Placed)
+    assert make("p") == Placed("p") and type(make("p")) is Placed
+    assert make("p", "n1", count=2) == Placed("p", "n1", 2)
+    assert hash(make("p", "n1")) == hash(Placed("p", "n1"))
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'name'"):
+        make()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        make("p").node = "n2"
