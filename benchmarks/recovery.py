@@ -297,14 +297,14 @@ def main() -> None:
     recovery = state.recovery
     listed = phases.seen.get("Recovering", (float("nan"),) * 2)
     print(f"seconds from process start to scheduling on every node: {start_up[0] + seconds:.1f} "
-          f"(CPU seconds of the scheduler process: {start_up[1] + cpu:.1f}; kubesim's meanwhile: {sim_cpu:.1f})")
+          f"(CPU seconds of the scheduler process: {start_up[1] + cpu:.2f}; kubesim's meanwhile: {sim_cpu:.1f})")
     print(f"  start-up (interpreter, the command's imports, connecting, opening the history store; timed in a "
           f"fresh process): {start_up[0]:.2f} (CPU {start_up[1]:.2f})")
-    print(f"  everything listed and registered: {listed[0]:.1f} (CPU {listed[1]:.1f})")
+    print(f"  everything listed and registered: {listed[0]:.1f} (CPU {listed[1]:.2f})")
     print(f"    the informers' threads (reading, decoding and parsing the lists, then watching): pods CPU "
           f"{informers['pods']:.2f}, nodes CPU {informers['nodes']:.2f}")
-    print(f"  Running, every node recovered: {running[0]:.1f} (CPU {running[1]:.1f})")
-    print(f"  the core schedules on every node: {seconds:.1f} (CPU {cpu:.1f})")
+    print(f"  Running, every node recovered: {running[0]:.1f} (CPU {running[1]:.2f})")
+    print(f"  the core schedules on every node: {seconds:.1f} (CPU {cpu:.2f})")
     print(f"    the core's threads (partitions, core scheduler): CPU {sum(core_threads.values()):.2f} ("
           + ", ".join(f"{name} {seconds:.2f}" for name, seconds in core_threads.items()) + ")")
     print(f"recovered: {recovery.pods_recovered} pods, {recovery.nodes_recovered}/{recovery.nodes_total} nodes")
