@@ -102,12 +102,12 @@ def foreign_allocation(pod: PodRecord, priority: int, partition: str = constants
 
 # What the allocations of one workload's pods share (labels and resource are one object for all of them,
 # see ``pods``), built once into a shape that each starts from: a request's allocations are the pods on
-# the nodes at recovery (3.9 us a pod from a copy of the shape against 5.3 built field by field). The shape
-# is kept serialized: merging its bytes into a new allocation (upb parses them in C) costs 1.1 us against
-# 1.6 for copying the message, its tag and resource maps entry by entry (2.7 us a pod in all).
-# Only the outlet builds into requests; bounded as the pods' facts are.
+# the nodes at recovery (3.9 us a pod from a copy of the shape against 5.3 built field by field). A new
+# allocation copies the shape message (``CopyFrom``, in C: 1.0 us) rather than merging its serialized
+# bytes (1.3 us, measured alike), which had replaced copying its tag and resource maps entry by entry.
+# Only the outlet builds into requests, and nothing changes a shape; bounded as the pods' facts are.
 SHAPES_KEPT = 4096
-_shapes: dict[tuple, tuple[bytes, Mapping[str, str], Any]] = {}
+_shapes: dict[tuple, tuple[si_pb2.Allocation, Mapping[str, str], Any]] = {}
 
 
 def _shaped(into: Allocations, pod: PodRecord, priority: int, partition: str, node_id: str, originator: bool,
@@ -119,12 +119,11 @@ def _shaped(into: Allocations, pod: PodRecord, priority: int, partition: str, no
            pod.allow_preemption, pod.preempts, pod.static, priority, partition, originator, foreign)
     shape = _shapes.get(key)
     if shape is None:
-        shape = _shapes[key] = (_shape(pod, priority, partition, originator, foreign).SerializeToString(), labels,
-                                resource)
+        shape = _shapes[key] = (_shape(pod, priority, partition, originator, foreign), labels, resource)
         if len(_shapes) > SHAPES_KEPT:
             del _shapes[next(iter(_shapes))]
     message = into.add()
-    message.MergeFromString(shape[0])
+    message.CopyFrom(shape[0])
     message.allocationKey = pod.uid
     message.nodeID = node_id
     _put_own_tags(message.allocationTags, pod)

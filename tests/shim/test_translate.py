@@ -106,6 +106,31 @@ def test_foreign_allocations_are_tagged_static_or_default_and_have_no_applicatio
     assert "foreign" not in yunikorn.allocationTags
 
 
+def test_allocations_built_into_a_request_are_those_built_alone_pod_by_pod():
+    """The outlet builds a node's pods into its request from shapes their workload shares: each is the
+    allocation built alone, none carrying another's own tags (name, creation time, constraints)."""
+    labels = {"applicationId": "app-1", "team": "x"}
+    pods = [parse_pod(pod_json(name=f"p{i}", node="n1", labels=labels)) for i in range(3)]
+    pods.append(parse_pod(pod_json(name="pinned", node="n1", labels=labels, spec={"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"team": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}}})))
+    foreign = [parse_pod(pod_json(name=f"f{i}", scheduler="default-scheduler", node="n1", owner_kind=kind))
+               for i, kind in enumerate(("Node", "ReplicaSet", "Node"))]
+    request = si_pb2.AllocationRequest()
+    for round_ in range(2):  # the second round from the shapes the first made
+        del request.allocations[:]
+        for i, pod in enumerate(pods):
+            translate.allocation(pod, 5, node_id="n1", originator=i == 0, into=request.allocations)
+        for pod in foreign:
+            translate.foreign_allocation(pod, 0, into=request.allocations)
+        alone = [translate.allocation(pod, 5, node_id="n1", originator=i == 0) for i, pod in enumerate(pods)]
+        alone += [translate.foreign_allocation(pod, 0) for pod in foreign]
+        assert list(request.allocations) == alone, round_
+    tags = [allocation.allocationTags for allocation in request.allocations]
+    assert "antiAffinity" in tags[3][keys.TAG_CONSTRAINTS] and "antiAffinity" not in tags[2][keys.TAG_CONSTRAINTS]
+    assert [t["kubernetes.io/meta/podName"] for t in tags] == ["p0", "p1", "p2", "pinned", "f0", "f1", "f2"]
+
+
 def test_release_names_the_allocation_key():
     pod = parse_pod(pod_json(labels={"applicationId": "a"}))
     release = translate.release(pod, "pod deleted")
