@@ -404,19 +404,29 @@ class ShimContext(Actor):
         """The applications of the pods on nodes first, then one actor per node, each recovering
         itself; ``Running`` (and the pending pods handed over) once every node has recovered."""
         on_node: dict[str, list[PlacedPod]] = defaultdict(list)
-        pods = _by_age(self._pods.values())
         # An application is declared by the pod its placeholders name as their owner, else by its oldest pod
-        # (creation times are whole seconds: the oldest is a guess among pods created together).
-        owners = {pod.app_id: pod.owner_pod for pod in pods if pod.placeholder and pod.owner_pod}
-        pods = [pod for pod in pods if not pod.terminated]  # finished: nothing to schedule or count
+        # (creation times are whole seconds: the oldest is a guess among pods created together). One pass
+        # over the pods besides the sort and the routing: each pass over 100,000 records costs their cache misses.
+        owners: dict[str, str] = {}
         originators: dict[str, PodRecord] = {}
-        ours = list(map(self._managed, pods))
-        for pod, managed in zip(pods, ours, strict=True):
+        pods: list[PodRecord] = []  # not finished: finished ones have nothing to schedule or count
+        ours: list[bool] = []
+        is_managed = self._managed
+        for pod in _by_age(self._pods.values()):
+            if pod.placeholder and pod.owner_pod:
+                owners[pod.app_id] = pod.owner_pod
+            if pod.terminated:
+                continue
+            managed = is_managed(pod)
+            pods.append(pod)
+            ours.append(managed)
             if managed and not pod.placeholder:
-                if owners.get(pod.app_id) == pod.uid:
-                    originators[pod.app_id] = pod
-                else:
-                    originators.setdefault(pod.app_id, pod)
+                originators.setdefault(pod.app_id, pod)
+        for app_id, uid in owners.items():
+            owner = self._pods.get(uid)
+            if (owner is not None and owner.app_id == app_id and not owner.placeholder and not owner.terminated
+                    and is_managed(owner)):
+                originators[app_id] = owner
         resolve, route, placed_on, left_aside = self._resolved, self._route_to_app, on_node.__getitem__, self._left_aside
         priorities = self._priority_classes
         for pod, managed in zip(pods, ours, strict=True):

@@ -712,3 +712,23 @@ def test_an_application_actor_ended_just_before_the_context_stops_has_stopped_on
     gate.set()
     stopping.get(timeout=10)
     assert pykka.ActorRegistry.get_by_class(ApplicationActor) == []
+
+
+def test_recovery_declares_an_application_by_the_pod_its_placeholders_name_else_by_its_oldest_pod(shim):
+    """upstream's Task.IsOriginator at recovery: the owner its placeholders name (even a younger pod),
+    else the oldest pod (by uid among pods created together); never a placeholder."""
+    from actors.shim import keys
+    from actors.shim.placeholders import placeholder_name
+
+    def uid(n: int) -> str:
+        return f"00000000-0000-0000-0000-{n:012d}"
+
+    older = pod_json("older", node="n1", labels={"applicationId": "app-1"}, uid=uid(1))
+    driver = pod_json("driver", node="n1", labels={"applicationId": "app-1"}, uid=uid(3))
+    holder = pod_json(placeholder_name("app-1", "g"), node="n1", labels={"applicationId": "app-1"}, uid=uid(0),
+                      annotations={keys.ANNOTATION_PLACEHOLDER: "true", keys.ANNOTATION_TASK_GROUP_NAME: "g"})
+    holder["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "driver", "uid": uid(3)}]
+    first, second = (pod_json(f"w{n}", node="n1", labels={"applicationId": "app-2"}, uid=uid(n)) for n in (2, 4))
+    shim.list_all(pods=[second, driver, holder, first, older], nodes=[node_json("n1")])
+    flagged = {a.allocationKey: a.originator for r in shim.core.of("allocation") for a in r.allocations if a.nodeID}
+    assert flagged == {uid(1): False, uid(3): True, uid(0): False, uid(2): True, uid(4): False}
