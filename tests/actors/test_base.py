@@ -1,6 +1,7 @@
 """The actor conventions: typed messages, dispatch, failure reports, no leaked actors."""
 
 import dataclasses
+import sys
 import threading
 
 import pytest
@@ -166,6 +167,15 @@ class Placed:
 
 
 @message
+class Explained:
+    """A message of plain fields with a docstring: ``message`` makes its methods itself."""
+
+    name: str
+    node: str = "nowhere"
+    count: int = 0
+
+
+@message
 class Grouped:
     names: tuple = ()
     extra: list = dataclasses.field(default_factory=list)
@@ -187,6 +197,56 @@ def test_a_message_is_made_as_its_dataclass_would_make_it():
     assert hash(Placed("p", "n1")) == hash(Placed("p", "n1"))
     # A factory and a __post_init__ are the dataclass's to run.
     assert Grouped(["a"]) == Grouped(("a",), []) and Grouped().extra is not Grouped().extra
+
+
+def _declared_messages() -> list[type]:
+    """Every message of the modules the command imports whose methods ``message`` made itself."""
+    import actors.cli  # noqa: F401 - the command's modules, all of them
+
+    found = sorted({value for name, module in list(sys.modules.items()) if module is not None
+                    and name.split(".")[0] in ("actors", "si") for value in vars(module).values()
+                    if isinstance(value, type) and value.__module__ == name and dataclasses.is_dataclass(value)
+                    and getattr(value.__eq__, "__code__", None) is ActorFailed.__eq__.__code__},
+                   key=lambda cls: (cls.__module__, cls.__qualname__))
+    assert len(found) > 50
+    return [*found, Add, Total, Placed, Explained]
+
+
+def _twin(cls: type) -> type:
+    """``cls`` as the dataclass alone declares it."""
+    namespace = {"__annotations__": dict(cls.__annotations__), "__doc__": cls.__doc__, "__module__": cls.__module__,
+                 "__qualname__": cls.__qualname__}
+    namespace.update((f.name, f.default) for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING)
+    return dataclasses.dataclass(frozen=True, slots=True)(type(cls.__name__, (), namespace))
+
+
+@pytest.mark.parametrize("cls", _declared_messages(), ids=lambda cls: f"{cls.__module__}.{cls.__qualname__}")
+def test_every_message_compares_hashes_and_shows_as_its_dataclass_would(cls):
+    twin = _twin(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    assert names == [f.name for f in dataclasses.fields(twin)] and cls.__match_args__ == twin.__match_args__
+    assert cls.__doc__ == twin.__doc__
+    values = {name: (index, f"v{index}") for index, name in enumerate(names)}
+    made, reference = cls(**values), twin(**values)
+    assert (repr(made), hash(made)) == (repr(reference), hash(reference))
+    assert made == cls(**values) and not made != cls(**values)
+    assert made != reference and reference != made  # another class, even of the same fields
+    for name in names:
+        other = cls(**{**values, name: "changed"})
+        assert (made == other, hash(made) == hash(other)) == (False, False)
+        assert repr(other) == repr(twin(**{**values, name: "changed"}))
+    for name in names:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(made, name, 1)
+
+
+def test_a_message_that_holds_itself_shows_as_its_dataclass_would():
+    held = []
+    looped, twin = Explained("p", held, 1), _twin(Explained)("p", held, 1)
+    held.append(looped)
+    assert repr(looped) == "Explained(name='p', node=[...], count=1)"
+    held[0] = twin
+    assert repr(twin) == "Explained(name='p', node=[...], count=1)"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
