@@ -1,6 +1,8 @@
 """The actor conventions: typed messages, dispatch, failure reports, no leaked actors."""
 
+import copy
 import dataclasses
+import pickle
 import sys
 import threading
 
@@ -236,8 +238,15 @@ def test_every_message_compares_hashes_and_shows_as_its_dataclass_would(cls):
         assert (made == other, hash(made) == hash(other)) == (False, False)
         assert repr(other) == repr(twin(**{**values, name: "changed"}))
     for name in names:
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            setattr(made, name, 1)
+        for change in (lambda value, name=name: setattr(value, name, 1), lambda value, name=name: delattr(value, name)):
+            with pytest.raises(dataclasses.FrozenInstanceError) as refused:
+                change(made)
+            with pytest.raises(dataclasses.FrozenInstanceError) as reference_refused:
+                change(reference)
+            assert str(refused.value) == str(reference_refused.value)
+        assert getattr(made, name) == values[name]
+    for copied in (copy.copy(made), copy.deepcopy(made), pickle.loads(pickle.dumps(made))):
+        assert type(copied) is cls and copied == made and repr(copied) == repr(made)
 
 
 def test_a_message_that_holds_itself_shows_as_its_dataclass_would():
