@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import operator
 import queue
@@ -37,18 +38,41 @@ T = TypeVar("T")
 
 def message(cls: type[T]) -> type[T]:
     """Declare an actor message: a frozen, slotted dataclass (``@message class Tick: now: float``)."""
-    if cls.__doc__ and _plain_fields(cls):
-        # Its methods are made here without compiling any (``_set_through_slots``, ``_frozen_methods``): the
-        # dataclass compiles each for each class, some 0.3 ms a message of the command's start-up.
-        declared = dataclasses.dataclass(slots=True, init=False, repr=False, eq=False)(cls)
+    return record(cls)
+
+
+def record(cls: type[T] | None = None, /, *, weakref_slot: bool = False) -> Any:
+    """A frozen, slotted dataclass (``weakref_slot``: one an instance can be weakly referred to by).
+
+    A class of plain fields (values with at most a default) gets every method made here without
+    compiling one (``_set_through_slots``, ``_frozen_methods``), alike in what it does to the dataclass's:
+    the dataclass compiles each for each class, some 0.3 ms a class of the command's start-up. Its
+    ``__dataclass_params__`` say not frozen; no dataclass may derive from it. Any other class is the
+    dataclass's, with ``_set_through_slots``'s ``__init__`` where its fields allow."""
+    if cls is None:
+        return lambda declared: record(declared, weakref_slot=weakref_slot)
+    if _plain_fields(cls):
+        documented = bool(cls.__doc__)
+        cls.__doc__ = cls.__doc__ or "undocumented"  # the dataclass would read the signature of no __init__
+        declared = dataclasses.dataclass(slots=True, init=False, repr=False, eq=False, weakref_slot=weakref_slot)(cls)
+        if not documented:
+            declared.__doc__ = _signature_doc(declared)
         _set_through_slots(declared)
         if "__init__" not in declared.__dict__:
-            raise TypeError(f"message {cls.__qualname__}: its fields need the dataclass's __init__")
+            raise TypeError(f"{cls.__qualname__}: its fields need the dataclass's __init__")
         _frozen_methods(declared)
         return declared
-    declared = dataclasses.dataclass(frozen=True, slots=True)(cls)
+    declared = dataclasses.dataclass(frozen=True, slots=True, weakref_slot=weakref_slot)(cls)
     _set_through_slots(declared)
     return declared
+
+
+def _signature_doc(cls: type) -> str:
+    """The docstring the dataclass gives a class without one: its name and its ``__init__``'s signature."""
+    return cls.__name__ + str(inspect.Signature([
+        inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=f.type,
+                          default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default)
+        for f in dataclasses.fields(cls)]))
 
 
 def _plain_fields(cls: type) -> bool:

@@ -5,10 +5,11 @@ import dataclasses
 import pickle
 import sys
 import threading
+import weakref
 
 import pytest
 
-from actors.base import Actor, ActorFailed, Supervision, live_actors, message, slot_setter
+from actors.base import Actor, ActorFailed, Supervision, live_actors, message, record, slot_setter
 from tests.waiting import wait_for
 
 
@@ -177,6 +178,12 @@ class Explained:
     count: int = 0
 
 
+@record(weakref_slot=True)
+class Watched:
+    name: str
+    size: int = 1
+
+
 @message
 class Grouped:
     names: tuple = ()
@@ -201,30 +208,34 @@ def test_a_message_is_made_as_its_dataclass_would_make_it():
     assert Grouped(["a"]) == Grouped(("a",), []) and Grouped().extra is not Grouped().extra
 
 
-def _declared_messages() -> list[type]:
-    """Every message of the modules the command imports whose methods ``message`` made itself."""
+def _declared_records() -> list[type]:
+    """Every class of the modules the command imports (and the REST's) whose methods ``record`` made itself."""
     import actors.cli  # noqa: F401 - the command's modules, all of them
+    import rest.app  # noqa: F401
 
     found = sorted({value for name, module in list(sys.modules.items()) if module is not None
-                    and name.split(".")[0] in ("actors", "si") for value in vars(module).values()
+                    and name.split(".")[0] in ("actors", "rest") for value in vars(module).values()
                     if isinstance(value, type) and value.__module__ == name and dataclasses.is_dataclass(value)
                     and getattr(value.__eq__, "__code__", None) is ActorFailed.__eq__.__code__},
                    key=lambda cls: (cls.__module__, cls.__qualname__))
-    assert len(found) > 50
-    return [*found, Add, Total, Placed, Explained]
+    assert len(found) > 100
+    return [*found, Add, Total, Placed, Explained, Watched]
 
 
 def _twin(cls: type) -> type:
-    """``cls`` as the dataclass alone declares it."""
-    namespace = {"__annotations__": dict(cls.__annotations__), "__doc__": cls.__doc__, "__module__": cls.__module__,
-                 "__qualname__": cls.__qualname__}
+    """``cls`` as the dataclass alone declares it (the docstring it makes of the signature, where none was written)."""
+    written = None if cls.__doc__.startswith(f"{cls.__name__}(") else cls.__doc__
+    namespace = {"__annotations__": {f.name: f.type for f in dataclasses.fields(cls)}, "__doc__": written,
+                 "__module__": cls.__module__, "__qualname__": cls.__qualname__}
     namespace.update((f.name, f.default) for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING)
-    return dataclasses.dataclass(frozen=True, slots=True)(type(cls.__name__, (), namespace))
+    weakref = cls.__weakrefoffset__ != 0
+    return dataclasses.dataclass(frozen=True, slots=True, weakref_slot=weakref)(type(cls.__name__, (), namespace))
 
 
-@pytest.mark.parametrize("cls", _declared_messages(), ids=lambda cls: f"{cls.__module__}.{cls.__qualname__}")
-def test_every_message_compares_hashes_and_shows_as_its_dataclass_would(cls):
+@pytest.mark.parametrize("cls", _declared_records(), ids=lambda cls: f"{cls.__module__}.{cls.__qualname__}")
+def test_every_record_compares_hashes_and_shows_as_its_dataclass_would(cls):
     twin = _twin(cls)
+    assert cls.__weakrefoffset__ == twin.__weakrefoffset__ and cls.__slots__ == twin.__slots__
     names = [f.name for f in dataclasses.fields(cls)]
     assert names == [f.name for f in dataclasses.fields(twin)] and cls.__match_args__ == twin.__match_args__
     assert cls.__doc__ == twin.__doc__
@@ -247,6 +258,13 @@ def test_every_message_compares_hashes_and_shows_as_its_dataclass_would(cls):
         assert getattr(made, name) == values[name]
     for copied in (copy.copy(made), copy.deepcopy(made), pickle.loads(pickle.dumps(made))):
         assert type(copied) is cls and copied == made and repr(copied) == repr(made)
+
+
+def test_a_record_with_a_weakref_slot_is_weakly_referred_to_and_undocumented_shows_its_signature():
+    watched = Watched("w")
+    assert weakref.ref(watched)() is watched and not hasattr(watched, "__dict__")
+    assert Watched.__doc__ == "Watched(name: str, size: int = 1)" == _twin(Watched).__doc__
+    assert dataclasses.replace(watched, size=2) == Watched("w", 2)
 
 
 def test_a_message_that_holds_itself_shows_as_its_dataclass_would():
