@@ -267,6 +267,23 @@ def test_a_record_with_a_weakref_slot_is_weakly_referred_to_and_undocumented_sho
     assert dataclasses.replace(watched, size=2) == Watched("w", 2)
 
 
+def test_a_records_first_instance_is_made_or_refused_as_every_other():
+    """Its ``__init__`` is compiled when the first instance is made, even one its arguments refuse."""
+    @record
+    class Fresh:
+        """Never made before."""
+
+        name: str
+        size: int = 1
+
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'name'"):
+        Fresh()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        Fresh("f", colour="red")
+    first, second = Fresh("f"), Fresh(name="f", size=1)
+    assert first == second and (first.name, first.size) == ("f", 1) and Fresh.__init__ is Fresh("g").__init__.__func__
+
+
 def test_a_message_that_holds_itself_shows_as_its_dataclass_would():
     held = []
     looped, twin = Explained("p", held, 1), _twin(Explained)("p", held, 1)
