@@ -90,8 +90,7 @@ def _frozen_methods(cls: type) -> None:
     """The methods the dataclass gives a frozen slotted class of plain fields (``__eq__``, ``__hash__``,
     ``__repr__``, ``__setattr__`` and ``__delattr__`` refusing with ``FrozenInstanceError``, and the state
     that copies and pickles take), alike in what they do, made from one getter of the fields' values
-    rather than compiled for the class. Its ``__dataclass_params__`` say not frozen: no dataclass derives
-    from a message."""
+    rather than compiled for the class (``record``)."""
     names = tuple(field.name for field in dataclasses.fields(cls))
     values: Callable[[Any], tuple] = (
         operator.attrgetter(*names) if len(names) > 1 else
