@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from actors.base import record
 
 WILDCARD = "*"
 # The names a configuration may give users and groups (limits, placement filters): yunikorn-core's
@@ -22,7 +23,7 @@ _ACL_USER = re.compile(r"^[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?\Z")
 _ACL_GROUP = re.compile(r"^[_a-zA-Z][a-zA-Z0-9_-]*\Z")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ACL:
     """A parsed ACL; ``allows`` answers whether a user with these groups is admitted."""
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from actors.base import record
 from actors.core import usergroups, yamlsafe
 from actors.core.acl import ACL, GROUP_NAME, USER_NAME, WILDCARD
 from si.bounded import LIMIT, elide, shown
@@ -86,13 +87,13 @@ def _no_properties() -> Mapping[str, str]:
     return MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ResourcesConfig:
     guaranteed: Resource | None = None
     max: Resource | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LimitConfig:
     limit: str
     users: tuple[str, ...]
@@ -131,7 +132,7 @@ class QueueProperties(Mapping[str, str]):
 NO_PROPERTIES = QueueProperties()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ChildTemplate:
     max_applications: int | None
     properties: QueueProperties
@@ -156,14 +157,14 @@ class QueueConfig:
         return not self.parent and not self.queues
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FilterConfig:
     type: str
     users: tuple[str, ...]
     groups: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PlacementRuleConfig:
     name: str
     create: bool = False
@@ -178,7 +179,7 @@ class NodeSortPolicyConfig:
     resource_weights: Mapping[str, float] = field(default_factory=lambda: DEFAULT_WEIGHTS)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PreemptionConfig:
     enabled: bool = True
     quota_preemption_enabled: bool = False

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from actors.base import record
 from actors.core.snapshot import HealthCheck, HealthReport
 from si.resources import total
 
@@ -31,7 +31,7 @@ CHECK_NAMES = (SCHEDULING_ERRORS, FAILED_NODES, NEGATIVE, CONSISTENCY, RESERVATI
                ORPHANS_ON_APP)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PartitionHealth:
     """What one partition found wrong; every entry names the object (and what is wrong with it)."""
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from dataclasses import dataclass
+
+from actors.base import record
 
 SAMPLE_PERIOD = 60.0  # seconds, as upstream's internal metrics collector
 RING_SIZE = 1440  # samples, as upstream's default metricsHistorySize
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HistorySample:
     timestamp: int  # nanoseconds since the epoch
     total_applications: int

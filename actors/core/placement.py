@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from actors.base import record
 from actors.core.acl import ACL, GROUP_NAME, USER_NAME
 from actors.core.config import (
     QUEUE_NAME,
@@ -70,7 +71,7 @@ class AppPlacementInfo:
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Placement:
     """Where the application goes; ``create``: the caller creates that leaf (and missing parents)."""
 

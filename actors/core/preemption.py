@@ -30,8 +30,8 @@ across nodes, the fewest victims, then the lowest top priority.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
 
+from actors.base import record
 from actors.core.allocation import Allocation
 from actors.core.application import Application
 from actors.core.node import Node
@@ -42,7 +42,7 @@ MAX_PER_QUEUE = 10  # preempting asks of one queue per scheduling cycle, as upst
 FEASIBLE_NODES = 16  # nodes with a workable victim set compared before the best one is taken
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Plan:
     """Victims on ``node`` whose room ``ask`` takes once they are gone."""
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 
 from actors import loglevels
+from actors.base import record
 from si import settings as registry
 from si.bounded import shown
 
@@ -31,7 +32,7 @@ class SettingsError(ValueError):
     """A setting with a value the scheduler cannot use; the configuration in force stays."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CoreSettings:
     """The core's settings, with upstream's defaults (durations in seconds)."""
 

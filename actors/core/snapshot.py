@@ -7,9 +7,9 @@ Times are nanoseconds since the epoch (0: unset); resources are :class:`si.resou
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from actors.base import record
 from si.resources import Resource
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class AllocationSnapshot(NamedTuple):
     preempted: bool = False  # released by preemption, its pod not yet gone
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AskSnapshot:
     allocation_key: str
     allocation_tags: Mapping[str, str]
@@ -67,7 +67,7 @@ class AskSnapshot:
     triggered_preemption: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PlaceholderSnapshot:
     task_group_name: str
     count: int
@@ -76,7 +76,7 @@ class PlaceholderSnapshot:
     timed_out: int
 
 
-@dataclass(frozen=True, slots=True, weakref_slot=True)  # readers cache by identity
+@record(weakref_slot=True)  # readers cache by identity
 class ApplicationSnapshot:
     application_id: str
     partition: str
@@ -99,7 +99,7 @@ class ApplicationSnapshot:
     backoff_deadline: int = 0  # ns since the epoch until which its queue's ask backoff skips it; 0: none
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class QueueSnapshot:
     queue_name: str
     status: str
@@ -140,7 +140,7 @@ class QueueSnapshot:
         return None
 
 
-@dataclass(frozen=True, slots=True, weakref_slot=True)  # readers cache by identity
+@record(weakref_slot=True)  # readers cache by identity
 class NodeSnapshot:
     node_id: str
     host_name: str
@@ -158,7 +158,7 @@ class NodeSnapshot:
     reservations: tuple[str, ...] = ()  # the ask holding the node: reserved, or waiting for its victims
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HealthCheck:
     name: str
     succeeded: bool
@@ -166,13 +166,13 @@ class HealthCheck:
     diagnosis_message: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HealthReport:
     healthy: bool
     checks: tuple[HealthCheck, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PartitionSnapshot:
     name: str
     cluster_id: str
@@ -205,7 +205,7 @@ class PartitionSnapshot:
     nodes_json: tuple[bytes, ...] | None = None  # NODES_JSON only
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CoreSnapshot:
     taken_at: int
     rm_id: str

@@ -11,13 +11,14 @@ is lost, which the buckets' factor of ten hides anyway.
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
+
+from actors.base import record
 
 # Upstream's buckets for every latency histogram: ExponentialBuckets(0.0001, 10, 8), in seconds.
 LATENCY_BUCKETS = tuple(round(0.0001 * 10**i, 4) for i in range(8))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HistogramSnapshot:
     bounds: tuple[float, ...]
     buckets: tuple[int, ...]  # observations per bucket, not cumulative; the last one is +Inf
@@ -85,7 +86,7 @@ HISTOGRAMS = ("scheduling_latency", "scheduling_cycle", "sort_apps", "sort_queue
               "trynode_evaluation", "trypreemption_latency")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StatsSnapshot:
     counters: dict[str, int]
     histograms: dict[str, HistogramSnapshot]

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from actors.base import record
 from actors.core.acl import WILDCARD
 from actors.core.config import ROOT, LimitConfig, PartitionConfig, QueueConfig
 from si.resources import Resource, min_limit, remaining
@@ -32,7 +33,7 @@ def _prefixes(path: str) -> tuple[str, ...]:
     return tuple(".".join(parts[: i + 1]) for i in range(len(parts)))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Level:
     """The limits configured at one queue, indexed for lookup."""
 

@@ -19,11 +19,10 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass
 
 import pykka
 
-from actors.base import Actor, Supervisor, message, tell_if_alive
+from actors.base import Actor, Supervisor, message, record, tell_if_alive
 from actors.shim.client import BindError, KubeClient
 from actors.shim.fence import Fenced
 from actors.shim.messages import (
@@ -50,7 +49,7 @@ from actors.shim.volumes import DEFAULT_BIND_TIMEOUT, bind_claims, unbound_claim
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BinderStats:
     """``last_bound_at``: ``time.monotonic()`` when the latest bind finished (0.0 before any)."""
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 import orjson
 
+from actors.base import record
 from si.bounded import shown
 from si.gonumber import in_range, parse_int
 
@@ -37,7 +37,7 @@ class ConstraintError(ValueError):
     """A constraint in a pod spec that the Kubernetes API would have refused."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Requirement:
     """One node selector requirement or label selector expression: ``key op values``."""
 
@@ -46,7 +46,7 @@ class Requirement:
     values: frozenset[str]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NodeSelectorTerm:
     """Requirements that must all hold; the terms of a node affinity are alternatives."""
 
@@ -54,7 +54,7 @@ class NodeSelectorTerm:
     fields: tuple[Requirement, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Toleration:
     key: str
     operator: str
@@ -62,21 +62,21 @@ class Toleration:
     effect: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Taint:
     key: str
     value: str
     effect: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HostPort:
     port: int
     protocol: str
     host_ip: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LabelSelector:
     """``match_labels`` and ``expressions`` must all hold; the empty selector selects everything."""
 
@@ -84,7 +84,7 @@ class LabelSelector:
     expressions: tuple[Requirement, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PodAffinityTerm:
     """Pods matching ``selector`` in ``namespaces`` (or every namespace: ``"*"``), counted per domain
     of ``topology_key`` (the value of that node label)."""
@@ -94,7 +94,7 @@ class PodAffinityTerm:
     topology_key: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WeightedTerm:
     """A preferred pod (anti-)affinity term and its weight (1-100)."""
 
@@ -102,7 +102,7 @@ class WeightedTerm:
     term: PodAffinityTerm
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SpreadConstraint:
     """A topology spread constraint; ``hard`` is ``whenUnsatisfiable: DoNotSchedule``."""
 
@@ -115,7 +115,7 @@ class SpreadConstraint:
     honor_node_taints: bool  # nodeTaintsPolicy Honor (default Ignore)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Constraints:
     """The compiled form of a constraints tag."""
 

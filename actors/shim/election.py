@@ -34,9 +34,9 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from actors.base import record
 from actors.shim.client import CONNECTION_ERRORS, MERGE_PATCH, ApiError, KubeClient, WatchExpired, WatchStream
 from actors.shim.fence import LeaderFence
 
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 LEADER_LABEL = "yunikorn.apache.org/leader"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ElectionSettings:
     """kube-scheduler's ``--leader-elect-*`` settings, in seconds; ``identity`` names this candidate."""
 
@@ -70,7 +70,7 @@ class ElectionSettings:
         return found
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Leadership:
     """What a reader (REST) shows: who this candidate is, whether it leads, who leads (``""``: nobody
     known), and whether it is warm (recovered ahead of leading; the process fills it in)."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from actors.base import record
 from si import gojson
 from si.bounded import shown
 from si.constants import PODS
@@ -48,7 +48,7 @@ _SPREAD = {"maxSkew": _I32, "topologyKey": _S, "whenUnsatisfiable": _S, "labelSe
 MAX_TIMEOUT = INT64_MAX // 1000
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TaskGroup:
     """One task group. ``min_resource`` is one member's, in SI units, with its ``pods`` slot; the
     Kubernetes parts are kept as the pod spec spells them, for the placeholders' pods."""
@@ -65,7 +65,7 @@ class TaskGroup:
     annotations: Mapping[str, str]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Gang:
     groups: tuple[TaskGroup, ...]
     timeout: int = DEFAULT_TIMEOUT  # seconds the placeholders may wait for the whole gang

@@ -17,12 +17,11 @@ allocation is in progress, and only to its node.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pykka
 
-from actors.base import Supervisor
+from actors.base import Supervisor, record
 from actors.shim import keys
 from actors.shim.binder import Binder
 from actors.shim.client import ApiError, KubeClient
@@ -41,7 +40,7 @@ log = logging.getLogger(__name__)
 NOT_READY = "Pod is not ready for scheduling"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FilterVerdict:
     """The nodes that pass; every other input node fails, unresolvably, for ``reason``."""
 
@@ -49,7 +48,7 @@ class FilterVerdict:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BindVerdict:
     """``placed``: the handoff holds an allocation for the pod; ``refusal``: why it may not be bound now
     (``""``: it may). A pod not placed is refused with the reason the core has not placed it yet."""

@@ -36,14 +36,14 @@ from typing import Any
 import orjson
 import pykka
 
-from actors.base import Actor, Supervisor
+from actors.base import Actor, Supervisor, record
 from actors.shim.client import CONNECTION_ERRORS, ApiError, KubeClient, WatchExpired, WatchStream
 from actors.shim.messages import Added, Changes, Deleted, InformerStatusRequest, Listed, Updated
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Kind:
     """A watched kind: its list/watch path and the parser of one object into a record (which has
     ``key`` and ``resource_version``). ``lingers``: its watch waits ``WatchSettings.linger`` after a
@@ -61,7 +61,7 @@ class Kind:
     read: Callable[[Any], Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InformerStatus:
     kind: str
     synced: bool
@@ -71,7 +71,7 @@ class InformerStatus:
     resource_version: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)  # a default argument: ruff (B008) takes only a dataclass as immutable
 class WatchSettings:
     """``timeout`` is the server-side watch length; a connection silent for ``read_timeout`` seconds
     (more than the bookmark interval) is treated as dead; failures back off up to ``max_backoff``.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from actors.shim.informer import Kind
-from actors.shim.nodes import parse_node
+from actors.shim.nodes import parse_node, read_node
 from actors.shim.objects import parse_configmap, parse_namespace, parse_priority_class
 from actors.shim.pods import parse_pod, read_pod
 from actors.shim.volumes import parse_claim, parse_storage_class, parse_volume
@@ -29,6 +29,6 @@ def watched_kinds(namespace: str) -> tuple[Kind, ...]:
         Kind(STORAGE_CLASSES, "/apis/storage.k8s.io/v1/storageclasses", parse_storage_class),
         Kind(VOLUMES, "/api/v1/persistentvolumes", parse_volume),
         Kind(CLAIMS, "/api/v1/persistentvolumeclaims", parse_claim),
-        Kind(NODES, "/api/v1/nodes", parse_node),
+        Kind(NODES, "/api/v1/nodes", parse_node, read=read_node),
         Kind(PODS, "/api/v1/pods", parse_pod, lingers=True, read=read_pod),
     )

@@ -16,6 +16,9 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+import msgspec
+import orjson
+
 from actors.base import slot_setter
 from actors.shim import keys
 from actors.shim.constraints import FILTERING_EFFECTS
@@ -137,3 +140,78 @@ def _ready(status: Mapping) -> bool:
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             return condition.get("status") == "True"
     return True
+
+
+# ---- a node read straight from its JSON -------------------------------------------------------------
+# A listed node is read from its JSON text without a dict of it: msgspec decodes, in C, only what a record
+# takes and skips the rest (addresses, capacity, images, the conditions' times). A node of another shape
+# (a field of another type, taints to filter, no allocatable) is read as any node is, from orjson's dicts
+# through ``parse_node``: the records are the same.
+
+class _JsonCondition(msgspec.Struct, gc=False):
+    type: str | None = None
+    status: str | None = None
+
+
+class _JsonNodeMetadata(msgspec.Struct, gc=False):
+    name: str | None = None
+    resourceVersion: str | None = None
+    labels: dict[str, str] | None = None
+
+
+class _JsonNodeSpec(msgspec.Struct, gc=False):
+    taints: list[msgspec.Raw] | None = None
+    unschedulable: bool | None = None
+
+
+class _JsonNodeStatus(msgspec.Struct, gc=False):
+    allocatable: dict[str, str] | None = None
+    conditions: list[_JsonCondition] | None = None
+
+
+class _JsonNode(msgspec.Struct, gc=False):
+    metadata: _JsonNodeMetadata | None = None
+    spec: _JsonNodeSpec | None = None
+    status: _JsonNodeStatus | None = None
+
+
+_NODE_JSON = msgspec.json.Decoder(_JsonNode)
+
+
+def read_node(data: bytes | memoryview | msgspec.Raw) -> NodeRecord:
+    """``parse_node`` of the node whose JSON text is ``data``: the same record, read without decoding
+    what it does not take when it can. Raises ``ValueError`` as ``parse_node`` does, and for text that
+    is no JSON (or nested deeper than orjson reads)."""
+    try:
+        node = _NODE_JSON.decode(data)
+    except (ValueError, RecursionError):  # msgspec's DecodeError and ValidationError are ValueErrors
+        node = None
+    record = _json_record(node) if node is not None else None
+    return record if record is not None else parse_node(orjson.loads(memoryview(data)))
+
+
+def _json_record(node: _JsonNode) -> NodeRecord | None:
+    """The record ``parse_node`` makes of ``node``; ``None`` where it reads the node whole."""
+    metadata, spec, status = node.metadata, node.spec, node.status
+    if metadata is None or not metadata.name or status is None or status.allocatable is None or (
+            spec is not None and spec.taints):
+        return None
+    try:
+        allocatable = _read_allocatable(tuple(status.allocatable.items()))
+    except (QuantityError, TypeError, AttributeError):
+        return None
+    ready = True
+    for condition in status.conditions or ():
+        if condition.type == "Ready":
+            ready = condition.status == "True"
+            break
+    return _make_record(
+        name=metadata.name,
+        resource_version=metadata.resourceVersion or "",
+        allocatable=allocatable,
+        labels=types.MappingProxyType(metadata.labels or {}),
+        taints="",
+        unschedulable=bool(spec is not None and spec.unschedulable),
+        invalid="",
+        ready=ready,
+    )

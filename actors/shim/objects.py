@@ -9,6 +9,7 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from actors.base import record
 from actors.shim import keys
 from actors.shim.namespaces import namespace_app_tags, read_annotations
 from si.bounded import shown
@@ -34,7 +35,7 @@ class NamespaceRecord:
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PriorityClassRecord:
     name: str
     resource_version: str
@@ -46,7 +47,7 @@ class PriorityClassRecord:
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ConfigMapRecord:
     name: str
     resource_version: str

@@ -19,8 +19,8 @@ import re
 import secrets
 import string
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from actors.base import record
 from actors.shim.gang import Gang, TaskGroup
 from actors.shim.keys import ANNOTATION_PLACEHOLDER, ANNOTATION_TASK_GROUP_NAME
 from actors.shim.pods import PodRecord
@@ -32,7 +32,7 @@ _ALPHABET = string.ascii_lowercase + string.digits
 _NOT_DNS = re.compile(r"[^a-z0-9-]+")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PlaceholderSettings:
     """``service.placeholderImage``, ``service.placeholderRunAsUser|RunAsGroup|FsGroup`` and
     ``service.disableGangScheduling`` (task groups ignored, no placeholders),
@@ -46,7 +46,7 @@ class PlaceholderSettings:
     max_per_gang: int = DEFAULT_MAX_PER_GANG
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Allowance:
     """How many placeholders of each task group a gang may have, and why fewer than it declares
     (``""`` when it may have them all)."""

@@ -15,13 +15,12 @@ import sys
 import threading
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 
 import msgspec
 import orjson
 
-from actors.base import slot_setter
+from actors.base import record, slot_setter
 from actors.shim import constraints, keys
 from si import gojson
 from si.bounded import elide, shown
@@ -50,7 +49,7 @@ _EMPTY: Mapping[str, str] = types.MappingProxyType({})
 _SHAPE_ERRORS = (ValueError, TypeError, AttributeError, KeyError)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PodRecord:
     """The facts of one pod the shim acts on; immutable, so actors may pass it around."""
 
@@ -182,7 +181,7 @@ _DEFAULTS = {field.name: field.default for field in dataclasses.fields(PodRecord
 _make_record = slot_setter(PodRecord, [*_PER_POD, *_SHARED], new=True)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Facts:
     """What a pod's record reads from its labels, annotations, owners and spec (its node aside): the
     same for every pod of a workload, and for every version of one pod, so it is read once for all

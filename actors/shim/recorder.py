@@ -13,10 +13,9 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from actors.base import Actor, Supervisor
+from actors.base import Actor, Supervisor, record
 from actors.shim.client import CONNECTION_ERRORS, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
 from actors.shim.eventbuffer import EventBuffer
 from actors.shim.fence import Fenced
@@ -29,7 +28,7 @@ COMPONENT = "yunikorn"
 
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RecorderStats:
     written: int
     updated: int

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from actors.base import record
 from actors.shim import keys, settings
 from actors.shim.objects import ConfigMapRecord
 from si.bounded import shown
@@ -23,7 +23,7 @@ class SchedulerConfigError(ValueError):
     """Configmap content the shim cannot read; the configuration in force stays."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ShimConfig:
     policy_group: str
     queues_yaml: str

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import pykka
 
 from actors import loglevels
+from actors.base import record
 from actors.shim.client import DEFAULT_BURST, DEFAULT_QPS, KubeClient
 from actors.shim.messages import InstanceTypeLabel, VolumeBindTimeout
 from actors.shim.placeholders import DEFAULT_IMAGE, DEFAULT_MAX_PER_GANG, PlaceholderSettings
@@ -45,7 +45,7 @@ VOLUME_BIND_TIMEOUT = _SETTINGS["volume_bind_timeout"].key
 MAX_PLACEHOLDERS = _SETTINGS["max_per_gang"].key
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ShimSettings:
     qps: float = DEFAULT_QPS
     burst: int = DEFAULT_BURST

@@ -15,9 +15,8 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from actors.base import constructor, message
+from actors.base import constructor, message, record
 from actors.shim.lifecycle import SchedulerState, TaskState
 from si.resources import Resource
 
@@ -25,7 +24,7 @@ FOREIGN = "Foreign"  # the state shown for a pod of another scheduler
 PLACED = frozenset({TaskState.ALLOCATED, TaskState.BOUND, FOREIGN})
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RecoveryProgress:
     nodes_total: int
     nodes_recovered: int
@@ -59,7 +58,7 @@ class PodView:
 pod_view = constructor(PodView)  # as ``PodView(...)``, at half the cost: a view is made for every pod
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AppView:
     application_id: str
     queue: str
@@ -68,7 +67,7 @@ class AppView:
     tasks: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ShimStateSnapshot:
     """``state`` is the scheduler state (``New`` ... ``Running``); times are ns since the epoch
     (0 = not yet); ``pods`` holds YuniKorn tasks and the foreign pods counted on nodes."""

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import orjson
 
+from actors.base import record
 from actors.shim.pods import PodRecord
 from si.bounded import shown
 from si.gojson import mapping, text
@@ -37,7 +37,7 @@ DEFAULT_BIND_TIMEOUT = 600.0
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ClaimRecord:
     namespace: str
     name: str
@@ -55,7 +55,7 @@ class ClaimRecord:
         return f"{self.namespace}/{self.name}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class VolumeRecord:
     name: str
     resource_version: str
@@ -71,7 +71,7 @@ class VolumeRecord:
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StorageClassRecord:
     name: str
     resource_version: str

@@ -1,11 +1,24 @@
 """The actor conventions: typed messages, dispatch, failure reports, no leaked actors."""
 
+import copy
 import dataclasses
+import pickle
+import sys
 import threading
+import weakref
 
 import pytest
 
-from actors.base import Actor, ActorFailed, Supervision, constructor, live_actors, message, slot_setter
+from actors.base import (
+    Actor,
+    ActorFailed,
+    Supervision,
+    constructor,
+    live_actors,
+    message,
+    record,
+    slot_setter,
+)
 from tests.waiting import wait_for
 
 
@@ -166,6 +179,21 @@ class Placed:
 
 
 @message
+class Explained:
+    """A message of plain fields with a docstring: ``message`` makes its methods itself."""
+
+    name: str
+    node: str = "nowhere"
+    count: int = 0
+
+
+@record(weakref_slot=True)
+class Watched:
+    name: str
+    size: int = 1
+
+
+@message
 class Grouped:
     names: tuple = ()
     extra: list = dataclasses.field(default_factory=list)
@@ -187,6 +215,91 @@ def test_a_message_is_made_as_its_dataclass_would_make_it():
     assert hash(Placed("p", "n1")) == hash(Placed("p", "n1"))
     # A factory and a __post_init__ are the dataclass's to run.
     assert Grouped(["a"]) == Grouped(("a",), []) and Grouped().extra is not Grouped().extra
+
+
+def _declared_records() -> list[type]:
+    """Every class of the modules the command imports (and the REST's) whose methods ``record`` made itself."""
+    import actors.cli  # noqa: F401 - the command's modules, all of them
+    import rest.app  # noqa: F401
+
+    found = sorted({value for name, module in list(sys.modules.items()) if module is not None
+                    and name.split(".")[0] in ("actors", "rest") for value in vars(module).values()
+                    if isinstance(value, type) and value.__module__ == name and dataclasses.is_dataclass(value)
+                    and getattr(value.__eq__, "__code__", None) is ActorFailed.__eq__.__code__},
+                   key=lambda cls: (cls.__module__, cls.__qualname__))
+    assert len(found) > 100
+    return [*found, Add, Total, Placed, Explained, Watched]
+
+
+def _twin(cls: type) -> type:
+    """``cls`` as the dataclass alone declares it (the docstring it makes of the signature, where none was written)."""
+    written = None if cls.__doc__.startswith(f"{cls.__name__}(") else cls.__doc__
+    namespace = {"__annotations__": {f.name: f.type for f in dataclasses.fields(cls)}, "__doc__": written,
+                 "__module__": cls.__module__, "__qualname__": cls.__qualname__}
+    namespace.update((f.name, f.default) for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING)
+    weakref = cls.__weakrefoffset__ != 0
+    return dataclasses.dataclass(frozen=True, slots=True, weakref_slot=weakref)(type(cls.__name__, (), namespace))
+
+
+@pytest.mark.parametrize("cls", _declared_records(), ids=lambda cls: f"{cls.__module__}.{cls.__qualname__}")
+def test_every_record_compares_hashes_and_shows_as_its_dataclass_would(cls):
+    twin = _twin(cls)
+    assert cls.__weakrefoffset__ == twin.__weakrefoffset__ and cls.__slots__ == twin.__slots__
+    names = [f.name for f in dataclasses.fields(cls)]
+    assert names == [f.name for f in dataclasses.fields(twin)] and cls.__match_args__ == twin.__match_args__
+    assert cls.__doc__ == twin.__doc__
+    values = {name: (index, f"v{index}") for index, name in enumerate(names)}
+    made, reference = cls(**values), twin(**values)
+    assert (repr(made), hash(made)) == (repr(reference), hash(reference))
+    assert made == cls(**values) and not made != cls(**values)
+    assert made != reference and reference != made  # another class, even of the same fields
+    for name in names:
+        other = cls(**{**values, name: "changed"})
+        assert (made == other, hash(made) == hash(other)) == (False, False)
+        assert repr(other) == repr(twin(**{**values, name: "changed"}))
+    for name in names:
+        for change in (lambda value, name=name: setattr(value, name, 1), lambda value, name=name: delattr(value, name)):
+            with pytest.raises(dataclasses.FrozenInstanceError) as refused:
+                change(made)
+            with pytest.raises(dataclasses.FrozenInstanceError) as reference_refused:
+                change(reference)
+            assert str(refused.value) == str(reference_refused.value)
+        assert getattr(made, name) == values[name]
+    for copied in (copy.copy(made), copy.deepcopy(made), pickle.loads(pickle.dumps(made))):
+        assert type(copied) is cls and copied == made and repr(copied) == repr(made)
+
+
+def test_a_record_with_a_weakref_slot_is_weakly_referred_to_and_undocumented_shows_its_signature():
+    watched = Watched("w")
+    assert weakref.ref(watched)() is watched and not hasattr(watched, "__dict__")
+    assert Watched.__doc__ == "Watched(name: str, size: int = 1)" == _twin(Watched).__doc__
+    assert dataclasses.replace(watched, size=2) == Watched("w", 2)
+
+
+def test_a_records_first_instance_is_made_or_refused_as_every_other():
+    """Its ``__init__`` is compiled when the first instance is made, even one its arguments refuse."""
+    @record
+    class Fresh:
+        """Never made before."""
+
+        name: str
+        size: int = 1
+
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'name'"):
+        Fresh()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        Fresh("f", colour="red")
+    first, second = Fresh("f"), Fresh(name="f", size=1)
+    assert first == second and (first.name, first.size) == ("f", 1) and Fresh.__init__ is Fresh("g").__init__.__func__
+
+
+def test_a_message_that_holds_itself_shows_as_its_dataclass_would():
+    held = []
+    looped, twin = Explained("p", held, 1), _twin(Explained)("p", held, 1)
+    held.append(looped)
+    assert repr(looped) == "Explained(name='p', node=[...], count=1)"
+    held[0] = twin
+    assert repr(twin) == "Explained(name='p', node=[...], count=1)"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
