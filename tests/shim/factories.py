@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import uuid
 
@@ -45,3 +46,13 @@ def node_json(name: str, *, cpu: str = "8", memory: str = "32Gi", pods: str = "1
         "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods},
                    "capacity": {"cpu": cpu, "memory": memory, "pods": pods}},
     }
+
+
+def parsed_or_refused(parse, value) -> dict | tuple[str, str]:
+    """The fields by name of the record ``parse`` makes of ``value``, or the ``ValueError`` it raised: what
+    two parsers of one object are compared by."""
+    try:
+        record = parse(value)
+    except ValueError as error:
+        return type(error).__name__, str(error)
+    return {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}

@@ -4,7 +4,6 @@ parsed from its dict (``parse_node``): the same fields, or the same error, whate
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 
 import hypothesis
@@ -13,16 +12,7 @@ import pytest
 
 from actors.shim.nodes import parse_node, read_node
 from tests.reliability import tenants
-from tests.shim.factories import node_json
-
-
-def _outcome(parse, value):
-    """A record's fields by name, or the error it raised."""
-    try:
-        record = parse(value)
-    except ValueError as error:
-        return type(error).__name__, str(error)
-    return {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}
+from tests.shim.factories import node_json, parsed_or_refused
 
 
 def _changed(path: str, value: object) -> dict:
@@ -89,16 +79,16 @@ VARIED_NODES = [
 def test_a_node_read_from_its_json_text_is_the_record_parsed_from_its_dict(raw):
     """Compact (the API server's) and spaced, twice (the allocatable's cache warm the second time)."""
     for text in (json.dumps(raw, separators=(",", ":"), ensure_ascii=False).encode(), json.dumps(raw).encode()):
-        expected = _outcome(parse_node, orjson.loads(text))
+        expected = parsed_or_refused(parse_node, orjson.loads(text))
         for _ in range(2):
-            assert _outcome(read_node, text) == expected, text[:300]
+            assert parsed_or_refused(read_node, text) == expected, text[:300]
 
 
 @hypothesis.settings(max_examples=300, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
 @hypothesis.given(tenants.nodes())
 def test_a_tenants_node_read_from_its_json_text_is_the_record_parsed_from_its_dict(raw):
     text = json.dumps(raw, separators=(",", ":")).encode()
-    assert _outcome(read_node, text) == _outcome(parse_node, orjson.loads(text))
+    assert parsed_or_refused(read_node, text) == parsed_or_refused(parse_node, orjson.loads(text))
 
 
 @pytest.mark.parametrize("text", [
@@ -109,7 +99,7 @@ def test_a_tenants_node_read_from_its_json_text_is_the_record_parsed_from_its_di
 ])
 def test_a_node_written_oddly_is_read_as_its_dict_reads(text):
     """Keys written twice (the last one counts, as orjson reads them) or escaped."""
-    assert _outcome(read_node, text) == _outcome(parse_node, orjson.loads(text))
+    assert parsed_or_refused(read_node, text) == parsed_or_refused(parse_node, orjson.loads(text))
 
 
 @pytest.mark.parametrize("text", [b"", b"{", b"[" * 5000 + b"]" * 5000, b'{"metadata":{"name":"\xff"}}',

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from actors.shim.pods import parse_pod, pod_resource, read_pod
 from si.resources import Resource
 from tests.reliability import tenants
-from tests.shim.factories import pod_json
+from tests.shim.factories import parsed_or_refused, pod_json
 
 GiB = 2**30
 
@@ -318,15 +318,6 @@ def test_a_spec_given_as_a_read_only_mapping_reads_as_the_same_spec_in_a_dict():
 
 # ---- a pod read straight from its JSON text (``read_pod``, what the informer's lists use) ------------
 
-def _outcome(parse, value):
-    """A record's fields by name, or the error it raised."""
-    try:
-        record = parse(value)
-    except ValueError as error:
-        return type(error).__name__, str(error)
-    return {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}
-
-
 def _with(raw: dict, *, node: object = None, phase: str | None = None, uid: str | None = None,
           deleting: bool = False, namespace: str | None = None) -> dict:
     """``raw`` as another pod of its workload, or the same pod later: what a record reads for each pod."""
@@ -419,9 +410,9 @@ def test_a_pod_read_from_its_json_text_is_the_record_parsed_from_its_dict():
         for version in versions:
             for text in (json.dumps(version, separators=(",", ":"), ensure_ascii=False).encode(),
                          json.dumps(version).encode()):
-                expected = _outcome(parse_pod, orjson.loads(text))
+                expected = parsed_or_refused(parse_pod, orjson.loads(text))
                 for _ in range(2):
-                    assert _outcome(read_pod, text) == expected, text[:300]
+                    assert parsed_or_refused(read_pod, text) == expected, text[:300]
 
 
 @hypothesis.settings(max_examples=300, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
@@ -431,9 +422,9 @@ def test_a_tenants_pod_read_from_its_json_text_is_the_record_parsed_from_its_dic
     if node:
         raw["spec"]["nodeName"] = node
     text = json.dumps(raw, separators=(",", ":") if compact else None).encode()
-    expected = _outcome(parse_pod, orjson.loads(text))
-    assert _outcome(read_pod, text) == expected
-    assert _outcome(read_pod, text) == expected
+    expected = parsed_or_refused(parse_pod, orjson.loads(text))
+    assert parsed_or_refused(read_pod, text) == expected
+    assert parsed_or_refused(read_pod, text) == expected
 
 
 def test_pods_read_from_json_text_share_their_workloads_facts():
@@ -450,7 +441,7 @@ def test_a_spec_naming_its_node_twice_is_read_for_each_pod():
     for node in ("node-1", "node-2"):
         text = json.dumps(pod_json(node=node, labels={"applicationId": "twice"}, spec={"overhead": {"nodeName": node}}),
                           separators=(",", ":")).encode()
-        assert _outcome(read_pod, text) == _outcome(parse_pod, orjson.loads(text))
+        assert parsed_or_refused(read_pod, text) == parsed_or_refused(parse_pod, orjson.loads(text))
         assert node in read_pod(text).invalid
 
 
