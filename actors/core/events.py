@@ -141,15 +141,21 @@ class EventRing:
         """Keep the first ``request_capacity`` of a batch (count the rest as not channeled); returns the
         records of the events the store takes for the resource manager."""
         told = self._store(events)
-        if not self.tracking:
-            return told
+        records = self._keep(events) if self.tracking else None
+        # A record built for stream readers is the one the resource manager is told (a history store reads
+        # the stream, so most are built there): each is built once.
+        return [records[i] if records is not None and i < len(records) else events[i].record() for i in told]
+
+    def _keep(self, events: Sequence[PendingEvent]) -> list[si_pb2.EventRecord] | None:
+        """Keep the first ``request_capacity`` of ``events`` in the ring and hand them to stream readers;
+        the records built for those readers (None when there were none)."""
         kept = events[:self.request_capacity]
         # Stream readers take records: built before readers are held up (a reader's arrival meanwhile
         # has them built under the lock).
         records = [event.record() for event in kept] if self._streams else None
         with self._lock:
             if not self.tracking:  # switched off meanwhile
-                return told
+                return records
             self.not_channeled += len(events) - len(kept)
             first = self._next_id
             self._next_id = first + len(kept)
@@ -158,31 +164,31 @@ class EventRing:
                 if records is None:
                     records = [event.record() for event in kept]
                 self._publish(list(zip(itertools.count(first), records)))
-        return told
+        return records
 
-    def _store(self, events: Sequence[PendingEvent]) -> list[si_pb2.EventRecord]:
-        """The records of ``events`` the resource manager is told: every event about an ask, and the
-        others while the store has room in their push interval (none while tracking is off)."""
+    def _store(self, events: Sequence[PendingEvent]) -> list[int]:
+        """The indexes in ``events`` of those the resource manager is told: every event about an ask, and
+        the others while the store has room in their push interval (none while tracking is off)."""
         room = self.request_capacity if self.tracking else 0
         with self._lock:
             began, stored = self._interval_began, self._stored_in_interval
             if stored >= room and began is not None and events and events[-1].timestamp - began < PUSH_INTERVAL_NS:
                 # The store is full for the whole batch (most of a recovery's batches): only asks' events go.
-                told = [event for event in events if event.type == REQUEST]
+                told = [i for i, event in enumerate(events) if event.type == REQUEST]
             else:
                 told = []
-                for event in events:
+                for i, event in enumerate(events):
                     if event.type != REQUEST:
                         if began is None or event.timestamp - began >= PUSH_INTERVAL_NS:
                             began, stored = event.timestamp, 0
                         if stored >= room:
                             continue
                         stored += 1
-                    told.append(event)
+                    told.append(i)
                 self._interval_began, self._stored_in_interval = began, stored
             self.stored += len(told)
             self.not_stored += len(events) - len(told)
-        return [event.record() for event in told]
+        return told
 
     def _publish(self, entries: list[tuple[int, si_pb2.EventRecord]]) -> None:
         """Hand ``entries`` to every stream reader (the lock held)."""
