@@ -54,26 +54,26 @@ class Allocation:
         self.resource, items = _shape(message.resourcePerAlloc)
         self.priority = message.priority
         tags = message.allocationTags
-        self.tags = {name: tags[name] for name in tags}  # dict(map) goes through Mapping's generic views, slower
-        self.node_id = message.nodeID
+        self.tags = tags = {name: tags[name] for name in tags}  # dict(map) goes through Mapping's generic views, slower
+        self.node_id = node_id = message.nodeID
         self.request_time = now
-        self.allocation_time = now if self.node_id else 0
+        self.allocation_time = now if node_id else 0
         # The order the partition received and booked it in: under a virtual clock many share a time.
         self.arrived = arrived
         self.booked = 0
         self.placeholder = message.placeholder
         self.task_group = message.taskGroupName
         self.originator = message.originator
-        self.foreign = bool(self.tags.get(TAG_FOREIGN))
+        self.foreign = bool(tags.get(TAG_FOREIGN))
         if message.HasField("preemptionPolicy"):
             policy = message.preemptionPolicy
             self.preemptable, self.preempts_others = policy.allowPreemptSelf, policy.allowPreemptOther
         else:
             self.preemptable = self.preempts_others = True
-        self.required_node = self.tags.get(TAG_REQUIRED_NODE, "")
+        self.required_node = required_node = tags.get(TAG_REQUIRED_NODE, "")
         self.constrained = constrained
         # Asks of one shape that fail on every node this cycle fail alike: the cycle skips the rest.
-        self.shape = (items, self.required_node) if not constrained else None
+        self.shape = (items, required_node) if not constrained else None
         self.last_failure = ""
         self.attempted = False
         self.failure_log: dict[str, list[int]] | None = None  # reason -> [last time it was given, times]

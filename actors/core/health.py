@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from operator import attrgetter
 
 from actors.base import record
 from actors.core.snapshot import HealthCheck, HealthReport
@@ -50,6 +51,7 @@ class PartitionHealth:
 
 # A node's own findings, by kind (kept per node version by the partition).
 _NEGATIVE, _TOTAL, _CAPACITY = "negative", "total", "capacity"
+_resource = attrgetter("resource")
 
 
 def _node_problems(node) -> tuple[tuple[str, str], ...]:
@@ -63,9 +65,9 @@ def _node_problems(node) -> tuple[tuple[str, str], ...]:
             found.append((_NEGATIVE, f"{node.node_id} ({label} {value.negative_components()})"))
     if node.allocated + node.occupied + available != node.capacity:
         found.append((_TOTAL, f"{node.node_id} (capacity is not allocated + occupied + available)"))
-    if total(a.resource for a in node.allocations.values()) != node.allocated:
+    if total(map(_resource, node.allocations.values())) != node.allocated:
         found.append((_TOTAL, f"{node.node_id} (allocated is not the sum of its allocations)"))
-    if total(a.resource for a in node.foreign.values()) != node.occupied:
+    if total(map(_resource, node.foreign.values())) != node.occupied:
         found.append((_TOTAL, f"{node.node_id} (occupied is not the sum of its foreign allocations)"))
     if any(node.capacity.get(name, 0) < value for name, value in node.allocated.items()):
         found.append((_CAPACITY, f"{node.node_id} (allocated {dict(node.allocated)} exceeds capacity)"))
@@ -87,6 +89,7 @@ def findings(partition) -> PartitionHealth:
     cache = partition.health_cache
     for node_id in [n for n in cache if n not in partition.nodes]:
         del cache[node_id]
+    app_of = partition.apps.get
     for node in nodes:
         entry = cache.get(node.node_id)
         if entry is None or entry[0] != node.version:
@@ -94,12 +97,13 @@ def findings(partition) -> PartitionHealth:
         for kind, finding in entry[1]:
             by_kind[kind].append(finding)
         for key, allocation in node.allocations.items():
-            app = partition.apps.get(allocation.application_id)
+            app = app_of(allocation.application_id)
             if app is None or key not in app.allocations:
                 orphans_on_node.append(f"{key} on {node.node_id}")
+    node_of = partition.nodes.get
     for app in partition.apps.values():
         for key, allocation in app.allocations.items():
-            node = partition.nodes.get(allocation.node_id)
+            node = node_of(allocation.node_id)
             if node is None or key not in node.allocations:
                 orphans_on_app.append(f"{key} of {app.application_id}")
         if app.used.has_negative():

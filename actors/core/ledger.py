@@ -100,7 +100,9 @@ class _Found:
         if resources:
             total, growing = _summed(resources)
             app.add_used(resources, total, growing)
-            self.queues.pop(app).add_allocated(total)
+            queue = self.queues.pop(app)
+            queue.add_allocated(total)
+            queue.count_container("allocated", len(resources))
             usage.allocated(app.application_id, total)
 
     def count(self, usage: UsageTracker, index: NodeIndex, view: PlacementView) -> None:
@@ -455,9 +457,9 @@ class Ledger:
             self._book(node, allocation)
             queue.add_allocated(allocation.resource)
             self.usage.allocated(app.application_id, allocation.resource)
+            queue.count_container("allocated")
         else:
             found.book(app, queue, node, allocation)
-        queue.count_container("allocated")
         state = app.state
         if state == states.RUNNING:
             pass  # most bookings: nothing to move

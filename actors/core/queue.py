@@ -117,9 +117,9 @@ class Queue:
         for queue in self.line:
             queue.allocated = queue.allocated + delta
 
-    def count_container(self, change: str) -> None:
-        """An allocation was ``allocated`` or ``released`` here (the metrics' cumulative counts)."""
-        self.containers[change] += 1
+    def count_container(self, change: str, count: int = 1) -> None:
+        """``count`` allocations were ``allocated`` or ``released`` here (the metrics' cumulative counts)."""
+        self.containers[change] += count
 
     def add_preempting(self, delta: Resource) -> None:
         """Victims being preempted in this subtree (positive) or gone or kept after all (negative)."""

@@ -111,10 +111,13 @@ class _Pod:
         self.tags: Mapping[str, str] | None = tags  # until its labels are read
         self.namespace = ""
         self.labels: Mapping[str, str] | None = None
-        try:
-            self.constraints = c.decode(tags.get(TAG_CONSTRAINTS, ""))
-        except c.ConstraintError:
-            self.constraints = c.NONE  # its own check reported it
+        self.constraints = c.NONE  # most pods have none: no call to decode (a recovery adds 100,000)
+        raw = tags.get(TAG_CONSTRAINTS)
+        if raw:
+            try:
+                self.constraints = c.decode(raw)
+            except c.ConstraintError:
+                pass  # its own check reported it
 
 
 @dataclass(slots=True)

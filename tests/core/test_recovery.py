@@ -74,3 +74,24 @@ def test_pods_found_in_one_batch_repel_an_anti_affinity_ask_from_their_zones(cor
     assert {a.allocation_key for n in nodes.values() for a in n.allocations} == {"web-1", "web-2", "cache-1", "ask-1",
                                                                                   "ask-2"}
     assert [a.allocation_key for a in nodes["c2"].foreign_allocations] == ["other-1"]
+
+
+def test_allocations_found_in_batches_count_in_their_queues_containers_and_health(core_factory):
+    core = core_factory(config(queue("q"), queue("r")), predicates=KubernetesPredicates())
+    zonal_nodes(core, {"a1": "a", "b1": "b"})
+    core.app("web", queue="root.q")
+    core.app("batch", queue="root.r")
+    core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[
+        found("web-1", "a1", {"app": "web"}), found("web-2", "a1", {"app": "web"}),
+        found("batch-1", "b1", {"app": "batch"}, app_id="batch"), found("other-1", "b1", {}, foreign=True),
+        found("web-3", "b1", {"app": "web"})]))
+    core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[
+        found("batch-2", "a1", {"app": "batch"}, app_id="batch")]))
+    partition = core.snapshot().partitions[0]
+    assert partition.root_queue.find("root.q").containers["allocated"] == 3
+    assert partition.root_queue.find("root.r").containers["allocated"] == 2
+    nodes = {n.node_id: n for n in partition.nodes}
+    assert nodes["a1"].allocated == Resource.of(vcore=300, memory=3 * 2**27, pods=3)
+    assert nodes["b1"].allocated == Resource.of(vcore=200, memory=2 * 2**27, pods=2)
+    assert nodes["b1"].occupied == Resource.of(vcore=100, memory=2**27, pods=1)
+    assert core.scheduler.check_health().healthy

@@ -92,6 +92,20 @@ def test_total_is_repeated_addition(vectors):
     assert total(vectors) == expected
 
 
+@given(resources, st.integers(min_value=1, max_value=20))
+def test_total_of_one_shared_vector_is_repeated_addition(vector, count):
+    expected = ZERO
+    for _ in range(count):
+        expected = expected + vector
+    summed = total([vector] * count)  # the records of one workload share their vector
+    assert summed == expected and list(summed) == list(vector)
+
+
+@given(resources)
+def test_has_negative_is_whether_a_component_is_below_zero(resource):
+    assert resource.has_negative() == any(value < 0 for value in resource.values())
+
+
 def test_from_kubernetes():
     assert Resource.from_kubernetes({"cpu": "1500m", "memory": "1Gi"}) == Resource.of(vcore=1500, memory=2**30)
 
