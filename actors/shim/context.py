@@ -451,15 +451,16 @@ class ShimContext(Actor):
             except Exception as error:
                 self._object_failed(kinds.PODS, pod, error)
         self._flush()
-        for name, node in self._nodes.items():
-            if node.invalid:
-                self._node_event(name, WARNING, "NodeRejected", f"node {name} not registered: {node.invalid}")
-                continue
-            self._contained(kinds.NODES, node, self._start_node, name, node, tuple(on_node.pop(name, ())))
-            if name in self._node_actors:
-                self._recovering.add(name)
-        for name, pods in on_node.items():  # named by pods, not listed: lost until they appear
-            self._start_node(name, None, tuple(pods))
+        with NodeActor.starts_deferred():  # their first turns once all are started
+            for name, node in self._nodes.items():
+                if node.invalid:
+                    self._node_event(name, WARNING, "NodeRejected", f"node {name} not registered: {node.invalid}")
+                    continue
+                self._contained(kinds.NODES, node, self._start_node, name, node, tuple(on_node.pop(name, ())))
+                if name in self._node_actors:
+                    self._recovering.add(name)
+            for name, pods in on_node.items():  # named by pods, not listed: lost until they appear
+                self._start_node(name, None, tuple(pods))
         self._nodes_total = len(self._recovering)
         self._recovery_started = True
         self._publish()
