@@ -26,12 +26,14 @@ which a worker cannot do for the actors only it runs.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import sys
 import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -67,6 +69,8 @@ class Dispatcher:
         self._lock = threading.Lock()
         self._messages = 0
         self._busy = 0.0
+        self._deferred: list[PooledActor] | None = None  # see ``deferred``
+        self._deferring = 0  # the thread that defers
         self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
                          for i in range(workers)]
         for thread in self._threads:
@@ -74,7 +78,33 @@ class Dispatcher:
         _running.add(self)
 
     def schedule(self, actor: PooledActor) -> None:
-        self._ready.put(actor)
+        if self._deferred is not None and threading.get_ident() == self._deferring:
+            self._deferred.append(actor)
+        else:
+            self._ready.put(actor)
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """The actors the calling thread schedules meanwhile are put on the run queue at the end, in order
+        (other threads' at once): starting thousands of actors then wakes a worker once, instead of waking it
+        again and again to contend for the interpreter lock with the starting thread (measured, 10,000
+        actors with a short first turn: 15 to 17 us of the process's CPU an actor against 23 to 27). One
+        thread defers at a time: while it does, another one entered adds nothing (its thread schedules at
+        once; the deferring thread's schedules wait for the first one's end)."""
+        with self._lock:
+            nested = self._deferred is not None
+            if not nested:
+                self._deferring, self._deferred = threading.get_ident(), []
+        if nested:
+            yield
+            return
+        try:
+            yield
+        finally:
+            with self._lock:
+                deferred, self._deferred = self._deferred, None
+            for actor in deferred:
+                self._ready.put(actor)
 
     def stats(self) -> DispatcherStats:
         with self._lock:
@@ -204,6 +234,11 @@ class PooledActor(pykka.Actor):
         self.dispatcher = self.pool or default_dispatcher()
         self._started = False
         super().__init__(*args, **kwargs)
+
+    @classmethod
+    def starts_deferred(cls) -> contextlib.AbstractContextManager[None]:
+        """``Dispatcher.deferred`` of the dispatcher this class's actors run on: for starting many at once."""
+        return (cls.pool or default_dispatcher()).deferred()
 
     def _create_actor_inbox(self) -> _Mailbox:  # pykka calls it on the instance
         return _Mailbox(self)

@@ -288,6 +288,7 @@ def main() -> None:
             threads = thread_cpu()
             informers = {kind: threads.get(f"informer-{kind}", float("nan")) for kind in ("pods", "nodes")}
             core_threads = {name: threads.get(name, 0.0) for name in ("PartitionActor", "CoreScheduler")}
+            shim_threads = {name: threads.get(name, 0.0) for name in ("ShimContext", "actors", "CoreOutlet")}
             service.stop()
             core.stop()
             client.close()
@@ -307,6 +308,8 @@ def main() -> None:
     print(f"  the core schedules on every node: {seconds:.1f} (CPU {cpu:.2f})")
     print(f"    the core's threads (partitions, core scheduler): CPU {sum(core_threads.values()):.2f} ("
           + ", ".join(f"{name} {seconds:.2f}" for name, seconds in core_threads.items()) + ")")
+    print("    the shim's threads after listing: CPU " + ", ".join(
+        f"{name} {seconds:.2f}" for name, seconds in shim_threads.items()) + f" (together {sum(shim_threads.values()):.2f})")
     print(f"recovered: {recovery.pods_recovered} pods, {recovery.nodes_recovered}/{recovery.nodes_total} nodes")
     print(f"core: {yunikorn} YuniKorn allocations, {foreign} foreign allocations, {schedulable} schedulable nodes")
     if timeline is not None:

@@ -62,9 +62,15 @@ class _Alarm:
         self.stopped = True
 
 
+# Seconds the alarms' thread waits for a new alarm before it ends: an actor that sets one alarm after
+# another (the outlet's linger, every few milliseconds while the shim recovers) starts no thread each.
+ALARMS_IDLE = 1.0
+
+
 class _AlarmThread:
     """One thread runs every one-shot timer of a clock, in due order: thousands of pending alarms (a node
-    not ready, a claim to check again) cost no thread each. It ends when none is pending."""
+    not ready, a claim to check again) cost no thread each. It ends once none has been pending for
+    ``ALARMS_IDLE`` seconds."""
 
     def __init__(self) -> None:
         self._due: list[tuple[int, int, _Alarm]] = []
@@ -87,6 +93,8 @@ class _AlarmThread:
                     while self._due and self._due[0][2].stopped:
                         heapq.heappop(self._due)
                     if not self._due:
+                        if self._changed.wait(ALARMS_IDLE) or self._due:
+                            continue
                         self._running = False
                         return
                     wait = self._due[0][0] - time.monotonic_ns()

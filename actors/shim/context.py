@@ -403,7 +403,7 @@ class ShimContext(Actor):
     def _recover(self) -> None:
         """The applications of the pods on nodes first, then one actor per node, each recovering
         itself; ``Running`` (and the pending pods handed over) once every node has recovered."""
-        on_node: dict[str, list[PlacedPod]] = defaultdict(list)
+        on_node: dict[str, dict[str, PlacedPod]] = defaultdict(dict)  # by uid, as each node's actor keeps them
         # An application is declared by the pod its placeholders name as their owner, else by its oldest pod
         # (creation times are whole seconds: the oldest is a guess among pods created together). One pass
         # over the pods besides the sort and the routing: each pass over 100,000 records costs their cache misses.
@@ -446,20 +446,21 @@ class ShimContext(Actor):
                     except Exception as error:
                         self._object_failed(kinds.PODS, pod, error)
                 if pod.node_name:
-                    placed_on(pod.node_name).append(placed_pod(resolved, priority, True, not managed or left_aside(pod),
-                                                              originator is pod))
+                    placed_on(pod.node_name)[pod.uid] = placed_pod(resolved, priority, True, not managed or left_aside(pod),
+                                                                   originator is pod)
             except Exception as error:
                 self._object_failed(kinds.PODS, pod, error)
         self._flush()
-        for name, node in self._nodes.items():
-            if node.invalid:
-                self._node_event(name, WARNING, "NodeRejected", f"node {name} not registered: {node.invalid}")
-                continue
-            self._contained(kinds.NODES, node, self._start_node, name, node, tuple(on_node.pop(name, ())))
-            if name in self._node_actors:
-                self._recovering.add(name)
-        for name, pods in on_node.items():  # named by pods, not listed: lost until they appear
-            self._start_node(name, None, tuple(pods))
+        with NodeActor.starts_deferred():  # their first turns once all are started
+            for name, node in self._nodes.items():
+                if node.invalid:
+                    self._node_event(name, WARNING, "NodeRejected", f"node {name} not registered: {node.invalid}")
+                    continue
+                self._contained(kinds.NODES, node, self._start_node, name, node, on_node.pop(name, {}))
+                if name in self._node_actors:
+                    self._recovering.add(name)
+            for name, pods in on_node.items():  # named by pods, not listed: lost until they appear
+                self._start_node(name, None, pods)
         self._nodes_total = len(self._recovering)
         self._recovery_started = True
         self._publish()
@@ -667,7 +668,9 @@ class ShimContext(Actor):
 
     # ---- nodes ---------------------------------------------------------------------------------
 
-    def _start_node(self, name: str, record: NodeRecord | None, pods: tuple[PlacedPod, ...]) -> None:
+    def _start_node(self, name: str, record: NodeRecord | None,
+                    pods: tuple[PlacedPod, ...] | dict[str, PlacedPod]) -> None:
+        """Start ``name``'s actor with the pods on it (a dict by uid is given away to the actor)."""
         peers = self._peers
         self._node_actors[name] = NodeActor.start(
             name, record, pods, context=self.actor_ref, outlet=peers.outlet, recorder=peers.recorder,

@@ -228,3 +228,29 @@ def test_a_handler_raising_system_exit_fails_its_actor_alone_on_a_single_worker(
     finally:
         pykka.ActorRegistry.stop_all()
         dispatcher.shutdown()
+
+
+def test_actors_started_deferred_take_their_first_turns_once_the_starts_end(pool):
+    started = []
+
+    class Starting(pooled(pool)):
+        def on_start(self):
+            started.append(self.actor_urn)
+
+    other = Starting.start()
+    wait_for(lambda: started == [other.actor_urn], 5, message="an actor started at once takes its first turn")
+    with Starting.starts_deferred():
+        refs = [Starting.start() for _ in range(50)]
+        for seq, ref in enumerate(refs):
+            ref.tell(Note(0, seq))
+        # Another thread's messages are scheduled at once: answered while the starts are deferred.
+        answers = []
+        asking = threading.Thread(target=lambda: answers.append((other.tell(Note(1, 1)), other.ask(Seen(), timeout=5))))
+        asking.start()
+        asking.join()
+        assert answers == [(None, ([(1, 1)], 0))]
+        with Starting.starts_deferred():  # entered again: still deferred to the first one's end
+            refs.append(Starting.start())
+        assert started == [other.actor_urn]
+    assert [ref.ask(Seen(), timeout=10) for ref in refs[:50]] == [([(0, seq)], 0) for seq in range(50)]
+    assert started[1:] == [ref.actor_urn for ref in refs]  # first turns in the order of the starts

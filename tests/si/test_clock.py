@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from si.clock import NS, REAL_CLOCK, VIRTUAL_EPOCH_NS, VirtualClock
+from si.clock import ALARMS_IDLE, NS, REAL_CLOCK, VIRTUAL_EPOCH_NS, RealClock, VirtualClock
 from tests.waiting import wait_for
 
 
@@ -78,3 +78,14 @@ def test_the_real_clock_runs_alarms_in_due_order_on_one_thread_and_skips_stopped
     REAL_CLOCK.after(0.05, stopping.set)
     wait_for(stopping.is_set, timeout=5, message="an alarm after the ticker stopped")
     assert len(ticks) == count, "no tick after stop() returned"
+
+
+def test_the_real_clocks_alarm_thread_runs_alarms_set_one_after_another_then_ends_when_idle():
+    clock = RealClock()
+    ran = []
+    clock.after(0, lambda: ran.append(threading.current_thread()))
+    wait_for(lambda: ran, timeout=5, message="the first alarm")
+    clock.after(0.01, lambda: ran.append(threading.current_thread()))  # set once the first one has run
+    wait_for(lambda: len(ran) == 2, timeout=5, message="the second alarm")
+    assert ran[0] is ran[1], "the thread waited for the next alarm rather than ending"
+    wait_for(lambda: not ran[0].is_alive(), timeout=ALARMS_IDLE + 5, message="the idle thread's end")
