@@ -94,10 +94,12 @@ def allocation_json(a) -> bytes:
     if shared is None or shared[0] is not resource:
         shared = _share(key, a)
     requested, allocated = a.request_time, a.allocation_time
-    json = a.json = orjson.dumps({
+    # Kept as a copy: what orjson returns holds a page of memory (4 KiB for these 300 bytes), and while
+    # it is kept the next call takes a new page, which the kernel must map (a fault per allocation).
+    json = a.json = bytes(memoryview(orjson.dumps({
         "allocationKey": a.key, "allocationTags": a.tags or _NO_TAGS, "requestTime": requested,
         "allocationTime": allocated, "allocationDelay": allocated - requested if allocated > requested else 0,
-        "resource": shared[1], "nodeId": a.node_id, "applicationId": shared[2]})
+        "resource": shared[1], "nodeId": a.node_id, "applicationId": shared[2]})))
     return json
 
 
@@ -126,8 +128,8 @@ _CLOSED = {schedulable: b"]," + state for schedulable, state in PLAIN_STATES.ite
 
 
 USAGES_KEPT = 4096
-# (capacity's id, allocated and occupied items) -> (that capacity, the usage's JSON); shared by partitions
-# of other threads: each step on it is atomic, and an entry is only ever the JSON of its key
+# (capacity's id, allocated's and occupied's types and values) -> (that capacity, the usage's JSON); shared
+# by partitions of other threads: each step on it is atomic, and an entry is only ever the JSON of its key
 _usages: dict[tuple, tuple[object, bytes]] = {}
 
 
@@ -164,8 +166,10 @@ class NodeJson:
             identity = orjson.dumps(node_identity(node))[:-1] + b","
         # Nodes of one machine type share their capacity's vector, and their usage repeats (pods of a
         # workload share a shape): its JSON is kept by those values, the capacity held so its id stays its own.
-        key = ((id(capacity), *allocated._q.items(), None, *occupied._q.items()) if occupied._q
-               else (id(capacity), *allocated._q.items()))
+        # A vector's types (strings), then its values (integers): no pairs built, and no two vectors alike.
+        used = allocated._q
+        key = ((id(capacity), *used, *used.values(), None, *occupied._q, *occupied._q.values()) if occupied._q
+               else (id(capacity), *used, *used.values()))
         usage = _usages.get(key)
         if usage is None or usage[0] is not capacity:
             available = capacity - allocated - occupied if occupied else capacity - allocated
