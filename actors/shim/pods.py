@@ -337,17 +337,18 @@ def _json_key(metadata: _JsonMetadata, spec: msgspec.Raw, named: tuple[str, byte
     annotations and owner references, and its spec cut around its ``nodeName`` (``named``: the node's
     name and its text; the one place the node's name is written, else ``None``: read as any pod is).
     Pods keyed alike differ at most in the node they name, which the facts leave out."""
-    if not metadata.namespace:
+    namespace = metadata.namespace
+    if not namespace:
         return None
     spec = bytes(spec)
     if named is None:
-        cut = (spec, None)
-    else:
-        cut = tuple(spec.split(named[1]))
-        if len(cut) != 2:
-            return None
-    return (metadata.namespace, bytes(metadata.labels), bytes(metadata.annotations),
-            bytes(metadata.ownerReferences), *cut)
+        return (namespace, bytes(metadata.labels), bytes(metadata.annotations), bytes(metadata.ownerReferences),
+                spec, None)
+    cut = spec.split(named[1])
+    if len(cut) != 2:
+        return None
+    return (namespace, bytes(metadata.labels), bytes(metadata.annotations), bytes(metadata.ownerReferences),
+            cut[0], cut[1])
 
 
 def _json_record(pod: _JsonPod, named: tuple[str, bytes] | None, facts: _Facts) -> PodRecord | None:
