@@ -159,7 +159,7 @@ def _parse(raw: Mapping) -> tuple[PodRecord, _Facts | None]:
         facts.app_id + uid if facts.app_id_per_pod else facts.app_id,
         _timestamp(metadata.get("creationTimestamp")),
         constraint_tag,
-        *facts.values)
+        facts.values)
     if not facts.invalid:
         resized = _resized_resource(spec, status)
         if resized is not None:
@@ -178,7 +178,7 @@ _DEFAULTS = {field.name: field.default for field in dataclasses.fields(PodRecord
 # one: it sets each frozen field through ``object.__setattr__`` by name, taking keywords. This fills a
 # draft of the record's slots positionally and makes it the record (measured: 0.7 us a record, 2.3 us
 # through each slot's setter, 5.2 us through the dataclass's).
-_make_record = slot_setter(PodRecord, [*_PER_POD, *_SHARED], new=True)
+_make_record = slot_setter(PodRecord, list(_PER_POD), new=True, packed=_SHARED)
 
 
 @record
@@ -204,6 +204,18 @@ def _bound_tag(node: str) -> str:
         _bound_tags.clear()
     tag = _bound_tags[node] = constraints.bound_only(node)
     return tag
+
+
+# A node's name as records hold it (interned) and the text naming it in a spec, by the name as decoded:
+# the same for every pod on the node, so each listed pod looks them up once rather than making both.
+_node_names: dict[str, tuple[str, bytes]] = {}
+
+
+def _node_name(node: str) -> tuple[str, bytes]:
+    if len(_node_names) >= BOUND_TAGS_KEPT:
+        _node_names.clear()
+    named = _node_names[node] = (sys.intern(node), _NODE_NAME + msgspec.json.encode(node))
+    return named
 
 # Facts by the JSON of what they are read from: a workload's pods (and a pod's versions) share one.
 # Bounded: when full, the oldest goes (a cache miss costs one full read).
@@ -297,13 +309,16 @@ def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
     except (ValueError, RecursionError):  # msgspec's DecodeError and ValidationError are ValueErrors
         pod = None
     if pod is not None and pod.metadata is not None:
-        key = _json_key(pod.metadata, pod.spec, node)
+        named = None if node is None else _node_names.get(node) or _node_name(node)
+        key = _json_key(pod.metadata, pod.spec, named)
         facts = _facts.get(key) if key is not None else None
         if facts is not None:
-            record = _json_record(pod, node, facts)
-            if record is not None and not facts.invalid and pod.status is not None and (
-                    _reports_resources(pod.status.containerStatuses)
-                    or _reports_resources(pod.status.initContainerStatuses)):
+            record = _json_record(pod, named, facts)
+            status = pod.status
+            if record is not None and not facts.invalid and status is not None and (
+                    status.containerStatuses or status.initContainerStatuses) and (
+                    _reports_resources(status.containerStatuses)
+                    or _reports_resources(status.initContainerStatuses)):
                 # The kubelet reports what it allocated and applied (every running pod's, since
                 # Kubernetes 1.33): weighed as ``_parse`` does, from the pod decoded whole.
                 raw = orjson.loads(memoryview(data))
@@ -317,41 +332,44 @@ def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
     return record
 
 
-def _json_key(metadata: _JsonMetadata, spec: msgspec.Raw, node: str | None) -> tuple | None:
+def _json_key(metadata: _JsonMetadata, spec: msgspec.Raw, named: tuple[str, bytes] | None) -> tuple | None:
     """The key of a pod's shared facts from the JSON text they are read from: its namespace, labels,
-    annotations and owner references, and its spec cut around its ``nodeName`` (the one place the
-    node's name is written, else ``None``: read as any pod is). Pods keyed alike differ at most in the
-    node they name, which the facts leave out."""
-    if not metadata.namespace:
+    annotations and owner references, and its spec cut around its ``nodeName`` (``named``: the node's
+    name and its text; the one place the node's name is written, else ``None``: read as any pod is).
+    Pods keyed alike differ at most in the node they name, which the facts leave out."""
+    namespace = metadata.namespace
+    if not namespace:
         return None
     spec = bytes(spec)
-    if node is None:
-        cut = (spec, None)
-    else:
-        cut = tuple(spec.split(_NODE_NAME + msgspec.json.encode(node)))
-        if len(cut) != 2:
-            return None
-    return (metadata.namespace, bytes(metadata.labels), bytes(metadata.annotations),
-            bytes(metadata.ownerReferences), *cut)
+    if named is None:
+        return (namespace, bytes(metadata.labels), bytes(metadata.annotations), bytes(metadata.ownerReferences),
+                spec, None)
+    cut = spec.split(named[1])
+    if len(cut) != 2:
+        return None
+    return (namespace, bytes(metadata.labels), bytes(metadata.annotations), bytes(metadata.ownerReferences),
+            cut[0], cut[1])
 
 
-def _json_record(pod: _JsonPod, node: str | None, facts: _Facts) -> PodRecord | None:
+def _json_record(pod: _JsonPod, named: tuple[str, bytes] | None, facts: _Facts) -> PodRecord | None:
     """The record ``_parse`` makes of the pod with these shared facts, before any resize its container
     statuses may show; ``None`` where it reads the pod whole (its node among other constraints)."""
     metadata, status = pod.metadata, pod.status
     uid, name = metadata.uid, metadata.name
+    node = named[0] if named is not None else ""
     if not (uid and name) or (node and facts.constraints):
         return None
     phase = status.phase if status is not None else None
+    created = metadata.creationTimestamp
     return _make_record(
         uid, name, metadata.resourceVersion or "",
-        sys.intern(node) if node else "",
+        node,
         sys.intern(phase) if phase else "Pending",
         bool(metadata.deletionTimestamp),
         facts.app_id + uid if facts.app_id_per_pod else facts.app_id,
-        _timestamp(metadata.creationTimestamp),
+        _times.get(created) or _timestamp(created),
         (_bound_tags.get(node) or _bound_tag(node)) if node else facts.constraints,
-        *facts.values)
+        facts.values)
 
 
 def _reports_resources(statuses: list[_JsonContainerStatus] | None) -> bool:
@@ -604,16 +622,21 @@ def _strings(metadata: Mapping, field: str, problems: list[str]) -> Mapping[str,
     return value
 
 
+# Creation times repeat (whole seconds, many pods created in each): each parsed once, looked up after.
+TIMES_KEPT = 1024
+_times: dict[str, float] = {}
+
+
 def _timestamp(text: object) -> float:
     if not text or not isinstance(text, str):
         return 0.0
-    return _parsed_time(text)
-
-
-@functools.lru_cache(maxsize=1024)
-def _parsed_time(text: str) -> float:
-    """Creation times repeat (whole seconds, many pods created in each): parse each once."""
-    try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return 0.0
+    seconds = _times.get(text)
+    if seconds is None:
+        try:
+            seconds = datetime.fromisoformat(text).timestamp()
+        except ValueError:
+            seconds = 0.0
+        if len(_times) >= TIMES_KEPT:
+            _times.clear()
+        _times[text] = seconds
+    return seconds

@@ -329,6 +329,18 @@ def test_a_constructor_of_slots_makes_what_the_dataclass_makes_and_as_frozen(cls
     assert not hasattr(made, "__dict__")
 
 
+@pytest.mark.parametrize("cls", [Sized, Labelled])
+def test_slots_given_packed_are_set_from_one_sequence_of_their_values(cls):
+    packed = [field.name for field in dataclasses.fields(cls)][1:]
+    values = (2, "x")[:len(packed)]
+    made = slot_setter(cls, ["name"], new=True, packed=packed)("a", values)
+    assert type(made) is cls and made == cls("a", *values)
+    with pytest.raises(ValueError, match="not enough values"):
+        slot_setter(cls, ["name"], new=True, packed=packed)("a", ())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.size = 3
+
+
 def test_a_message_constructor_takes_what_the_message_class_takes():
     make = constructor(Placed)
     assert make("p") == Placed("p") and type(make("p")) is Placed

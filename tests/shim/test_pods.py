@@ -309,6 +309,19 @@ def test_the_tags_of_bound_pods_are_bounded_and_name_each_pods_own_node(monkeypa
     assert len(pods._bound_tags) <= 4
 
 
+def test_pods_read_from_json_text_name_their_own_node_and_creation_time_however_many_are_kept(monkeypatch):
+    from actors.shim import pods
+    monkeypatch.setattr(pods, "BOUND_TAGS_KEPT", 4)
+    monkeypatch.setattr(pods, "TIMES_KEPT", 4)
+    for index in range(10):
+        raw = pod_json(node=f"node-{index}", uid=f"u-{index}", labels={"applicationId": "kept"})
+        raw["metadata"]["creationTimestamp"] = f"2026-01-01T00:00:{index:02d}Z"
+        pod = read_pod(json.dumps(raw, separators=(",", ":")).encode())
+        assert pod == parse_pod(raw)
+        assert (pod.node_name, pod.created) == (f"node-{index}", 1767225600.0 + index)
+    assert len(pods._node_names) <= 4 and len(pods._times) <= 4
+
+
 def test_a_spec_given_as_a_read_only_mapping_reads_as_the_same_spec_in_a_dict():
     import types
     raw = pod_json(node="node-1", labels={"applicationId": "a"}, cpu="2")
