@@ -239,7 +239,7 @@ def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
     facts = _facts.get(key)
     if facts is None:
         facts = _read_facts(metadata, spec, namespace)
-        _keep(key, facts)
+        _keep(bytes(memoryview(key)), facts)  # a copy: what orjson returns holds a 4 KiB page while kept
     return facts
 
 
