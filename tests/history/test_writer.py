@@ -16,6 +16,14 @@ from tests.waiting import wait_for
 def finished(app_id: str):
     """An application finished a minute ago (well within the retention the writer prunes by)."""
     return finished_at(app_id, submitted=time.time_ns() - 120 * 10**9)
+
+
+def gone_from_core(core, app_id: str) -> bool:
+    """Whether ``app_id`` has completed and left the core (its record handed to the history store)."""
+    snapshot = core.scheduler.snapshot()
+    return all(app.application_id != app_id for partition in snapshot.partitions for app in partition.applications)
+
+
 HEALTH = "/ws/v1/scheduler/healthcheck"
 
 
@@ -36,11 +44,13 @@ def test_the_store_going_away_mid_run_loses_no_scheduling(postgres):
         postgres.stop()
         try:
             history.run_app("during-0")
+            # Once the first application's record has left the buffer, the writer holds it in a batch it
+            # cannot write until a write succeeds, so everything that finishes from here on waits in the
+            # buffer: five applications cannot all fit in three places. (A writer not holding a batch, even
+            # one degraded by a failed pruning, takes whatever is buffered, however many, in its next batch.)
+            wait_for(lambda: gone_from_core(core, "during-0") and history.writer.status().buffered == 0, timeout=10,
+                     message="the first application's record taken by the writer")
             wait_for(lambda: history.writer.status().degraded, timeout=10, message="the store degraded")
-            # The writer now holds the batch it failed to write until a write succeeds, so everything that
-            # finishes from here on waits in the buffer: five applications cannot all fit in three places.
-            # (Before it failed, it could take any number in one batch, as the core reports applications
-            # that finish in one tick together.)
             for i in range(1, 6):
                 history.run_app(f"during-{i}")
             # Every ask was allocated while the database was down.
