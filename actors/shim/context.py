@@ -35,6 +35,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import groupby
 from operator import attrgetter
 from typing import Any
 
@@ -818,11 +819,13 @@ class ShimContext(Actor):
 
 
 def _by_age(pods: Iterable[PodRecord]) -> list[PodRecord]:
-    """``pods`` oldest first, by uid among pods created together (two stable sorts by C getters, not one
-    by a Python key of both: recovery sorts every pod)."""
-    ordered = sorted(pods, key=_UID)
-    ordered.sort(key=_CREATED)
-    return ordered
+    """``pods`` oldest first, by uid among pods created together: sorted by C getters, not by a Python
+    key of both (recovery sorts every pod), by age first and then each run of one age by uid. A list
+    comes mostly in order of age, which that sort takes as it comes; sorting all by uid first and then by
+    age sorted every pod twice (100,000 pods created 5,500 or one a second, CPU: 22 to 31 ms against 32 to
+    44 listed in order of age, 37 to 49 against 40 to 55 shuffled)."""
+    return [pod for _, created_together in groupby(sorted(pods, key=_CREATED), _CREATED)
+            for pod in sorted(created_together, key=_UID)]
 
 
 _UID, _CREATED = attrgetter("uid"), attrgetter("created")
