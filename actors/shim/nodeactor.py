@@ -48,7 +48,7 @@ from actors.shim.messages import (
 )
 from actors.shim.nodes import NodeRecord
 from actors.shim.pods import PodRecord
-from actors.shim.state import FOREIGN, NodeView, PodView, StateBoard
+from actors.shim.state import FOREIGN, NodeView, PodView, StateBoard, pod_view
 from actors.shim.ticker import Alarms
 from si import constants, si_pb2
 from si.resources import ZERO
@@ -313,4 +313,4 @@ class NodeActor(PooledActor):
 
 
 def _foreign_view(pod: PodRecord) -> PodView:
-    return PodView(pod.uid, pod.namespace, pod.name, "", FOREIGN, pod.node_name, True)
+    return pod_view(pod.uid, pod.namespace, pod.name, "", FOREIGN, pod.node_name, True)

@@ -729,6 +729,11 @@ def test_recovery_declares_an_application_by_the_pod_its_placeholders_name_else_
                       annotations={keys.ANNOTATION_PLACEHOLDER: "true", keys.ANNOTATION_TASK_GROUP_NAME: "g"})
     holder["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "driver", "uid": uid(3)}]
     first, second = (pod_json(f"w{n}", node="n1", labels={"applicationId": "app-2"}, uid=uid(n)) for n in (2, 4))
-    shim.list_all(pods=[second, driver, holder, first, older], nodes=[node_json("n1")])
+    # Created a second apart: the age decides before the uid.
+    late, early = (pod_json(f"v{n}", node="n1", labels={"applicationId": "app-3"}, uid=uid(n)) for n in (5, 6))
+    late["metadata"]["creationTimestamp"] = "2030-01-01T00:00:01Z"
+    early["metadata"]["creationTimestamp"] = "2030-01-01T00:00:00Z"
+    shim.list_all(pods=[second, late, driver, holder, early, first, older], nodes=[node_json("n1")])
     flagged = {a.allocationKey: a.originator for r in shim.core.of("allocation") for a in r.allocations if a.nodeID}
-    assert flagged == {uid(1): False, uid(3): True, uid(0): False, uid(2): True, uid(4): False}
+    assert flagged == {uid(1): False, uid(3): True, uid(0): False, uid(2): True, uid(4): False, uid(5): False,
+                       uid(6): True}
