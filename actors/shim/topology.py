@@ -169,14 +169,9 @@ class TopologyIndex:
 
     def node_updated(self, node_id: str, attributes: Mapping[str, str]) -> None:
         """``attributes``: kept as they are (the core never changes them: it sends new ones)."""
-        known = self.node_attributes.get(node_id)
-        if attributes == known:
+        if attributes == self.node_attributes.get(node_id):
             return
-        if known is not None and known.keys() == attributes.keys() and not any(
-                name.startswith(TAG_LABEL_PREFIX) for name, value in attributes.items() if known[name] != value):
-            labels = self.node_labels[node_id]  # only attributes that are no label changed (the node's state)
-        else:
-            labels = labels_of(attributes)
+        labels = labels_of(attributes)
         # The pods' entries depend on the node's labels alone: an attribute that is no label (the
         # node's state, set as every recovered node turns schedulable) leaves them as they are.
         pods = [] if labels == self.node_labels.get(node_id) else [self.pods[k] for k in self.node_pods.get(node_id, ())]
