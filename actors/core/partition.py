@@ -177,6 +177,11 @@ class Partition:
             ledger.update_node(node, info.attributes, capacity)
         elif action in (Action.DRAIN_NODE, Action.DRAIN_TO_SCHEDULABLE):
             ledger.set_schedulable(node, action == Action.DRAIN_TO_SCHEDULABLE)
+            # Our shim's turns carry the node's record (its state is an attribute): applied as an UPDATE
+            # sent after the turn would be. Upstream's shim sends none on a drain action: nothing changes.
+            capacity = shared_resource(info.schedulableResource) if info.HasField("schedulableResource") else None
+            if info.attributes or capacity is not None:
+                ledger.update_node(node, info.attributes, capacity)
         elif action == Action.DECOMISSION:
             ledger.free_node(node)
             for allocation in list(node.allocations.values()):

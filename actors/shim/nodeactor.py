@@ -251,13 +251,16 @@ class NodeActor(PooledActor):
         if state not in NODE_IN_CORE or (state == NodeState.RECOVERING and not recovered) or desired == state:
             self._publish()
             return False
-        items = []
         if desired == NodeState.SCHEDULABLE:
-            items.append(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DRAIN_TO_SCHEDULABLE))
+            action = _ACTION.DRAIN_TO_SCHEDULABLE
         elif state == NodeState.SCHEDULABLE:
-            items.append(si_pb2.NodeInfo(nodeID=self.node_name, action=_ACTION.DRAIN_NODE))
+            action = _ACTION.DRAIN_NODE
+        else:
+            action = _ACTION.UPDATE  # not schedulable in the core already (recovering or draining)
         self._fire(_TURNS[desired])
-        self._send(*items, self._node_info(_ACTION.UPDATE))  # one message: every recovered node sends these
+        # A turn carries the node's record with its new state: our core applies the attributes and
+        # capacity a drain action carries as an UPDATE after it (one item where every recovered node sent two).
+        self._send(self._node_info(action))
         return True
 
     def _track_readiness(self) -> None:

@@ -131,7 +131,7 @@ class Outbox:
 
     def _nodes(self, items: list[si_pb2.NodeInfo]) -> si_pb2.NodeRequest:
         # Each copied into an entry added: the constructor given the list took twice as long (measured,
-        # nodes of eight attributes and four resources: 4.1 us a node against 2.0; each node sends three).
+        # nodes of eight attributes and four resources: 4.1 us a node against 2.0; a recovering node sends two).
         request = si_pb2.NodeRequest(rmID=self.rm_id)
         add = request.nodes.add
         for info in items:

@@ -17,9 +17,9 @@ ZONE = "topology.kubernetes.io/zone"
 Action = si_pb2.NodeInfo
 
 
-def zonal_nodes(core, zones: dict[str, str], action=Action.CREATE_DRAIN) -> None:
+def zonal_nodes(core, zones: dict[str, str]) -> None:
     core.scheduler.update_node(si_pb2.NodeRequest(rmID="rm", nodes=[si_pb2.NodeInfo(
-        nodeID=name, action=action, attributes=parse_node(node_json(name, labels={ZONE: zone})).attributes(),
+        nodeID=name, action=Action.CREATE_DRAIN, attributes=parse_node(node_json(name, labels={ZONE: zone})).attributes(),
         schedulableResource=Resource.of(vcore=8000, memory=16 * 2**30, pods=110).to_proto())
         for name, zone in zones.items()]))
 
@@ -65,7 +65,8 @@ def test_pods_found_in_one_batch_repel_an_anti_affinity_ask_from_their_zones(cor
                                                        terminationType=si_pb2.STOPPED_BY_RM)])))
     core.scheduler.update_node(si_pb2.NodeRequest(rmID="rm", nodes=[si_pb2.NodeInfo(
         nodeID="c2", action=Action.UPDATE, attributes=parse_node(node_json("c2", labels={ZONE: "d"})).attributes())]))
-    zonal_nodes(core, {name: "" for name in ("a1", "b1", "c1", "c2")}, action=Action.DRAIN_TO_SCHEDULABLE)
+    core.scheduler.update_node(si_pb2.NodeRequest(rmID="rm", nodes=[
+        si_pb2.NodeInfo(nodeID=name, action=Action.DRAIN_TO_SCHEDULABLE) for name in ("a1", "b1", "c1", "c2")]))
     core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[repelled_by("ask-1", {"app": "web"})]))
     assert placed(core) == {"ask-1": "c1"}, "zone c alone holds no web pod once web-3 left and c2 moved to zone d"
     core.scheduler.update_allocation(si_pb2.AllocationRequest(rmID="rm", allocations=[repelled_by("ask-2", {"app": "cache"})]))

@@ -103,6 +103,20 @@ def test_each_change_of_a_node_reaches_the_next_read(rest):
     assert _read(core, client)["node-1"] == before["node-1"]  # the node that never changed
 
 
+def test_a_turn_carrying_the_nodes_record_applies_it_and_a_bare_turn_keeps_it(rest):
+    core, client = rest
+    core.nodes(1)
+    state = "yunikorn.apache.org/node-state"
+    _node(core, action=si_pb2.NodeInfo.DRAIN_NODE, vcore=5000, **{state: "Draining", "zone": "a"})
+    node = _read(core, client)["node-0"]
+    assert (node["schedulable"], node["capacity"]["vcore"]) == (False, 5000)
+    assert (node["attributes"][state], node["attributes"]["zone"]) == ("Draining", "a")
+    core.scheduler.update_node(si_pb2.NodeRequest(rmID="rm", nodes=[si_pb2.NodeInfo(
+        nodeID="node-0", action=si_pb2.NodeInfo.DRAIN_TO_SCHEDULABLE)]))  # as upstream's shim sends it
+    node = _read(core, client)["node-0"]
+    assert (node["schedulable"], node["capacity"]["vcore"], node["attributes"][state]) == (True, 5000, "Draining")
+
+
 def test_a_node_removed_and_added_again_is_read_as_it_is_now(rest):
     core, client = rest
     core.nodes(1)

@@ -511,11 +511,12 @@ def test_node_changes(shim):
     shim.change(kinds.NODES, Updated(bigger, same))
     shim.change(kinds.NODES, Deleted(same))
     assert [action for _, action in shim.core.node_actions()] == [
-        NodeInfo.CREATE_DRAIN, NodeInfo.DRAIN_TO_SCHEDULABLE, NodeInfo.UPDATE,  # recovered
-        NodeInfo.DRAIN_NODE, NodeInfo.UPDATE,  # cordoned
-        NodeInfo.DRAIN_TO_SCHEDULABLE, NodeInfo.UPDATE,  # bigger, and uncordoned
+        NodeInfo.CREATE_DRAIN, NodeInfo.DRAIN_TO_SCHEDULABLE,  # recovered
+        NodeInfo.DRAIN_NODE,  # cordoned
+        NodeInfo.DRAIN_TO_SCHEDULABLE,  # bigger, and uncordoned: each turn carries the record and its state
         NodeInfo.DECOMISSION]
-    updates = [i for r in shim.core.of("node") for i in r.nodes if i.action == NodeInfo.UPDATE]
+    turns = (NodeInfo.DRAIN_TO_SCHEDULABLE, NodeInfo.DRAIN_NODE)
+    updates = [i for r in shim.core.of("node") for i in r.nodes if i.action in turns]
     assert [u.attributes[ATTR_NODE_STATE] for u in updates] == ["Schedulable", "Draining", "Schedulable"]
     assert Resource.from_proto(updates[2].schedulableResource)["vcore"] == 16000
     shim.tell_and_settle(si_pb2.NodeResponse(accepted=[si_pb2.AcceptedNode(nodeID="n1")],

@@ -17,7 +17,7 @@ from actors.shim.messages import (
     ToCore,
     Unplaced,
 )
-from actors.shim.nodeactor import NodeActor
+from actors.shim.nodeactor import ATTR_NODE_STATE, NodeActor
 from actors.shim.nodes import parse_node
 from actors.shim.pods import parse_pod
 from actors.shim.state import FOREIGN, StateBoard
@@ -91,8 +91,9 @@ def test_node0_stays_recovering_until_the_core_confirms_its_pods(node):
     assert n.state() == "Recovering"
     n.ref.tell(CoreConfirmed(token))
     assert n.state() == "Schedulable"
-    assert [i.action for i in n.sent() if isinstance(i, si_pb2.NodeInfo)][-2:] == [
-        Action.DRAIN_TO_SCHEDULABLE, Action.UPDATE]
+    turn = [i for i in n.sent() if isinstance(i, si_pb2.NodeInfo)][-1]  # one item: the turn carries the state
+    assert (turn.action, turn.attributes[ATTR_NODE_STATE]) == (Action.DRAIN_TO_SCHEDULABLE, "Schedulable")
+    assert turn.schedulableResource == sent[0].schedulableResource
     wait_for(lambda: inbox_messages(n.context, NodeRecovered) == [NodeRecovered("n1", 1)])
 
 
