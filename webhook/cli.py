@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     from webhook.certificates import CertificateManager, Rotator
     from webhook.server import ServerSettings, WebhookServer
 
-    workdir = Path(tempfile.mkdtemp(prefix="yunikorn-admission-"))
+    workdir = _scratch_folder()
     cert_file = workdir / "server.pem"
     try:
         conf = _initial_conf(api_client, args.namespace)
@@ -165,6 +165,42 @@ def main(argv: list[str] | None = None) -> int:
                               max_buffered=int(args.max_buffered_mib * 2**20), log_level=args.log_level)
     WebhookServer(settings, _worker_app_factory(args), on_exit).run()
     return 0
+
+
+SCRATCH_PREFIX = "yunikorn-admission-"
+SCRATCH_OWNER = "owner.pid"
+
+
+def _scratch_folder() -> Path:
+    """A private folder for the serving certificate and its key, marked with this process's id. Folders of
+    controllers killed before their exit could remove them (a key in each) go first: the chart's /tmp is an
+    emptyDir, which a restarted container finds as it was left."""
+    for folder in Path(tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*"):
+        if _abandoned(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            log.info("removed %s, left by a controller that is gone", folder)
+    workdir = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+    (workdir / SCRATCH_OWNER).write_text(str(os.getpid()))
+    return workdir
+
+
+def _abandoned(folder: Path) -> bool:
+    """Whether ``folder``'s owner is gone: its process does not exist, or is this one (a restarted container
+    numbers its process as the one before). A folder without a readable owner (being made, or another
+    user's) is left alone."""
+    try:
+        owner = int((folder / SCRATCH_OWNER).read_text())
+    except (OSError, ValueError):
+        return False
+    if owner == os.getpid():
+        return True
+    try:
+        os.kill(owner, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, another user's
+        return False
+    return False
 
 
 if __name__ == "__main__":

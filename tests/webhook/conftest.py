@@ -21,13 +21,14 @@ _barriers = itertools.count()
 
 @pytest.fixture
 def start_controller(kubesim, tmp_path):
-    """``start_controller(*args, workers=2)`` -> a healthy Controller against the function's kubesim."""
+    """``start_controller(*args, workers=2, env=None)`` -> a healthy Controller against the function's kubesim."""
     kubeconfig = tmp_path / "kubeconfig"
     kubesim.write_kubeconfig(kubeconfig)
     started = []
 
-    def start(*args: str, workers: int = 2, wait: bool = True) -> Controller:
-        controller = Controller(kubeconfig, tmp_path / f"controller-{len(started)}.log", *args, workers=workers)
+    def start(*args: str, workers: int = 2, wait: bool = True, env: dict[str, str] | None = None) -> Controller:
+        controller = Controller(kubeconfig, tmp_path / f"controller-{len(started)}.log", *args, workers=workers,
+                                env=env)
         started.append(controller)
         if wait:
             controller.wait_healthy(lambda port: HttpsClient(port, registered_bundle(kubesim)))

@@ -44,7 +44,8 @@ def free_port() -> int:
 class Controller:
     """One replica of ``yunikorn-admission-controller`` as a subprocess."""
 
-    def __init__(self, kubeconfig: Path, log_file: Path, *extra: str, workers: int = 2) -> None:
+    def __init__(self, kubeconfig: Path, log_file: Path, *extra: str, workers: int = 2,
+                 env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.log_file = log_file
         command = [sys.executable, "-c", "import sys; from webhook.cli import main; sys.exit(main())",
@@ -53,7 +54,7 @@ class Controller:
                    *extra]
         self._log = open(log_file, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=self._log, stderr=subprocess.STDOUT,
-                                        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+                                        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})})
 
     def log(self) -> str:
         return self.log_file.read_text(errors="replace")

@@ -234,3 +234,17 @@ def test_remove_webhooks_uninstalls(kubesim, start_controller, tmp_path):
     assert kubesim.objects("mutatingwebhookconfigurations") == []
     assert kubesim.objects("validatingwebhookconfigurations") == []
     assert c.MUTATING_CONFIGURATION in result.stdout and c.VALIDATING_CONFIGURATION in result.stdout
+
+
+def test_a_killed_controllers_scratch_folder_is_removed_by_the_next_one(start_controller, tmp_path):
+    shared_tmp = tmp_path / "tmp"  # as the chart's emptyDir at /tmp, kept across the container's restarts
+    shared_tmp.mkdir()
+    killed = start_controller(env={"TMPDIR": str(shared_tmp)})
+    [left] = shared_tmp.glob("yunikorn-admission-*")
+    assert (left / "server.pem").exists(), "the serving key and certificate are kept there"
+    killed.process.kill()
+    killed.process.wait(timeout=10)
+    assert (left / "server.pem").exists(), "a killed controller removes nothing"
+    start_controller(env={"TMPDIR": str(shared_tmp)})
+    [kept] = shared_tmp.glob("yunikorn-admission-*")
+    assert kept != left and (kept / "server.pem").exists(), "the next controller removed the folder left behind"
