@@ -78,7 +78,6 @@ from actors.shim.messages import (
     ShimStateRequest,
     Shutdown,
     Stopped,
-    TaskUpdate,
     ToCore,
     Unplaced,
     Updated,
@@ -429,19 +428,13 @@ class ShimContext(Actor):
             if (owner is not None and owner.app_id == app_id and not owner.placeholder and not owner.terminated
                     and is_managed(owner)):
                 originators[app_id] = owner
-        resolve, route, placed_on = self._resolved, self._route_to_app, on_node.__getitem__
-        priorities, failed, mail, pod_app = self._priority_classes, self._failed, self._mail, self._pod_app
-        # What ``_route_to_app`` adds to for a pod of an application it routed to already (its pods, its
-        # updates collected), by application id, while the mail has not been sent since: each pod is then
-        # routed without the two calls (this pass routes every pod).
-        routes: dict[str, tuple[set[str], list[TaskUpdate]]] = {}
-        sends, routed_directly = mail.sends, 0
+        resolve, route, placed_on, left_aside = self._resolved, self._route_to_app, on_node.__getitem__, self._left_aside
+        priorities = self._priority_classes
         for pod, managed in zip(pods, ours, strict=True):
             # As ``_contained``, without a call more for every pod (recovery does this for every pod): resolved
             # once for its application and its node alike, but for a pod with claims (``_to_app`` resolves them).
             try:
-                app_id = pod.app_id
-                originator = originators.get(app_id) if managed else None
+                originator = originators.get(pod.app_id) if managed else None
                 resolved = resolve(pod)
                 priority = pod.priority if pod.priority is not None else priorities.get(pod.priority_class, 0)
                 # A gang's placeholders are all known to its application before it hears from the core.
@@ -449,28 +442,15 @@ class ShimContext(Actor):
                     try:  # a pod that fails is still counted on its node
                         if pod.claims:
                             self._to_app(pod, False, originator)
-                        elif (known := routes.get(app_id)) is not None and mail.sends == sends:
-                            known[1].append(task_update(resolved, priority, False))
-                            known[0].add(pod.uid)
-                            pod_app[pod.uid] = app_id
-                            routed_directly += 1
                         else:
                             route(resolved, priority, originator)
-                            if mail.sends != sends:  # what was collected is gone (and counted): start again
-                                sends, routed_directly = mail.sends, 0
-                                routes.clear()
-                            routed = self._app_pods.get(app_id)
-                            if routed is not None:  # routed: its updates are collected
-                                routes[app_id] = (routed, mail.app_updates(self._apps[app_id]))
                     except Exception as error:
                         self._object_failed(kinds.PODS, pod, error)
-                if pod.node_name:  # a pod of ours left aside (as ``_left_aside``) is counted as a foreign one
-                    placed_on(pod.node_name)[pod.uid] = placed_pod(
-                        resolved, priority, True, not managed or bool(failed) and (kinds.PODS, pod.uid) in failed,
-                        originator is pod)
+                if pod.node_name:
+                    placed_on(pod.node_name)[pod.uid] = placed_pod(resolved, priority, True, not managed or left_aside(pod),
+                                                                   originator is pod)
             except Exception as error:
                 self._object_failed(kinds.PODS, pod, error)
-        mail.counted(routed_directly)
         self._flush()
         with NodeActor.starts_deferred():  # their first turns once all are started
             for name, node in self._nodes.items():

@@ -31,7 +31,6 @@ class Mail:
         self._nodes_stopping: dict[str, pykka.Future] = {}  # by actor urn: likewise, of node actors
         self._nodes: dict[str, list[Any]] = {}
         self._count = 0  # messages collected (read after every message the context handles)
-        self.sends = 0  # how many times the mail was sent (what was collected before is gone from it)
 
     def __len__(self) -> int:
         return self._count
@@ -42,14 +41,6 @@ class Mail:
             mail = self._apps[ref.actor_urn] = (ref, [])
         mail[1].append(update)
         self._count += 1
-
-    def app_updates(self, ref: pykka.ActorRef) -> list[TaskUpdate]:
-        """The updates collected for ``ref``'s actor (one at least), to add more to directly until the mail
-        is sent (``sends``), each ``counted``: a recovery routes every pod, with two calls less each."""
-        return self._apps[ref.actor_urn][1]
-
-    def counted(self, added: int) -> None:
-        self._count += added
 
     def end_app(self, app_id: str, ref: pykka.ActorRef) -> None:
         """Stop the application's actor once it has its last updates."""
@@ -97,7 +88,6 @@ class Mail:
                 for message in _joined(mail):
                     tell_if_alive(ref, message)
         self._apps, self._ended, self._nodes, self._count = {}, {}, {}, 0
-        self.sends += 1
 
 
 def _done(future: pykka.Future) -> bool:
