@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
 
 NS = 1_000_000_000
+log = logging.getLogger(__name__)
 
 
 class Timer(Protocol):
@@ -52,10 +54,11 @@ class _ThreadTimer:
 
 
 class _Alarm:
-    __slots__ = ("action", "stopped")
+    __slots__ = ("action", "name", "stopped")
 
-    def __init__(self, action: Callable[[], object]) -> None:
+    def __init__(self, action: Callable[[], object], name: str) -> None:
         self.action = action
+        self.name = name
         self.stopped = False
 
     def stop(self) -> None:
@@ -102,7 +105,17 @@ class _AlarmThread:
                         break
                     self._changed.wait(wait / NS)
                 alarm = heapq.heappop(self._due)[2]
-            alarm.action()
+            _run_guarded(alarm.action, alarm.name)
+
+
+def _run_guarded(action: Callable[[], object], name: str) -> object:
+    """``action()``; one that raises is logged and counts as done, so the thread that ran it goes on
+    with the timers after it (one broken action must not silence every alarm of the clock)."""
+    try:
+        return action()
+    except Exception:
+        log.exception("timer %s failed; the clock's other timers go on", name)
+        return None
 
 
 class RealClock:
@@ -117,12 +130,12 @@ class RealClock:
     def every(self, interval: Callable[[], float], action: Callable[[], object], name: str = "timer") -> Timer:
         def run(stopping: threading.Event) -> None:
             while not stopping.wait(interval()):
-                if action() is False:
+                if _run_guarded(action, name) is False:
                     return
         return _ThreadTimer(name, run)
 
     def after(self, delay: float, action: Callable[[], object], name: str = "timer") -> Timer:
-        alarm = _Alarm(action)
+        alarm = _Alarm(action, name)
         self._alarms.add(time.monotonic_ns() + ns(delay), alarm)
         return alarm
 

@@ -89,3 +89,26 @@ def test_the_real_clocks_alarm_thread_runs_alarms_set_one_after_another_then_end
     wait_for(lambda: len(ran) == 2, timeout=5, message="the second alarm")
     assert ran[0] is ran[1], "the thread waited for the next alarm rather than ending"
     wait_for(lambda: not ran[0].is_alive(), timeout=ALARMS_IDLE + 5, message="the idle thread's end")
+
+
+def test_an_action_that_raises_is_logged_and_the_clocks_other_timers_go_on(caplog):
+    clock = RealClock()
+    ran, ticks = [], []
+
+    def broken():
+        raise RuntimeError("broken action")
+    clock.after(0, broken, "broken-alarm")
+    clock.after(0.01, lambda: ran.append("after the broken one"), "next-alarm")
+    wait_for(lambda: ran, timeout=5, message="the alarm due after the one that raised")
+
+    def tick():
+        ticks.append(1)
+        if len(ticks) == 1:
+            raise RuntimeError("broken tick")
+    timer = clock.every(lambda: 0.01, tick, "broken-ticker")
+    wait_for(lambda: len(ticks) >= 2, timeout=5, message="a tick after the one that raised")
+    timer.stop()
+    failures = [record for record in caplog.records if record.levelname == "ERROR" and record.name == "si.clock"]
+    assert [record.getMessage() for record in failures] == [
+        "timer broken-alarm failed; the clock's other timers go on",
+        "timer broken-ticker failed; the clock's other timers go on"]
