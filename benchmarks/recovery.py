@@ -23,6 +23,14 @@ timer or a hand-off, time when one was but none ran is time spent waiting for a 
     python benchmarks/recovery.py                       # 5,000 nodes, 50,000 pods
     python benchmarks/recovery.py --nodes 500 --pods 5000
     python benchmarks/recovery.py --timeline            # and where the wall time went, 100 ms at a time
+    python benchmarks/recovery.py --real-pods           # pods as a real cluster stores them (below)
+
+The benchmark's own pods carry only what a pod must. ``--real-pods`` makes them as a real cluster lists
+them: what the API server's admission adds to every pod (the ServiceAccount plugin's token volume, named
+``kube-api-access-`` and five random characters, mounted in each container; the DefaultTolerationSeconds
+plugin's two ``NoExecute`` tolerations), the defaults it fills in, a workload's template hash label, and
+the status a kubelet of Kubernetes 1.33 or later writes (``Running``, a container status reporting what
+it allocated and applied), written through ``/status`` after each pod is made.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -64,12 +73,69 @@ def running_pod(index: int, nodes: int, foreign_every: int) -> dict:
                                      "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}
 
 
-def create_range(kubeconfig: str, start: int, stop: int, nodes: int, foreign_every: int) -> None:
+# The letters Kubernetes draws generated name suffixes from (no vowels, no look-alikes).
+SUFFIX_LETTERS = "bcdfghjklmnpqrstvwxz2456789"
+DEFAULT_TOLERATIONS = [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute",
+                        "tolerationSeconds": 300} for taint in ("not-ready", "unreachable")]
+
+
+def as_stored(pod: dict, index: int) -> dict:
+    """``pod`` as the API server stores it once admitted and defaulted: the token volume with a name of
+    its own, the default tolerations and the usual defaults."""
+    token = "kube-api-access-" + "".join(random.Random(index).choices(SUFFIX_LETTERS, k=5))
+    spec, labels = pod["spec"], pod["metadata"]["labels"]
+    spec.update({"volumes": [{"name": token, "projected": {"defaultMode": 420, "sources": [
+                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
+                        "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}],
+                 "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+                 "serviceAccountName": "default", "serviceAccount": "default", "securityContext": {},
+                 "tolerations": DEFAULT_TOLERATIONS, "priority": 0, "enableServiceLinks": True,
+                 "preemptionPolicy": "PreemptLowerPriority"})
+    for container in spec["containers"]:
+        container.update({"volumeMounts": [{"name": token, "readOnly": True,
+                                            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
+                          "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+                          "imagePullPolicy": "Always"})
+    if "applicationId" in labels:
+        labels["pod-template-hash"] = "5d4f8b7c9"  # no owner reference: kubesim's collector removes orphans
+    return pod
+
+
+def running_status(pod: dict) -> dict:
+    """What a kubelet of Kubernetes 1.33 or later writes of a running pod: every container reports what
+    it allocated and applied (here, what it asks)."""
+    return {"phase": "Running", "qosClass": "Burstable", "hostIP": "10.0.0.1", "podIP": "10.1.0.1",
+            "startTime": "2026-01-01T00:00:00Z",
+            "conditions": [{"type": kind, "status": "True", "lastProbeTime": None,
+                            "lastTransitionTime": "2026-01-01T00:00:00Z"}
+                           for kind in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
+                                        "PodScheduled")],
+            "containerStatuses": [{
+                "name": c["name"], "ready": True, "restartCount": 0, "started": True, "image": c["image"],
+                "imageID": f"docker.io/library/{c['image']}@sha256:{'0' * 64}", "containerID": f"containerd://{'0' * 64}",
+                "state": {"running": {"startedAt": "2026-01-01T00:00:01Z"}}, "lastState": {},
+                "allocatedResources": c["resources"]["requests"], "resources": c["resources"]}
+                for c in pod["spec"]["containers"]]}
+
+
+def create_range(kubeconfig: str, start: int, stop: int, nodes: int, foreign_every: int, real: bool) -> None:
     client = load_client(kubeconfig, pool_size=8)
+    path = "/api/v1/namespaces/default/pods"
+
+    def create(index: int) -> None:
+        pod = running_pod(index, nodes, foreign_every)
+        if not real:
+            client.request_retrying("POST", path, body=pod)
+            return
+        client.request_retrying("POST", path, body=as_stored(pod, index))
+        name = pod["metadata"]["name"]
+        client.request_retrying("PUT", f"{path}/{name}/status",
+                                body={"metadata": {"name": name}, "status": running_status(pod)})
+
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda i: client.request_retrying("POST", "/api/v1/namespaces/default/pods",
-                                                        body=running_pod(i, nodes, foreign_every)),
-                      range(start, stop)))
+        list(pool.map(create, range(start, stop)))
     client.close()
 
 
@@ -231,6 +297,8 @@ def main() -> None:
     parser.add_argument("--foreign", type=float, default=0.2, help="share of pods of another scheduler")
     parser.add_argument("--creators", type=int, default=2, help="creator processes")
     parser.add_argument("--timeline", action="store_true", help="print CPU per thread and kubesim's over time")
+    parser.add_argument("--real-pods", action="store_true",
+                        help="pods as a real cluster stores them: admission's token volume and tolerations, a kubelet's status")
     args = parser.parse_args()
     tune_collector()  # as the scheduler command does
     foreign_every = round(1 / args.foreign) if args.foreign > 0 else 0
@@ -247,14 +315,14 @@ def main() -> None:
             began = time.monotonic()
             share = -(-args.pods // args.creators)
             creators = [SPAWN.Process(target=create_range, args=(
-                kubeconfig, i * share, min(args.pods, (i + 1) * share), args.nodes, foreign_every))
+                kubeconfig, i * share, min(args.pods, (i + 1) * share), args.nodes, foreign_every, args.real_pods))
                 for i in range(args.creators)]
             for creator in creators:
                 creator.start()
             for creator in creators:
                 creator.join()
             print(f"cluster prepared: {args.nodes} nodes, {args.pods} running pods "
-                  f"({args.foreign:.0%} foreign) in {time.monotonic() - began:.1f} s", flush=True)
+                  f"({args.foreign:.0%} foreign{', as a real cluster stores them' if args.real_pods else ''}) in {time.monotonic() - began:.1f} s", flush=True)
             client = KubeClient.connect(kubeconfig, pool_size=32)
             client.request("POST", "/api/v1/namespaces/default/configmaps", body={
                 "metadata": {"name": "yunikorn-configs"}, "data": {"queues.yaml": queues_yaml(10)}})
