@@ -273,6 +273,7 @@ class _JsonMetadata(msgspec.Struct, gc=False):
 
 
 class _JsonContainerStatus(msgspec.Struct, gc=False):
+    name: msgspec.Raw = _ABSENT
     allocatedResources: msgspec.Raw = _ABSENT
     resources: msgspec.Raw = _ABSENT
 
@@ -293,8 +294,24 @@ class _JsonSpec(msgspec.Struct, gc=False):
     nodeName: str | None = None
 
 
+class _JsonResources(msgspec.Struct, gc=False):
+    requests: msgspec.Raw = _ABSENT
+
+
+class _JsonContainer(msgspec.Struct, gc=False):
+    name: msgspec.Raw = _ABSENT
+    resources: _JsonResources | None = None
+
+
+class _JsonContainers(msgspec.Struct, gc=False):
+    containers: list[_JsonContainer] | None = None
+    initContainers: list[_JsonContainer] | None = None
+
+
 _POD_JSON = msgspec.json.Decoder(_JsonPod)
 _SPEC_JSON = msgspec.json.Decoder(_JsonSpec)
+_CONTAINERS_JSON = msgspec.json.Decoder(_JsonContainers)
+_RESOURCES_JSON = msgspec.json.Decoder(_JsonResources | None)
 _NODE_NAME = b'"nodeName":'
 
 
@@ -316,11 +333,10 @@ def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
             record = _json_record(pod, named, facts)
             status = pod.status
             if record is not None and not facts.invalid and status is not None and (
-                    status.containerStatuses or status.initContainerStatuses) and (
-                    _reports_resources(status.containerStatuses)
-                    or _reports_resources(status.initContainerStatuses)):
+                    status.containerStatuses or status.initContainerStatuses) and not _as_asked_text(pod.spec, status):
                 # The kubelet reports what it allocated and applied (every running pod's, since
-                # Kubernetes 1.33): weighed as ``_parse`` does, from the pod decoded whole.
+                # Kubernetes 1.33) other than what the spec asks, word for word: weighed as ``_parse``
+                # does, from the pod decoded whole.
                 raw = orjson.loads(memoryview(data))
                 resized = _resized_resource(raw.get("spec"), raw.get("status"))
                 return record if resized is None else dataclasses.replace(record, resource=resized)
@@ -372,9 +388,31 @@ def _json_record(pod: _JsonPod, named: tuple[str, bytes] | None, facts: _Facts) 
         facts.values)
 
 
-def _reports_resources(statuses: list[_JsonContainerStatus] | None) -> bool:
-    return bool(statuses) and any(s.allocatedResources is not _ABSENT or s.resources is not _ABSENT
-                                  for s in statuses)
+def _as_asked_text(spec: msgspec.Raw, status: _JsonStatus) -> bool:
+    """Whether each container status that reports resources reports, as the same JSON text, what its
+    container (the spec's at its index, of the same name) requests: allocated and applied as asked,
+    which ``_resized_resource`` would find from the pod decoded whole (same text, same value). ``False``
+    where the text cannot tell (other spellings, another order, fields of another type): decoded whole."""
+    spec_containers = None  # decoded once a status reports resources: kubelets before 1.33 report none
+    try:
+        for statuses, field in ((status.containerStatuses, "containers"),
+                                (status.initContainerStatuses, "initContainers")):
+            for index, reported in enumerate(statuses or ()):
+                if reported.allocatedResources is _ABSENT and reported.resources is _ABSENT:
+                    continue
+                if spec_containers is None:
+                    spec_containers = _CONTAINERS_JSON.decode(spec)
+                containers = getattr(spec_containers, field)
+                if containers is None or index >= len(containers) or containers[index].name != reported.name:
+                    return False
+                asked = containers[index].resources
+                asked = asked.requests if asked is not None else _ABSENT
+                applied = _RESOURCES_JSON.decode(reported.resources) if reported.resources is not _ABSENT else None
+                if reported.allocatedResources != asked or (applied.requests if applied is not None else _ABSENT) != asked:
+                    return False
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _read_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:

@@ -370,6 +370,63 @@ def _tenant_corpus() -> list[dict]:
     return pods
 
 
+# A running pod's container statuses as kubelets report them, each with the spec's containers when given: what
+# a container allocated and applied read from the text where it is the text its container asks, else decoded.
+_ASKED = {"cpu": "1", "memory": "128Mi"}
+KUBELET_REPORTS = [
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": {"requests": _ASKED}}], None),  # as asked
+    ([{"name": "main", "allocatedResources": {"memory": "128Mi", "cpu": "1"}, "resources": {"requests": _ASKED}}],
+     None),  # in another order
+    ([{"name": "main", "allocatedResources": {"cpu": "1000m", "memory": "128Mi"},
+       "resources": {"requests": {"cpu": "1000m", "memory": "128Mi"}}}], None),  # spelled otherwise
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": {"requests": {"cpu": "2", "memory": "128Mi"}}}],
+     None),  # a resize applied, not yet allocated
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": {"requests": _ASKED, "limits": {"cpu": "4"}}}],
+     [{"name": "main", "resources": {"requests": _ASKED, "limits": {"cpu": "4"}}}]),  # limits too
+    ([{"name": "b", "allocatedResources": {"cpu": "2"}, "resources": {"requests": {"cpu": "2"}}},
+      {"name": "a", "allocatedResources": {"cpu": "1"}, "resources": {"requests": {"cpu": "1"}}}],
+     [{"name": "a", "resources": {"requests": {"cpu": "1"}}},
+      {"name": "b", "resources": {"requests": {"cpu": "2"}}}]),  # reported in another order than the spec's
+    ([{"name": "main", "allocatedResources": _ASKED}], None),  # allocated only
+    ([{"name": "main", "resources": None}], [{"name": "main"}]),  # applied nothing, asked nothing
+    ([{"name": "main", "allocatedResources": None, "resources": {"requests": None}}],
+     [{"name": "main", "resources": {"requests": None}}]),
+    ([{"allocatedResources": _ASKED, "resources": {"requests": _ASKED}}], None),  # no name
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": "lots"}], None),
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": {"requests": _ASKED}}],
+     [{"name": "main", "resources": "lots"}]),
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": {"requests": _ASKED}}], "main"),
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": {"requests": _ASKED}},
+      {"name": "extra", "allocatedResources": _ASKED}], None),  # a status of no container
+]
+
+
+def _kubelet_reported(statuses: list, containers: object) -> dict:
+    raw = pod_json(cpu="1", labels={"applicationId": "kubelet"}, node="n1", phase="Running")
+    raw["status"]["containerStatuses"] = statuses
+    raw["status"]["initContainerStatuses"] = statuses[:1]
+    if containers is not None:
+        raw["spec"]["containers"] = containers
+    raw["spec"]["initContainers"] = raw["spec"]["containers"][:1] if isinstance(raw["spec"]["containers"], list) else []
+    return raw
+
+
+def test_a_running_pods_resources_reported_as_asked_are_read_without_decoding_the_pod_whole(monkeypatch):
+    """The kubelet reports what each container allocated and applied (every running pod's, since Kubernetes
+    1.33): where that is the JSON text its container asks, a pod of a workload seen before is read from its
+    text alone; a resize under way is weighed from the pod decoded whole."""
+    as_asked, resized = (_kubelet_reported(KUBELET_REPORTS[i][0], None) for i in (0, 3))
+    texts = [json.dumps(_with(raw, uid=uid, node=node), separators=(",", ":")).encode()
+             for raw in (as_asked, resized) for uid, node in (("u-1", "n1"), ("u-2", "n1"))]
+    read_pod(texts[0])  # the workload's facts and the node's constraint, kept
+    decoded = []
+    monkeypatch.setattr(orjson, "loads", lambda data, loads=orjson.loads: decoded.append(1) or loads(data))
+    assert read_pod(texts[1]).resource == Resource({"vcore": 1000, "memory": 128 * 2**20, "pods": 1})
+    assert decoded == []
+    assert [read_pod(text).resource["vcore"] for text in texts[2:]] == [2000, 2000]
+    assert decoded
+
+
 def _varied_pods() -> list[dict]:
     resized = pod_json(cpu="1", labels={"applicationId": "resized"}, node="n1", phase="Running")
     resized["status"]["containerStatuses"] = [{"name": "main", "allocatedResources": {"cpu": "3"},
@@ -382,6 +439,7 @@ def _varied_pods() -> list[dict]:
     reported["status"]["initContainerStatuses"] = None
     no_status, null_spec, not_a_pod = pod_json(), pod_json(), pod_json()
     del no_status["status"]
+    kubelets = [_kubelet_reported(statuses, spec) for statuses, spec in KUBELET_REPORTS]
     null_spec["spec"] = None
     not_a_pod["metadata"] = ["x"]
     managed = pod_json(labels={"applicationId": "managed"}, node="n2")
@@ -405,7 +463,7 @@ def _varied_pods() -> list[dict]:
         pod_json(spec={"nodeName": "", "affinity": {"nodeName": "n1"}}),  # a nested nodeName is no node
         pod_json(name="ö-pod", node="nöde-1", labels={"applicationId": "ü"}),
         _hostile({"spec": {"priority": 2**70}}),
-        resized, applied, reported, no_status, null_spec, not_a_pod, managed,
+        resized, applied, reported, no_status, null_spec, not_a_pod, managed, *kubelets,
         *(_hostile(changes) for changes, _ in HOSTILE_PODS.values()),
         *_tenant_corpus(),
     ]
