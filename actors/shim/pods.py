@@ -142,10 +142,10 @@ def _parse(raw: Mapping) -> tuple[PodRecord, _Facts | None]:
     spec = raw.get("spec") or {}
     node = spec.get("nodeName") if type(spec) is dict or isinstance(spec, Mapping) else None
     shared = facts = _shared_facts(metadata, spec, namespace) if node is None or isinstance(node, str) else None
-    if node and facts is not None and not facts.constraints:
-        constraint_tag = _bound_tags.get(node) or _bound_tag(node)
+    if node and facts is not None:
+        constraint_tag = _node_constraints(node, facts)
     else:
-        if node:  # the node is part of its other constraints (or of the wrong type): read for this pod
+        if node:  # a node of the wrong type: read for this pod
             facts = _read_facts(metadata, spec, namespace)
         constraint_tag = facts.constraints
     status = raw.get("status")
@@ -197,6 +197,13 @@ class _Facts:
 # The constraint tag of a pod bound to a node and constrained by nothing else, by node: most pods listed.
 BOUND_TAGS_KEPT = 16384
 _bound_tags: dict[str, str] = {}
+
+
+def _node_constraints(node: str, facts: _Facts) -> str:
+    """The constraint tag of a pod of these facts bound to ``node``."""
+    if facts.constraints:
+        return constraints.with_node(facts.constraints, node)
+    return _bound_tags.get(node) or _bound_tag(node)
 
 
 def _bound_tag(node: str) -> str:
@@ -254,8 +261,8 @@ def _keep(key: bytes | tuple, facts: _Facts) -> None:
 # A listed pod is read from its JSON text without a dict of it: msgspec decodes, in C, only what a record
 # takes from each pod, keeps its labels, annotations, owner references and spec as their JSON text (the
 # key of the facts its workload's pods share) and skips the rest. Whatever that typed reading refuses or
-# cannot settle (a field of another type, facts not seen yet, a node among other constraints, a resize
-# to weigh) is read as any pod is, from orjson's dicts through ``parse_pod``: the records are the same.
+# cannot settle (a field of another type, facts not seen yet, a resize to weigh) is read as any pod is,
+# from orjson's dicts through ``parse_pod``: the records are the same.
 
 _ABSENT = msgspec.Raw(b"")  # a field the pod leaves out (a present one is never empty)
 
@@ -369,11 +376,11 @@ def _json_key(metadata: _JsonMetadata, spec: msgspec.Raw, named: tuple[str, byte
 
 def _json_record(pod: _JsonPod, named: tuple[str, bytes] | None, facts: _Facts) -> PodRecord | None:
     """The record ``_parse`` makes of the pod with these shared facts, before any resize its container
-    statuses may show; ``None`` where it reads the pod whole (its node among other constraints)."""
+    statuses may show; ``None`` where it reads the pod whole."""
     metadata, status = pod.metadata, pod.status
     uid, name = metadata.uid, metadata.name
     node = named[0] if named is not None else ""
-    if not (uid and name) or (node and facts.constraints):
+    if not (uid and name):
         return None
     phase = status.phase if status is not None else None
     created = metadata.creationTimestamp
@@ -384,7 +391,7 @@ def _json_record(pod: _JsonPod, named: tuple[str, bytes] | None, facts: _Facts) 
         bool(metadata.deletionTimestamp),
         facts.app_id + uid if facts.app_id_per_pod else facts.app_id,
         _times.get(created) or _timestamp(created),
-        (_bound_tags.get(node) or _bound_tag(node)) if node else facts.constraints,
+        _node_constraints(node, facts) if node else facts.constraints,
         facts.values)
 
 

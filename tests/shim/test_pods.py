@@ -10,6 +10,7 @@ import orjson
 import pytest
 from hypothesis import strategies as st
 
+from actors.shim import constraints
 from actors.shim.pods import parse_pod, pod_resource, read_pod
 from si.resources import Resource
 from tests.reliability import tenants
@@ -504,6 +505,41 @@ def test_pods_read_from_json_text_share_their_workloads_facts():
     first, second = (read_pod(text) for text in texts)
     assert first.resource is second.resource and first.labels is second.labels
     assert (first.constraints, second.constraints) == ('{"nodeName":"node-1"}', '{"nodeName":"node-2"}')
+
+
+# The tolerations the API server gives every pod that has none of its own (DefaultTolerationSeconds).
+DEFAULT_TOLERATIONS = [{"key": f"node.kubernetes.io/{condition}", "operator": "Exists", "effect": "NoExecute",
+                        "tolerationSeconds": 300} for condition in ("not-ready", "unreachable")]
+
+
+@pytest.mark.parametrize("spec", [
+    {"tolerations": DEFAULT_TOLERATIONS},
+    {"nodeSelector": {"disk": "ssd"}, "tolerations": [{"key": "gpu", "operator": "Equal", "value": "yes"}]},
+    {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]},
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}]},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["app"],
+             "topologyKey": "kubernetes.io/hostname"}]}}},
+    {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                                    "labelSelector": {"matchLabels": {"app": "web"}}}],
+     "containers": [{"name": "a", "ports": [{"containerPort": 80, "hostPort": 8080}],
+                     "resources": {"requests": {"cpu": "1"}}}]},
+])
+def test_a_bound_pod_constrained_besides_its_node_carries_the_tag_of_its_whole_spec(spec):
+    """Such a pod shares the facts of its workload, which are read once, and its tag is what its spec,
+    node included, encodes to (as when each such pod was read alone)."""
+    records = []
+    for node in ("node-1", "node-2", "nöde-3", "node-1"):
+        raw = pod_json(node=node, labels={"applicationId": "constrained", "app": "web"}, spec=spec, phase="Running")
+        text = json.dumps(raw, separators=(",", ":"), ensure_ascii=False).encode()
+        expected = constraints.encode(raw["spec"], "default", raw["metadata"]["labels"])
+        assert f'"nodeName":"{node}"' in expected
+        assert parse_pod(raw).constraints == expected
+        records.append(read_pod(text))
+        assert records[-1].constraints == expected
+    assert all(record.resource is records[0].resource for record in records)
 
 
 def test_a_spec_naming_its_node_twice_is_read_for_each_pod():
