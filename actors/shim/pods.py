@@ -141,12 +141,11 @@ def _parse(raw: Mapping) -> tuple[PodRecord, _Facts | None]:
         raise ValueError(f"pod without uid, namespace or name: {shown(metadata)}")
     spec = raw.get("spec") or {}
     node = spec.get("nodeName") if type(spec) is dict or isinstance(spec, Mapping) else None
-    shared = facts = _shared_facts(metadata, spec, namespace) if node is None or isinstance(node, str) else None
-    if node and facts is not None:
-        constraint_tag = _node_constraints(node, facts)
-    else:
-        if node:  # a node of the wrong type: read for this pod
-            facts = _read_facts(metadata, spec, namespace)
+    if node is None or isinstance(node, str):
+        shared = facts = _shared_facts(metadata, spec, namespace)
+        constraint_tag = _node_constraints(node, facts) if node else facts.constraints
+    else:  # a node of another type, even a falsy one: read for this pod
+        shared, facts = None, _read_facts(metadata, spec, namespace)
         constraint_tag = facts.constraints
     status = raw.get("status")
     phase = (status if type(status) is dict else gojson.mapping(status)).get("phase")

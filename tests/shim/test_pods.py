@@ -182,6 +182,14 @@ def test_fields_of_the_wrong_type_read_as_absent():
     assert (pod.node_name, pod.priority_class, pod.scheduler_name) == ("", "", "default-scheduler")
 
 
+@pytest.mark.parametrize("node", [0, False, [], {}, 5, ["n1"]])
+def test_a_node_name_of_another_type_reads_as_no_node_listed_or_watched(node):
+    raw = pod_json(spec={"nodeName": node}, labels={"applicationId": "typed-node"})
+    watched = parse_pod(raw)
+    assert (watched.node_name, watched.assigned, watched.app_id) == ("", False, "typed-node")
+    assert read_pod(orjson.dumps(raw)) == watched
+
+
 def test_a_pod_without_identity_is_the_only_value_error():
     raw = pod_json()
     raw["metadata"]["uid"] = ["x"]
