@@ -218,6 +218,20 @@ def bound_only(node_name: str) -> str:
     return _checked({"nodeName": node_name})
 
 
+def with_node(tag: str, node_name: str) -> str:
+    """What :func:`encode` makes of a spec bound to ``node_name`` whose tag without its ``nodeName`` is
+    ``tag``: the same document with the node added, written alike (every running pod of a workload with
+    constraints besides its node, such as the tolerations the API server gives every pod, is read so)."""
+    if not tag:
+        return bound_only(node_name)
+    return _checked({**_document(tag), "nodeName": node_name})
+
+
+@functools.lru_cache(maxsize=4096)
+def _document(tag: str) -> dict:
+    return orjson.loads(tag)  # only read: ``with_node`` writes a copy
+
+
 def ignored(spec: Mapping) -> tuple[str, ...]:
     """What ``spec`` asks of the scheduler that the shim does not enforce, by name (empty: nothing)."""
     found = []

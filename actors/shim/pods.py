@@ -141,12 +141,11 @@ def _parse(raw: Mapping) -> tuple[PodRecord, _Facts | None]:
         raise ValueError(f"pod without uid, namespace or name: {shown(metadata)}")
     spec = raw.get("spec") or {}
     node = spec.get("nodeName") if type(spec) is dict or isinstance(spec, Mapping) else None
-    shared = facts = _shared_facts(metadata, spec, namespace) if node is None or isinstance(node, str) else None
-    if node and facts is not None and not facts.constraints:
-        constraint_tag = _bound_tags.get(node) or _bound_tag(node)
-    else:
-        if node:  # the node is part of its other constraints (or of the wrong type): read for this pod
-            facts = _read_facts(metadata, spec, namespace)
+    if node is None or isinstance(node, str):
+        shared = facts = _shared_facts(metadata, spec, namespace)
+        constraint_tag = _node_constraints(node, facts) if node else facts.constraints
+    else:  # a node of another type, even a falsy one: read for this pod
+        shared, facts = None, _read_facts(metadata, spec, namespace)
         constraint_tag = facts.constraints
     status = raw.get("status")
     phase = (status if type(status) is dict else gojson.mapping(status)).get("phase")
@@ -199,23 +198,19 @@ BOUND_TAGS_KEPT = 16384
 _bound_tags: dict[str, str] = {}
 
 
+def _node_constraints(node: str, facts: _Facts) -> str:
+    """The constraint tag of a pod of these facts bound to ``node``."""
+    if facts.constraints:
+        return constraints.with_node(facts.constraints, node)
+    return _bound_tags.get(node) or _bound_tag(node)
+
+
 def _bound_tag(node: str) -> str:
     if len(_bound_tags) >= BOUND_TAGS_KEPT:  # a bound, not a cache policy: node names only churn slowly
         _bound_tags.clear()
     tag = _bound_tags[node] = constraints.bound_only(node)
     return tag
 
-
-# A node's name as records hold it (interned) and the text naming it in a spec, by the name as decoded:
-# the same for every pod on the node, so each listed pod looks them up once rather than making both.
-_node_names: dict[str, tuple[str, bytes]] = {}
-
-
-def _node_name(node: str) -> tuple[str, bytes]:
-    if len(_node_names) >= BOUND_TAGS_KEPT:
-        _node_names.clear()
-    named = _node_names[node] = (sys.intern(node), _NODE_NAME + msgspec.json.encode(node))
-    return named
 
 # Facts by the JSON of what they are read from: a workload's pods (and a pod's versions) share one.
 # Bounded: when full, the oldest goes (a cache miss costs one full read).
@@ -224,13 +219,53 @@ _facts: dict[bytes, _Facts] = {}
 _facts_lock = threading.Lock()
 
 
+# The fields of a spec its pod's facts read (``_read_facts`` and all it calls; the node aside), and of each
+# container, init container and volume the fields they read of it: the facts are read from these alone and
+# keyed on them, so pods keyed alike have the same facts whatever else their specs say. Volumes' and mounts'
+# names are not among them: the service account's token volume is named with five random letters in each
+# pod of a real cluster.
+_SPEC_READ: dict[str, tuple[str, ...] | None] = {  # None: the field's value whole, whatever its type
+    "schedulerName": None, "priority": None, "priorityClassName": None, "preemptionPolicy": None,
+    "schedulingGates": None, "nodeSelector": None, "affinity": None, "tolerations": None,
+    "topologySpreadConstraints": None, "hostNetwork": None, "overhead": None, "resourceClaims": None,
+    "containers": ("resources", "ports"),
+    "initContainers": ("resources", "ports", "restartPolicy"),
+    "volumes": ("persistentVolumeClaim", "ephemeral", *constraints.IN_TREE_DISKS),
+}
+_WHOLE = tuple(name for name, fields in _SPEC_READ.items() if fields is None)
+_ITEMS = tuple((name, fields) for name, fields in _SPEC_READ.items() if fields is not None)
+_DICTS = {dict}
+
+
+def _spec_facts(spec: Mapping) -> dict:
+    """What the facts read of ``spec``, in its JSON shape (what ``_JsonSpec`` keeps of its text, alike). A
+    list that is not one of objects, whose items the facts would fail to read, is kept whole. Loops, not
+    comprehensions: each of those costs a call, and this runs for every pod changed."""
+    read = {}
+    for name in _WHOLE:
+        if name in spec:
+            read[name] = spec[name]
+    for name, fields in _ITEMS:
+        value = spec.get(name)
+        if value is None:  # null reads as absent, as ``_JsonSpec`` decodes it
+            continue
+        if type(value) is list and {*map(type, value)} <= _DICTS:
+            items = []
+            for item in value:
+                kept = {}
+                for field in fields:
+                    if field in item:
+                        kept[field] = item[field]
+                items.append(kept)
+            value = items
+        read[name] = value
+    return read
+
+
 def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
     """The facts of a pod read without its node (``spec.nodeName``, a string when present)."""
-    if type(spec) is dict and "nodeName" in spec:
-        spec = spec.copy()  # a copy and a delete keep the order of the rest, as cheap as that can be
-        del spec["nodeName"]
-    elif isinstance(spec, Mapping) and "nodeName" in spec:
-        spec = {k: v for k, v in spec.items() if k != "nodeName"}
+    if type(spec) is dict or isinstance(spec, Mapping):
+        spec = _spec_facts(spec)
     try:
         key = orjson.dumps((namespace, metadata.get("labels"), metadata.get("annotations"),
                             metadata.get("ownerReferences"), spec))
@@ -243,7 +278,7 @@ def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
     return facts
 
 
-def _keep(key: bytes | tuple, facts: _Facts) -> None:
+def _keep(key: bytes, facts: _Facts) -> None:
     with _facts_lock:
         while len(_facts) >= FACTS_KEPT:
             del _facts[next(iter(_facts))]
@@ -252,10 +287,10 @@ def _keep(key: bytes | tuple, facts: _Facts) -> None:
 
 # ---- a pod read straight from its JSON --------------------------------------------------------------
 # A listed pod is read from its JSON text without a dict of it: msgspec decodes, in C, only what a record
-# takes from each pod, keeps its labels, annotations, owner references and spec as their JSON text (the
-# key of the facts its workload's pods share) and skips the rest. Whatever that typed reading refuses or
-# cannot settle (a field of another type, facts not seen yet, a node among other constraints, a resize
-# to weigh) is read as any pod is, from orjson's dicts through ``parse_pod``: the records are the same.
+# takes from each pod, keeps its labels, annotations, owner references and what the facts read of its spec
+# as their JSON text (the key of the facts its workload's pods share) and skips the rest. Whatever that typed reading refuses or
+# cannot settle (a field of another type, facts not seen yet, a resize to weigh) is read as any pod is,
+# from orjson's dicts through ``parse_pod``: the records are the same.
 
 _ABSENT = msgspec.Raw(b"")  # a field the pod leaves out (a present one is never empty)
 
@@ -273,6 +308,7 @@ class _JsonMetadata(msgspec.Struct, gc=False):
 
 
 class _JsonContainerStatus(msgspec.Struct, gc=False):
+    name: msgspec.Raw = _ABSENT
     allocatedResources: msgspec.Raw = _ABSENT
     resources: msgspec.Raw = _ABSENT
 
@@ -289,13 +325,36 @@ class _JsonPod(msgspec.Struct, gc=False):
     status: _JsonStatus | None = None
 
 
-class _JsonSpec(msgspec.Struct, gc=False):
-    nodeName: str | None = None
+def _fields_struct(name: str, fields: dict[str, object]) -> type[msgspec.Struct]:
+    """A struct of these fields, each a JSON text or of the type given, written without the absent ones."""
+    return msgspec.defstruct(name, [(field, msgspec.Raw, _ABSENT) if kind is None else (field, kind, None)
+                                    for field, kind in fields.items()], omit_defaults=True, gc=False)
+
+
+# A spec as its pod's facts read it (``_SPEC_READ``), with its node: ``nodeName`` set to None, written as
+# ``_spec_facts`` writes its dict. A list field holding other than objects fails to decode: read from the dict.
+_JsonSpec = _fields_struct("_JsonSpec", {"nodeName": str | None, **dict.fromkeys(_WHOLE), **{
+    name: list[_fields_struct(f"_Json{name}", dict.fromkeys(fields))] | None for name, fields in _ITEMS}})
+
+
+class _JsonResources(msgspec.Struct, gc=False):
+    requests: msgspec.Raw = _ABSENT
+
+
+class _JsonContainer(msgspec.Struct, gc=False):
+    name: msgspec.Raw = _ABSENT
+    resources: _JsonResources | None = None
+
+
+class _JsonContainers(msgspec.Struct, gc=False):
+    containers: list[_JsonContainer] | None = None
+    initContainers: list[_JsonContainer] | None = None
 
 
 _POD_JSON = msgspec.json.Decoder(_JsonPod)
 _SPEC_JSON = msgspec.json.Decoder(_JsonSpec)
-_NODE_NAME = b'"nodeName":'
+_CONTAINERS_JSON = msgspec.json.Decoder(_JsonContainers)
+_RESOURCES_JSON = msgspec.json.Decoder(_JsonResources | None)
 
 
 def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
@@ -305,22 +364,21 @@ def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
     key = None
     try:
         pod = _POD_JSON.decode(data)
-        node = _SPEC_JSON.decode(pod.spec).nodeName if pod.spec is not _ABSENT else None
+        spec = _SPEC_JSON.decode(pod.spec) if pod.spec is not _ABSENT else _JsonSpec()
     except (ValueError, RecursionError):  # msgspec's DecodeError and ValidationError are ValueErrors
         pod = None
     if pod is not None and pod.metadata is not None:
-        named = None if node is None else _node_names.get(node) or _node_name(node)
-        key = _json_key(pod.metadata, pod.spec, named)
+        node = sys.intern(spec.nodeName) if spec.nodeName else ""
+        key = _json_key(pod.metadata, spec)
         facts = _facts.get(key) if key is not None else None
         if facts is not None:
-            record = _json_record(pod, named, facts)
+            record = _json_record(pod, node, facts)
             status = pod.status
             if record is not None and not facts.invalid and status is not None and (
-                    status.containerStatuses or status.initContainerStatuses) and (
-                    _reports_resources(status.containerStatuses)
-                    or _reports_resources(status.initContainerStatuses)):
+                    status.containerStatuses or status.initContainerStatuses) and not _as_asked_text(pod.spec, status):
                 # The kubelet reports what it allocated and applied (every running pod's, since
-                # Kubernetes 1.33): weighed as ``_parse`` does, from the pod decoded whole.
+                # Kubernetes 1.33) other than what the spec asks, word for word: weighed as ``_parse``
+                # does, from the pod decoded whole.
                 raw = orjson.loads(memoryview(data))
                 resized = _resized_resource(raw.get("spec"), raw.get("status"))
                 return record if resized is None else dataclasses.replace(record, resource=resized)
@@ -332,32 +390,30 @@ def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
     return record
 
 
-def _json_key(metadata: _JsonMetadata, spec: msgspec.Raw, named: tuple[str, bytes] | None) -> tuple | None:
+_KEY_JSON = msgspec.json.Encoder()
+
+
+def _json_key(metadata: _JsonMetadata, spec: _JsonSpec) -> bytes | None:
     """The key of a pod's shared facts from the JSON text they are read from: its namespace, labels,
-    annotations and owner references, and its spec cut around its ``nodeName`` (``named``: the node's
-    name and its text; the one place the node's name is written, else ``None``: read as any pod is).
-    Pods keyed alike differ at most in the node they name, which the facts leave out."""
+    annotations and owner references, and what the facts read of its spec (``spec``, its node left out
+    here), written as ``_shared_facts`` writes the key of the pod's dict: the same key where the text is
+    written as orjson writes it (the API server's compact JSON)."""
     namespace = metadata.namespace
     if not namespace:
         return None
-    spec = bytes(spec)
-    if named is None:
-        return (namespace, bytes(metadata.labels), bytes(metadata.annotations), bytes(metadata.ownerReferences),
-                spec, None)
-    cut = spec.split(named[1])
-    if len(cut) != 2:
-        return None
-    return (namespace, bytes(metadata.labels), bytes(metadata.annotations), bytes(metadata.ownerReferences),
-            cut[0], cut[1])
+    labels, annotations, owners = metadata.labels, metadata.annotations, metadata.ownerReferences
+    spec.nodeName = None
+    return _KEY_JSON.encode((namespace, None if labels is _ABSENT else labels,
+                             None if annotations is _ABSENT else annotations, None if owners is _ABSENT else owners,
+                             spec))
 
 
-def _json_record(pod: _JsonPod, named: tuple[str, bytes] | None, facts: _Facts) -> PodRecord | None:
+def _json_record(pod: _JsonPod, node: str, facts: _Facts) -> PodRecord | None:
     """The record ``_parse`` makes of the pod with these shared facts, before any resize its container
-    statuses may show; ``None`` where it reads the pod whole (its node among other constraints)."""
+    statuses may show; ``None`` where it reads the pod whole."""
     metadata, status = pod.metadata, pod.status
     uid, name = metadata.uid, metadata.name
-    node = named[0] if named is not None else ""
-    if not (uid and name) or (node and facts.constraints):
+    if not (uid and name):
         return None
     phase = status.phase if status is not None else None
     created = metadata.creationTimestamp
@@ -368,13 +424,35 @@ def _json_record(pod: _JsonPod, named: tuple[str, bytes] | None, facts: _Facts) 
         bool(metadata.deletionTimestamp),
         facts.app_id + uid if facts.app_id_per_pod else facts.app_id,
         _times.get(created) or _timestamp(created),
-        (_bound_tags.get(node) or _bound_tag(node)) if node else facts.constraints,
+        _node_constraints(node, facts) if node else facts.constraints,
         facts.values)
 
 
-def _reports_resources(statuses: list[_JsonContainerStatus] | None) -> bool:
-    return bool(statuses) and any(s.allocatedResources is not _ABSENT or s.resources is not _ABSENT
-                                  for s in statuses)
+def _as_asked_text(spec: msgspec.Raw, status: _JsonStatus) -> bool:
+    """Whether each container status that reports resources reports, as the same JSON text, what its
+    container (the spec's at its index, of the same name) requests: allocated and applied as asked,
+    which ``_resized_resource`` would find from the pod decoded whole (same text, same value). ``False``
+    where the text cannot tell (other spellings, another order, fields of another type): decoded whole."""
+    spec_containers = None  # decoded once a status reports resources: kubelets before 1.33 report none
+    try:
+        for statuses, field in ((status.containerStatuses, "containers"),
+                                (status.initContainerStatuses, "initContainers")):
+            for index, reported in enumerate(statuses or ()):
+                if reported.allocatedResources is _ABSENT and reported.resources is _ABSENT:
+                    continue
+                if spec_containers is None:
+                    spec_containers = _CONTAINERS_JSON.decode(spec)
+                containers = getattr(spec_containers, field)
+                if containers is None or index >= len(containers) or containers[index].name != reported.name:
+                    return False
+                asked = containers[index].resources
+                asked = asked.requests if asked is not None else _ABSENT
+                applied = _RESOURCES_JSON.decode(reported.resources) if reported.resources is not _ABSENT else None
+                if reported.allocatedResources != asked or (applied.requests if applied is not None else _ABSENT) != asked:
+                    return False
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _read_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:

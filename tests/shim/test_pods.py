@@ -2,14 +2,17 @@
 
 import copy
 import dataclasses
+import functools
 import json
 import pathlib
+from unittest import mock
 
 import hypothesis
 import orjson
 import pytest
 from hypothesis import strategies as st
 
+from actors.shim import constraints, pods
 from actors.shim.pods import parse_pod, pod_resource, read_pod
 from si.resources import Resource
 from tests.reliability import tenants
@@ -181,6 +184,14 @@ def test_fields_of_the_wrong_type_read_as_absent():
     assert (pod.node_name, pod.priority_class, pod.scheduler_name) == ("", "", "default-scheduler")
 
 
+@pytest.mark.parametrize("node", [0, False, [], {}, 5, ["n1"]])
+def test_a_node_name_of_another_type_reads_as_no_node_listed_or_watched(node):
+    raw = pod_json(spec={"nodeName": node}, labels={"applicationId": "typed-node"})
+    watched = parse_pod(raw)
+    assert (watched.node_name, watched.assigned, watched.app_id) == ("", False, "typed-node")
+    assert read_pod(orjson.dumps(raw)) == watched
+
+
 def test_a_pod_without_identity_is_the_only_value_error():
     raw = pod_json()
     raw["metadata"]["uid"] = ["x"]
@@ -319,7 +330,7 @@ def test_pods_read_from_json_text_name_their_own_node_and_creation_time_however_
         pod = read_pod(json.dumps(raw, separators=(",", ":")).encode())
         assert pod == parse_pod(raw)
         assert (pod.node_name, pod.created) == (f"node-{index}", 1767225600.0 + index)
-    assert len(pods._node_names) <= 4 and len(pods._times) <= 4
+    assert len(pods._bound_tags) <= 4 and len(pods._times) <= 4
 
 
 def test_a_spec_given_as_a_read_only_mapping_reads_as_the_same_spec_in_a_dict():
@@ -370,6 +381,63 @@ def _tenant_corpus() -> list[dict]:
     return pods
 
 
+# A running pod's container statuses as kubelets report them, each with the spec's containers when given: what
+# a container allocated and applied read from the text where it is the text its container asks, else decoded.
+_ASKED = {"cpu": "1", "memory": "128Mi"}
+KUBELET_REPORTS = [
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": {"requests": _ASKED}}], None),  # as asked
+    ([{"name": "main", "allocatedResources": {"memory": "128Mi", "cpu": "1"}, "resources": {"requests": _ASKED}}],
+     None),  # in another order
+    ([{"name": "main", "allocatedResources": {"cpu": "1000m", "memory": "128Mi"},
+       "resources": {"requests": {"cpu": "1000m", "memory": "128Mi"}}}], None),  # spelled otherwise
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": {"requests": {"cpu": "2", "memory": "128Mi"}}}],
+     None),  # a resize applied, not yet allocated
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": {"requests": _ASKED, "limits": {"cpu": "4"}}}],
+     [{"name": "main", "resources": {"requests": _ASKED, "limits": {"cpu": "4"}}}]),  # limits too
+    ([{"name": "b", "allocatedResources": {"cpu": "2"}, "resources": {"requests": {"cpu": "2"}}},
+      {"name": "a", "allocatedResources": {"cpu": "1"}, "resources": {"requests": {"cpu": "1"}}}],
+     [{"name": "a", "resources": {"requests": {"cpu": "1"}}},
+      {"name": "b", "resources": {"requests": {"cpu": "2"}}}]),  # reported in another order than the spec's
+    ([{"name": "main", "allocatedResources": _ASKED}], None),  # allocated only
+    ([{"name": "main", "resources": None}], [{"name": "main"}]),  # applied nothing, asked nothing
+    ([{"name": "main", "allocatedResources": None, "resources": {"requests": None}}],
+     [{"name": "main", "resources": {"requests": None}}]),
+    ([{"allocatedResources": _ASKED, "resources": {"requests": _ASKED}}], None),  # no name
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": "lots"}], None),
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": {"requests": _ASKED}}],
+     [{"name": "main", "resources": "lots"}]),
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": {"requests": _ASKED}}], "main"),
+    ([{"name": "main", "allocatedResources": _ASKED, "resources": {"requests": _ASKED}},
+      {"name": "extra", "allocatedResources": _ASKED}], None),  # a status of no container
+]
+
+
+def _kubelet_reported(statuses: list, containers: object) -> dict:
+    raw = pod_json(cpu="1", labels={"applicationId": "kubelet"}, node="n1", phase="Running")
+    raw["status"]["containerStatuses"] = statuses
+    raw["status"]["initContainerStatuses"] = statuses[:1]
+    if containers is not None:
+        raw["spec"]["containers"] = containers
+    raw["spec"]["initContainers"] = raw["spec"]["containers"][:1] if isinstance(raw["spec"]["containers"], list) else []
+    return raw
+
+
+def test_a_running_pods_resources_reported_as_asked_are_read_without_decoding_the_pod_whole(monkeypatch):
+    """The kubelet reports what each container allocated and applied (every running pod's, since Kubernetes
+    1.33): where that is the JSON text its container asks, a pod of a workload seen before is read from its
+    text alone; a resize under way is weighed from the pod decoded whole."""
+    as_asked, resized = (_kubelet_reported(KUBELET_REPORTS[i][0], None) for i in (0, 3))
+    texts = [json.dumps(_with(raw, uid=uid, node=node), separators=(",", ":")).encode()
+             for raw in (as_asked, resized) for uid, node in (("u-1", "n1"), ("u-2", "n1"))]
+    read_pod(texts[0])  # the workload's facts and the node's constraint, kept
+    decoded = []
+    monkeypatch.setattr(orjson, "loads", lambda data, loads=orjson.loads: decoded.append(1) or loads(data))
+    assert read_pod(texts[1]).resource == Resource({"vcore": 1000, "memory": 128 * 2**20, "pods": 1})
+    assert decoded == []
+    assert [read_pod(text).resource["vcore"] for text in texts[2:]] == [2000, 2000]
+    assert decoded
+
+
 def _varied_pods() -> list[dict]:
     resized = pod_json(cpu="1", labels={"applicationId": "resized"}, node="n1", phase="Running")
     resized["status"]["containerStatuses"] = [{"name": "main", "allocatedResources": {"cpu": "3"},
@@ -382,6 +450,7 @@ def _varied_pods() -> list[dict]:
     reported["status"]["initContainerStatuses"] = None
     no_status, null_spec, not_a_pod = pod_json(), pod_json(), pod_json()
     del no_status["status"]
+    kubelets = [_kubelet_reported(statuses, spec) for statuses, spec in KUBELET_REPORTS]
     null_spec["spec"] = None
     not_a_pod["metadata"] = ["x"]
     managed = pod_json(labels={"applicationId": "managed"}, node="n2")
@@ -405,7 +474,7 @@ def _varied_pods() -> list[dict]:
         pod_json(spec={"nodeName": "", "affinity": {"nodeName": "n1"}}),  # a nested nodeName is no node
         pod_json(name="ö-pod", node="nöde-1", labels={"applicationId": "ü"}),
         _hostile({"spec": {"priority": 2**70}}),
-        resized, applied, reported, no_status, null_spec, not_a_pod, managed,
+        resized, applied, reported, no_status, null_spec, not_a_pod, managed, *kubelets,
         *(_hostile(changes) for changes, _ in HOSTILE_PODS.values()),
         *_tenant_corpus(),
     ]
@@ -448,9 +517,48 @@ def test_pods_read_from_json_text_share_their_workloads_facts():
     assert (first.constraints, second.constraints) == ('{"nodeName":"node-1"}', '{"nodeName":"node-2"}')
 
 
-def test_a_spec_naming_its_node_twice_is_read_for_each_pod():
-    """The facts' key cuts the node's name out of the spec where the spec names it once; a pod whose spec
-    also names it elsewhere (here as a resource, which makes the pod invalid, saying so) is read alone."""
+# The tolerations the API server gives every pod that has none of its own (DefaultTolerationSeconds).
+DEFAULT_TOLERATIONS = [{"key": f"node.kubernetes.io/{condition}", "operator": "Exists", "effect": "NoExecute",
+                        "tolerationSeconds": 300} for condition in ("not-ready", "unreachable")]
+
+
+# Specs constraining their pods besides the node.
+CONSTRAINED_SPECS = [
+    {"tolerations": DEFAULT_TOLERATIONS},
+    {"nodeSelector": {"disk": "ssd"}, "tolerations": [{"key": "gpu", "operator": "Equal", "value": "yes"}]},
+    {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]},
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}]},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["app"],
+             "topologyKey": "kubernetes.io/hostname"}]}}},
+    {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                                    "labelSelector": {"matchLabels": {"app": "web"}}}],
+     "containers": [{"name": "a", "ports": [{"containerPort": 80, "hostPort": 8080}],
+                     "resources": {"requests": {"cpu": "1"}}}]},
+]
+
+
+@pytest.mark.parametrize("spec", CONSTRAINED_SPECS)
+def test_a_bound_pod_constrained_besides_its_node_carries_the_tag_of_its_whole_spec(spec):
+    """Such a pod shares the facts of its workload, which are read once, and its tag is what its spec,
+    node included, encodes to (as when each such pod was read alone)."""
+    records = []
+    for node in ("node-1", "node-2", "nöde-3", "node-1"):
+        raw = pod_json(node=node, labels={"applicationId": "constrained", "app": "web"}, spec=spec, phase="Running")
+        text = json.dumps(raw, separators=(",", ":"), ensure_ascii=False).encode()
+        expected = constraints.encode(raw["spec"], "default", raw["metadata"]["labels"])
+        assert f'"nodeName":"{node}"' in expected
+        assert parse_pod(raw).constraints == expected
+        records.append(read_pod(text))
+        assert records[-1].constraints == expected
+    assert all(record.resource is records[0].resource for record in records)
+
+
+def test_a_spec_naming_its_node_elsewhere_too_is_read_for_each_pod():
+    """The facts' key leaves the spec's node out, not a field the facts read that names it too (here as a
+    resource, which makes the pod invalid, saying so)."""
     for node in ("node-1", "node-2"):
         text = json.dumps(pod_json(node=node, labels={"applicationId": "twice"}, spec={"overhead": {"nodeName": node}}),
                           separators=(",", ":")).encode()
@@ -462,3 +570,271 @@ def test_a_spec_naming_its_node_twice_is_read_for_each_pod():
 def test_text_that_is_no_pod_is_a_value_error(text):
     with pytest.raises(ValueError):
         read_pod(text)
+
+
+# ---- the facts a workload's pods share: read from, and keyed on, what the facts read of a spec ------
+
+def _token_volume(raw: dict, suffix: str) -> dict:
+    """``raw`` with the service account's token volume the ServiceAccount admission gives every pod of a real
+    cluster, named ``kube-api-access-`` and five random characters, mounted in each of its containers."""
+    name = f"kube-api-access-{suffix}"
+    spec = raw["spec"]
+    spec["volumes"] = [*(spec.get("volumes") if type(spec.get("volumes")) is list else ()), {
+        "name": name, "projected": {"defaultMode": 420, "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}}]
+    for container in spec.get("containers") if type(spec.get("containers")) is list else ():
+        if isinstance(container, dict):
+            container["volumeMounts"] = [{"name": name, "readOnly": True,
+                                          "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]
+    return raw
+
+
+def _real_cluster_pod(uid: str, node: str, suffix: str) -> dict:
+    """A running pod as a real cluster lists it: the API server's default tolerations, the kubelet's report of
+    what its container allocated and applied, and its token volume."""
+    raw = _kubelet_reported(KUBELET_REPORTS[0][0][:1], None)
+    raw["metadata"].update(uid=uid, labels={"applicationId": "real-cluster", "queue": "root.a"})
+    raw["spec"].update(nodeName=node, tolerations=DEFAULT_TOLERATIONS,
+                       volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "shared-data"}}])
+    return _token_volume(raw, suffix)
+
+
+def _read_whole(raw: dict):
+    """The record ``parse_pod`` makes of ``raw`` with its facts read from its whole spec (its node aside), alone."""
+    def whole(metadata, spec, namespace):
+        if isinstance(spec, dict):
+            spec = {name: value for name, value in spec.items() if name != "nodeName"}
+        return pods._read_facts(metadata, spec, namespace)
+    with mock.patch.object(pods, "_shared_facts", whole):
+        return parse_pod(raw)
+
+
+@pytest.mark.parametrize("read", [parse_pod, lambda raw: read_pod(orjson.dumps(raw))], ids=["watched", "listed"])
+def test_pods_differing_only_in_their_token_volumes_name_share_their_workloads_facts(read, monkeypatch):
+    monkeypatch.setattr(pods, "_facts", {})
+    raws = [_real_cluster_pod(f"u-{suffix}", node, suffix)
+            for node, suffix in (("node-1", "x7k2p"), ("node-2", "b9qzr"), ("node-1", "4mwtd"))]
+    records = [read(raw) for raw in raws]
+    assert records == [_read_whole(raw) for raw in raws]
+    assert len(pods._facts) == 1
+    assert all(record.resource is records[0].resource and record.labels is records[0].labels for record in records)
+    assert (records[0].claims, records[0].node_name, records[1].node_name) == (("shared-data",), "node-1", "node-2")
+
+
+def test_a_pod_listed_then_watched_is_read_once_for_both(monkeypatch):
+    """The listing's key, from the pod's JSON text as the API server writes it, is the key of its dict."""
+    monkeypatch.setattr(pods, "_facts", {})
+    raw = _real_cluster_pod("u-1", "node-1", "x7k2p")
+    listed = read_pod(orjson.dumps(raw))
+    watched = parse_pod(_with(raw, phase="Succeeded"))
+    assert len(pods._facts) == 1 and watched.resource is listed.resource
+    assert (listed.phase, watched.phase) == ("Running", "Succeeded")
+
+
+# Spec fields no fact reads, and fields no fact reads of the containers, init containers and volumes.
+_UNREAD = ("serviceAccountName", "restartPolicy", "dnsPolicy", "terminationGracePeriodSeconds", "securityContext",
+           "hostname", "enableServiceLinks")
+_UNREAD_OF_ITEMS = ("name", "image", "env", "volumeMounts", "command", "projected", "configMap", "secret")
+_LISTS = ("containers", "initContainers", "volumes")
+
+
+# A spec giving each field the facts read a value that counts.
+EVERY_FACT = {
+    "schedulerName": "yunikorn", "priority": 10, "priorityClassName": "high", "preemptionPolicy": "Never",
+    "schedulingGates": [{"name": "wait"}], "hostNetwork": True, "overhead": {"cpu": "10m"},
+    "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}],
+    **CONSTRAINED_SPECS[1], **CONSTRAINED_SPECS[2], **CONSTRAINED_SPECS[3],
+    "containers": [{"name": "main", "resources": {"limits": {"cpu": "2"}}, "ports": [{"containerPort": 8080}]}],
+    "initContainers": [{"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}},
+                        "ports": [{"containerPort": 9090, "protocol": "UDP"}]},
+                       {"name": "setup", "resources": {"requests": {"cpu": "3"}}}],
+    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "c"}},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+                *({"name": kind, kind: {"driver": "d"}} for kind in constraints.IN_TREE_DISKS)],
+}
+
+
+@functools.cache
+def _keyed_pods() -> tuple[dict, ...]:
+    """The varied pods with a spec to vary (an object), real cluster pods, and pods constrained otherwise."""
+    found = [raw for raw in _varied_pods() if isinstance(raw.get("metadata"), dict) and isinstance(raw.get("spec"), dict)]
+    alone = [{field: value} for field, value in EVERY_FACT.items()] + [{"volumes": [volume]} for volume in EVERY_FACT["volumes"]]
+    return (*found, _real_cluster_pod("real", "node-1", "x7k2p"),
+            *(pod_json(spec=spec, labels={"app": "web"}) for spec in (EVERY_FACT, *alone, *CONSTRAINED_SPECS)))
+
+
+@functools.cache
+def _pool() -> dict[str, list]:
+    """The values the keyed pods give each spec field (``field``) and each field of its lists' items
+    (``field.name``)."""
+    pool: dict[str, list] = {}
+    for raw in _keyed_pods():
+        for field, value in raw["spec"].items():
+            pool.setdefault(field, []).append(value)
+            for item in value if field in _LISTS and type(value) is list else ():
+                for name, inner in item.items() if isinstance(item, dict) else ():
+                    pool.setdefault(f"{field}.{name}", []).append(inner)
+    return pool
+
+
+_deep = st.integers(30, 200).map(lambda depth: functools.reduce(lambda value, _: {"a": [value]}, range(depth), 1))
+
+
+def _values(where: str):
+    return st.one_of(st.sampled_from(_pool().get(where) or [None]), tenants._json, _deep)
+
+
+@st.composite
+def _varied_specs(draw) -> dict:
+    """A keyed pod whose spec has fields, and fields of its lists' items, set to values other pods give them
+    or to hostile ones (of any type, nested deep), or removed; with or without its token volume."""
+    raw = copy.deepcopy(draw(st.sampled_from(_keyed_pods())))
+    spec = raw["spec"]
+    for _ in range(draw(st.integers(0, 6))):
+        field = draw(st.sampled_from([*_pool(), *_UNREAD, *(f"{field}.{name}" for field in _LISTS for name in _UNREAD_OF_ITEMS)]))
+        if "." in field:
+            items = spec.get(field.partition(".")[0])
+            item = draw(st.sampled_from(items)) if type(items) is list and items else None
+            if isinstance(item, dict):
+                item[field.partition(".")[2]] = draw(_values(field))
+        elif draw(st.integers(0, 4)) == 0:
+            spec.pop(field, None)
+        else:
+            spec[field] = draw(_values(field))
+    return _token_volume(raw, "x7k2p") if draw(st.booleans()) else raw
+
+
+def _sibling(raw: dict) -> dict:
+    """Another pod of ``raw``'s workload: its own uid and node, its containers, volumes and mounts named
+    otherwise, and the spec fields no fact reads set otherwise."""
+    other = _with(raw, uid="sibling", node="node-sibling")
+    spec = other["spec"]
+    for field in _LISTS:
+        for item in spec.get(field) if type(spec.get(field)) is list else ():
+            for name in _UNREAD_OF_ITEMS if isinstance(item, dict) else ():
+                if name in item:
+                    item[name] = ["otherwise", item[name]]
+    spec.update((field, ["otherwise", spec.get(field)]) for field in _UNREAD)
+    return other
+
+
+def _read_after_a_sibling(raw: dict, compact: bool) -> None:
+    """Whatever its spec holds, a pod read, listed or watched, after another of its workload (``_sibling``) is the
+    record its whole spec makes read alone: what the facts are read from loses nothing they read."""
+    text = json.dumps(raw, separators=(",", ":") if compact else None, ensure_ascii=False).encode()
+    raw = orjson.loads(text)
+    sibling = _sibling(raw)
+    parse_pod(sibling), read_pod(json.dumps(sibling, separators=(",", ":") if compact else None).encode())
+    expected = parsed_or_refused(_read_whole, raw)
+    assert parsed_or_refused(parse_pod, raw) == expected
+    assert parsed_or_refused(read_pod, text) == expected
+
+
+def test_each_fact_of_a_spec_read_with_its_workloads_facts_is_the_spec_read_whole():
+    for raw in _keyed_pods():
+        _read_after_a_sibling(raw, compact=True)
+
+
+@hypothesis.settings(max_examples=300, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+@hypothesis.given(_varied_specs(), st.booleans())
+def test_a_pod_read_with_its_workloads_facts_is_the_pod_read_whole(raw, compact):
+    _read_after_a_sibling(raw, compact)
+
+
+class _Traced(dict):
+    """A JSON object that notes in ``reads`` each of its fields read, by its ``path`` and the field's name
+    (``*``: all of them, as iterating, copying, sizing or comparing it does)."""
+
+    def __init__(self, value: dict, reads: set, path: tuple) -> None:
+        super().__init__(value)
+        self.reads, self.path = reads, path
+
+    def _read(self, name: object) -> None:
+        self.reads.add((*self.path, name))
+
+    def get(self, name, default=None):
+        self._read(name)
+        return super().get(name, default)
+
+    def __getitem__(self, name):
+        self._read(name)
+        return super().__getitem__(name)
+
+    def __contains__(self, name):
+        self._read(name)
+        return super().__contains__(name)
+
+    def _whole(method):
+        def whole(self, *args):
+            self._read("*")
+            return method(self, *args)
+        return whole
+
+    keys, values, items, copy = _whole(dict.keys), _whole(dict.values), _whole(dict.items), _whole(dict.copy)
+    __iter__, __len__, __or__ = _whole(dict.__iter__), _whole(dict.__len__), _whole(dict.__or__)
+    __eq__, __ne__ = _whole(dict.__eq__), _whole(dict.__ne__)
+    del _whole
+    __hash__ = None
+
+
+def _fields_read(raw: dict) -> set[tuple]:
+    """The fields ``_read_facts`` reads of ``raw``'s whole spec (its node aside) and of its lists' items."""
+    reads: set[tuple] = set()
+    spec = {name: value for name, value in raw["spec"].items() if name != "nodeName"}
+    for field in _LISTS:
+        if type(spec.get(field)) is list:
+            spec[field] = [_Traced(item, reads, (field,)) if type(item) is dict else item for item in spec[field]]
+    pods._read_facts(raw["metadata"], _Traced(spec, reads, ()), raw["metadata"]["namespace"])
+    return reads - {("nodeName",)}  # the spec's node is no fact: read apart, for each pod
+
+
+def _keys(raw: dict) -> set[bytes]:
+    """The keys under which reading ``raw`` as watched, then as listed (compact, as orjson writes it), keeps its facts."""
+    with mock.patch.object(pods, "_facts", {}):
+        parse_pod(raw)
+        try:
+            read_pod(orjson.dumps(raw))
+        except TypeError:  # nested deeper than orjson writes
+            pass
+        return set(pods._facts)
+
+
+@hypothesis.settings(max_examples=300, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+@hypothesis.given(_varied_specs())
+def test_the_facts_read_no_field_of_a_spec_they_are_not_read_from(raw):
+    """Read as the pod's facts are, noting each field read, of its spec and its containers, init containers and
+    volumes: each is one they are read from (``_SPEC_READ``), whatever the spec holds."""
+    reads = _fields_read(orjson.loads(json.dumps(raw)))
+    assert not {(field, *rest) for field, *rest in reads
+                if field not in pods._SPEC_READ or rest and rest[0] not in (pods._SPEC_READ[field] or ())}
+
+
+@hypothesis.settings(max_examples=150, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+@hypothesis.given(_varied_specs())
+def test_the_facts_are_keyed_on_every_field_they_read_and_on_no_other(raw):
+    """Changing a field the facts read of a spec, or of its containers, init containers and volumes (noted as
+    they are read), changes their key; changing one no fact reads (names, images, mounts, the service account,
+    ...) does not, where its list is one of objects."""
+    raw = orjson.loads(json.dumps(raw))
+    reads = _fields_read(raw)
+    keys = _keys(raw)
+    hypothesis.assume(keys)  # else not kept: its node of another type, or nested deeper than orjson writes
+    assert len(keys) == 1  # listed or watched
+    spec = raw["spec"]
+    for path in reads | {(field,) for field in _UNREAD} | {(field, name) for field in _LISTS for name in _UNREAD_OF_ITEMS}:
+        field, *rest = path
+        changed = copy.deepcopy(raw)
+        if not rest:
+            changed["spec"][field] = {"changed": 1}
+        elif type(spec.get(field)) is list and any(type(item) is dict for item in spec[field]):
+            for item in changed["spec"][field]:
+                if type(item) is dict:
+                    item[rest[0]] = {"changed": 1}
+        else:
+            continue
+        changed_keys = _keys(changed)
+        if path in reads:
+            assert changed_keys and changed_keys != keys, path
+        elif not rest or all(type(item) is dict for item in spec[field]):
+            assert changed_keys == keys, path
