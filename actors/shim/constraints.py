@@ -218,6 +218,7 @@ def bound_only(node_name: str) -> str:
     return _checked({"nodeName": node_name})
 
 
+@functools.lru_cache(maxsize=16384)  # a workload's pods on one node share it: one string for all of them
 def with_node(tag: str, node_name: str) -> str:
     """What :func:`encode` makes of a spec bound to ``node_name`` whose tag without its ``nodeName`` is
     ``tag``: the same document with the node added, written alike (every running pod of a workload with
