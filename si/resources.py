@@ -214,13 +214,12 @@ def remaining(maximum: Mapping[str, int], used: Mapping[str, int]) -> Resource:
     return Resource._owning({name: limit - used.get(name, 0) for name, limit in maximum.items()})
 
 
-def total(resources: Iterable[Mapping[str, int]]) -> Resource:
+def total(resources: Iterable[Resource]) -> Resource:
     """The sum of many vectors, accumulated in one dict. The records of a workload share one vector
     (``actors.core.allocation``): when all are that one, it is multiplied instead (a node's pods mostly)."""
     resources = list(resources)
     if resources and len(set(map(id, resources))) == 1:
-        count = len(resources)
-        return Resource._owning({name: value * count for name, value in resources[0].items()})
+        return resources[0].multiply(len(resources))
     result: dict[str, int] = {}
     for resource in resources:
         for name, value in resource.items():

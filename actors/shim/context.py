@@ -613,7 +613,7 @@ class ShimContext(Actor):
     def _place(self, placed: PlacedPod) -> None:
         name = placed.pod.node_name
         if name not in self._node_actors:
-            self._start_node(name, None, (placed,))
+            self._start_node(name, None, {placed.pod.uid: placed})
         else:
             self._mail.to_node(name, PodsOnNode((placed,)))
 
@@ -669,9 +669,8 @@ class ShimContext(Actor):
 
     # ---- nodes ---------------------------------------------------------------------------------
 
-    def _start_node(self, name: str, record: NodeRecord | None,
-                    pods: tuple[PlacedPod, ...] | dict[str, PlacedPod]) -> None:
-        """Start ``name``'s actor with the pods on it (a dict by uid is given away to the actor)."""
+    def _start_node(self, name: str, record: NodeRecord | None, pods: dict[str, PlacedPod]) -> None:
+        """Start ``name``'s actor with the pods on it by uid (the dict is given away to the actor)."""
         peers = self._peers
         self._node_actors[name] = NodeActor.start(
             name, record, pods, context=self.actor_ref, outlet=peers.outlet, recorder=peers.recorder,
@@ -686,7 +685,7 @@ class ShimContext(Actor):
         if node.name in self._node_actors:
             self._mail.to_node(node.name, NodeChanged(node))
         else:
-            self._start_node(node.name, node, ())
+            self._start_node(node.name, node, {})
 
     def _node_gone(self, node: NodeRecord) -> None:
         if node.name in self._node_actors:
@@ -703,7 +702,8 @@ class ShimContext(Actor):
             self._mail.to_node(name, PodsOnNode(message.pods))
             return
         record = self._nodes.get(name)
-        self._start_node(name, record if record is not None and not record.invalid else None, message.pods)
+        self._start_node(name, record if record is not None and not record.invalid else None,
+                         {placed.pod.uid: placed for placed in message.pods})
 
     def on_NodeGone(self, message: NodeGone) -> None:
         """A node actor that ended with no record and no pods left: stop it. A node that came back while it
@@ -715,7 +715,7 @@ class ShimContext(Actor):
         self._mail.stop_node(self._node_actors.pop(name))
         record = self._nodes.get(name)
         if record is not None and not record.invalid:
-            self._start_node(name, record, ())
+            self._start_node(name, record, {})
 
     # ---- configuration -------------------------------------------------------------------------
 

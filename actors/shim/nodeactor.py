@@ -71,13 +71,13 @@ _TURNS = {NodeState.SCHEDULABLE: NodeEvent.SCHEDULABLE, NodeState.DRAINING: Node
 
 class NodeActor(PooledActor):
     """See the module docstring. ``record`` is ``None`` for a node only named by pods (it starts
-    ``Lost``); ``pods`` are the pods already on it, a dict by uid taken as it is (its maker gives it away:
+    ``Lost``); ``pods`` are the pods already on it by uid, taken as they are (its maker gives the dict away:
     the context's recovery keys every pod on the nodes as it places them, rather than each actor again)."""
 
     kind = "node"
     contain_failures = True  # a node whose update raises keeps its actor: the message is dropped
 
-    def __init__(self, name: str, record: NodeRecord | None, pods: tuple[PlacedPod, ...] | dict[str, PlacedPod], *, context: pykka.ActorRef,
+    def __init__(self, name: str, record: NodeRecord | None, pods: dict[str, PlacedPod], *, context: pykka.ActorRef,
                  outlet: pykka.ActorRef, recorder: pykka.ActorRef | None, board: StateBoard, alarms: Alarms,
                  lost_after: float, supervisor=None) -> None:
         super().__init__(supervisor)
@@ -90,7 +90,7 @@ class NodeActor(PooledActor):
         self._alarms = alarms
         self._lost_after = lost_after
         self._machine = StateMachine(NODE_TRANSITIONS, NodeState.NEW, f"node {name}")
-        self._pods: dict[str, PlacedPod] = pods if type(pods) is dict else {placed.pod.uid: placed for placed in pods}
+        self._pods = pods
         self._reported: set[str] = set()
         self._token = 0
         self._not_ready_since: float | None = None

@@ -36,7 +36,7 @@ class Node:
         self.outlet, self.context, self.recorder = Inbox.start(), Inbox.start(), Inbox.start()
         self.board = StateBoard()
         self.alarms = Alarms(clock=clock)
-        self.ref = NodeActor.start("n1", record, tuple(pods), context=self.context, outlet=self.outlet,
+        self.ref = NodeActor.start("n1", record, {p.pod.uid: p for p in pods}, context=self.context, outlet=self.outlet,
                                    recorder=self.recorder, board=self.board, alarms=self.alarms, lost_after=60.0)
 
     def sent(self):
