@@ -34,13 +34,27 @@ class TransportError(Exception):
 
 
 class _Head:
-    """The parser's callbacks for a response's status line and the headers the transport reads."""
+    """The parser's callbacks for a response's status line and the headers the transport reads.
+
+    The parser holds its callbacks and they hold the parser: a cycle, which only the collector frees.
+    A recovery pauses the collector and then freezes what is alive, garbage cycles included, so every
+    page of a list would have been kept for good (two copies of each: the chunks and the joined body).
+    Used as a context, the pair is parted on leaving it, and what it read is freed once dropped."""
 
     __slots__ = ("parser", "reason", "retry_after")
 
     def __init__(self) -> None:
-        self.parser = httptools.HttpResponseParser(self)
+        self.parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
         self.reason, self.retry_after = "", None
+
+    def __enter__(self) -> _Head:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.part()
+
+    def part(self) -> None:
+        self.parser = None
 
     def on_status(self, reason: bytes) -> None:
         self.reason += reason.decode("iso-8859-1")
@@ -128,6 +142,7 @@ class BodyStream:
             raise TransportError(f"{type(error).__name__}: {error}") from error
         finally:
             self._connection.close()
+            streamed.part()
 
     def close(self) -> None:
         self._closed = True
@@ -155,15 +170,15 @@ class Pending:
 
     def answer(self) -> tuple[int, str, str | None, bytes]:
         """``(status, reason, Retry-After header, body)``; ``TransportError`` when it cannot be read."""
-        answers = _Answers()
-        try:
-            while not answers.done:
-                _receive(self._connection, answers.parser)
-        except (OSError, httptools.HttpParserError) as error:
-            raise TransportError(f"{self._name}: {type(error).__name__}: {error}") from error
-        finally:
-            self._connection.close()
-        return answers.done[0][:4]
+        with _Answers() as answers:
+            try:
+                while not answers.done:
+                    _receive(self._connection, answers.parser)
+            except (OSError, httptools.HttpParserError) as error:
+                raise TransportError(f"{self._name}: {type(error).__name__}: {error}") from error
+            finally:
+                self._connection.close()
+            return answers.done[0][:4]
 
     def close(self) -> None:
         self._connection.close()
@@ -207,21 +222,21 @@ class FastTransport:
         common = self._common(*requests[0][:2], requests[0][3]) if requests else None
         data = [self._head(method, path, query, body, headers, common)
                 for method, path, query, body, headers in requests]
-        answers = _Answers()
-        try:
-            connection = self._connection()
-            connection.sendall(b"".join(data))
-            while len(answers.done) < len(requests):
-                _receive(connection, answers.parser)
-                if answers.done and not answers.done[-1][4] and len(answers.done) < len(requests):
-                    raise ConnectionResetError("the server closed the connection after an answer")
-        except (OSError, httptools.HttpParserError) as error:
-            self.close()
-            method, path = requests[len(answers.done)][:2] if len(answers.done) < len(requests) else requests[-1][:2]
-            return [a[:4] for a in answers.done], TransportError(f"{method} {path}: {type(error).__name__}: {error}")
-        if not answers.done[-1][4]:
-            self.close()
-        return [a[:4] for a in answers.done], None
+        with _Answers() as answers:
+            try:
+                connection = self._connection()
+                connection.sendall(b"".join(data))
+                while len(answers.done) < len(requests):
+                    _receive(connection, answers.parser)
+                    if answers.done and not answers.done[-1][4] and len(answers.done) < len(requests):
+                        raise ConnectionResetError("the server closed the connection after an answer")
+            except (OSError, httptools.HttpParserError) as error:
+                self.close()
+                method, path = requests[len(answers.done)][:2] if len(answers.done) < len(requests) else requests[-1][:2]
+                return [a[:4] for a in answers.done], TransportError(f"{method} {path}: {type(error).__name__}: {error}")
+            if not answers.done[-1][4]:
+                self.close()
+            return [a[:4] for a in answers.done], None
 
     def stream(self, path: str, query: list[tuple[str, str]] | None, headers: dict[str, str],
                read_timeout: float, connect_timeout: float) -> tuple[int, str, str | None, BodyStream | bytes]:
@@ -229,14 +244,15 @@ class FastTransport:
         ``read_timeout`` seconds: ``(status, reason, Retry-After header, body)``, the body a
         ``BodyStream`` for a 2xx answer, else read whole."""
         request = self._head("GET", path, query, None, headers, self._common("GET", path, None))
-        streamed = _Streamed()
         connection = self._connect(connect_timeout)
+        streamed = _Streamed()
         try:
             connection.settimeout(read_timeout)
             connection.sendall(request)
             while not streamed.headed:
                 _receive(connection, streamed.parser)
             if 200 <= streamed.status <= 299:
+                # The stream parts the pair once it has ended.
                 return streamed.status, streamed.reason, streamed.retry_after, BodyStream(connection, streamed)
             while not streamed.complete:
                 received = connection.recv(RECEIVE_SIZE)
@@ -245,8 +261,10 @@ class FastTransport:
                 streamed.parser.feed_data(received)
         except (OSError, httptools.HttpParserError) as error:
             connection.close()
+            streamed.part()
             raise TransportError(f"GET {path}: {type(error).__name__}: {error}") from error
         connection.close()
+        streamed.part()
         return streamed.status, streamed.reason, streamed.retry_after, b"".join(streamed.body)
 
     def send_ahead(self, path: str, query: list[tuple[str, str]] | None, headers: dict[str, str]) -> Pending:
