@@ -27,6 +27,8 @@ from si.bounded import elide, shown
 from si.constants import PODS
 from si.gonumber import INT32_MAX, INT32_MIN, INT64_MAX, in_range
 from si.kubernetes import (
+    ANNOTATION_APP_ID,
+    ANNOTATION_QUEUE,
     ANNOTATION_USER_INFO,
     LABEL_DISABLE_STATE_AWARE,
     SCHEDULER_NAME,
@@ -232,6 +234,13 @@ _SPEC_READ: dict[str, tuple[str, ...] | None] = {  # None: the field's value who
     "initContainers": ("resources", "ports", "restartPolicy"),
     "volumes": ("persistentVolumeClaim", "ephemeral", *constraints.IN_TREE_DISKS),
 }
+# The annotations the facts read. Those of a real cluster's pods hold more, each pod's own: a CNI's pod IP and
+# container id (Calico's), a Job's completion index. The facts and their key take only these, so pods that
+# differ in others share facts; every annotation still counts for whether all are strings.
+_ANNOTATIONS_READ = (ANNOTATION_APP_ID, ANNOTATION_QUEUE, ANNOTATION_USER_INFO, keys.ANNOTATION_TASK_GROUP_NAME,
+                     keys.ANNOTATION_TASK_GROUPS, keys.ANNOTATION_SCHEDULING_POLICY, keys.ANNOTATION_PLACEHOLDER,
+                     keys.ANNOTATION_ALLOW_PREEMPTION)
+_READ_ANNOTATION = frozenset(_ANNOTATIONS_READ)
 _WHOLE = tuple(name for name, fields in _SPEC_READ.items() if fields is None)
 _ITEMS = tuple((name, fields) for name, fields in _SPEC_READ.items() if fields is not None)
 _DICTS = {dict}
@@ -262,12 +271,30 @@ def _spec_facts(spec: Mapping) -> dict:
     return read
 
 
+def _annotations_read(annotations: object) -> object:
+    """What the facts read of a pod's annotations, in its JSON shape: those they read (``_ANNOTATIONS_READ``, in
+    the pod's order; ``None`` for none) when all are strings, else the value whole (the facts note a problem)."""
+    if not annotations:  # read as none
+        return None
+    if type(annotations) is not dict:
+        return annotations
+    read = None
+    for name, value in annotations.items():
+        if type(value) is not str:
+            return annotations
+        if name in _READ_ANNOTATION:
+            if read is None:
+                read = {}
+            read[name] = value
+    return read
+
+
 def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
     """The facts of a pod read without its node (``spec.nodeName``, a string when present)."""
     if type(spec) is dict or isinstance(spec, Mapping):
         spec = _spec_facts(spec)
     try:
-        key = orjson.dumps((namespace, metadata.get("labels"), metadata.get("annotations"),
+        key = orjson.dumps((namespace, metadata.get("labels"), _annotations_read(metadata.get("annotations")),
                             metadata.get("ownerReferences"), spec))
     except TypeError:  # not plain JSON (orjson.JSONEncodeError is a TypeError): read, not shared
         return _read_facts(metadata, spec, namespace)
@@ -404,8 +431,27 @@ def _json_key(metadata: _JsonMetadata, spec: _JsonSpec) -> bytes | None:
     labels, annotations, owners = metadata.labels, metadata.annotations, metadata.ownerReferences
     spec.nodeName = None
     return _KEY_JSON.encode((namespace, None if labels is _ABSENT else labels,
-                             None if annotations is _ABSENT else annotations, None if owners is _ABSENT else owners,
-                             spec))
+                             None if annotations is _ABSENT else _json_annotations_read(annotations),
+                             None if owners is _ABSENT else owners, spec))
+
+
+_ANNOTATIONS_JSON = msgspec.json.Decoder(dict[str, str])
+
+
+def _json_annotations_read(text: msgspec.Raw) -> object:
+    """``_annotations_read`` of the annotations whose JSON text is ``text``: the text whole where they are not a
+    map of strings (the key a dict of them makes, written as orjson writes it)."""
+    try:
+        annotations = _ANNOTATIONS_JSON.decode(text)
+    except ValueError:
+        return text
+    read = None
+    for name, value in annotations.items():
+        if name in _READ_ANNOTATION:
+            if read is None:
+                read = {}
+            read[name] = value
+    return read
 
 
 def _json_record(pod: _JsonPod, node: str, facts: _Facts) -> PodRecord | None:
@@ -461,6 +507,7 @@ def _read_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
         problems.append("spec is not an object")
         spec = {}
     labels, annotations = (_strings(metadata, field, problems) for field in ("labels", "annotations"))
+    annotations = {name: annotations[name] for name in _ANNOTATIONS_READ if name in annotations}  # as keyed
     try:
         resource = pod_resource(spec)
     except (QuantityError, TypeError, AttributeError) as error:

@@ -622,6 +622,54 @@ def test_pods_differing_only_in_their_token_volumes_name_share_their_workloads_f
     assert (records[0].claims, records[0].node_name, records[1].node_name) == (("shared-data",), "node-1", "node-2")
 
 
+# What a CNI (Calico) writes on every running pod: its own values in each.
+CNI_ANNOTATIONS = {"cni.projectcalico.org/containerID": "0f3c9a", "cni.projectcalico.org/podIP": "10.1.2.3/32",
+                   "cni.projectcalico.org/podIPs": "10.1.2.3/32"}
+READ_ANNOTATIONS = {"yunikorn.apache.org/user.info": '{"user": "alice", "groups": ["dev"]}',
+                    "yunikorn.apache.org/task-group-name": "workers", "yunikorn.apache.org/allow-preemption": "false"}
+
+
+def _annotated(uid: str, node: str, index: int, annotations: dict) -> dict:
+    """A running pod of one workload with the annotations a real cluster's pod carries, ``index`` its own."""
+    raw = _real_cluster_pod(uid, node, "x7k2p")
+    raw["metadata"]["annotations"] = {**annotations, "cni.projectcalico.org/containerID": f"{index:064x}",
+                                      "cni.projectcalico.org/podIP": f"10.1.0.{index}/32",
+                                      "batch.kubernetes.io/job-completion-index": str(index)}
+    return raw
+
+
+@pytest.mark.parametrize("read", [parse_pod, lambda raw: read_pod(orjson.dumps(raw))], ids=["watched", "listed"])
+def test_pods_differing_only_in_annotations_no_fact_reads_share_their_workloads_facts(read, monkeypatch):
+    monkeypatch.setattr(pods, "_facts", {})
+    raws = [_annotated(f"u-{index}", f"node-{index % 2}", index, READ_ANNOTATIONS) for index in range(3)]
+    records = [read(raw) for raw in raws]
+    assert records == [_read_whole(raw) for raw in raws]
+    assert len(pods._facts) == 1
+    assert (records[0].user, records[0].groups, records[0].task_group, records[0].allow_preemption) == (
+        "alice", ("dev",), "workers", False)
+
+
+@pytest.mark.parametrize("read", [parse_pod, lambda raw: read_pod(orjson.dumps(raw))], ids=["watched", "listed"])
+@pytest.mark.parametrize("name", pods._ANNOTATIONS_READ)
+def test_an_annotation_the_facts_read_sets_a_pod_apart(read, name, monkeypatch):
+    monkeypatch.setattr(pods, "_facts", {})
+    first, second = (_annotated(f"u-{index}", "node-1", index, READ_ANNOTATIONS) for index in range(2))
+    second["metadata"]["annotations"][name] = "changed"
+    assert [read(raw) for raw in (first, second)] == [_read_whole(raw) for raw in (first, second)]
+    assert len(pods._facts) == 2
+
+
+@pytest.mark.parametrize("read", [parse_pod, lambda raw: read_pod(orjson.dumps(raw))], ids=["watched", "listed"])
+@pytest.mark.parametrize("value", [1, None, ["a"], {"a": "b"}, True])
+def test_an_annotation_no_fact_reads_that_is_not_a_string_makes_the_pod_invalid_alone(read, value, monkeypatch):
+    monkeypatch.setattr(pods, "_facts", {})
+    first, second = (_annotated(f"u-{index}", "node-1", index, READ_ANNOTATIONS) for index in range(2))
+    second["metadata"]["annotations"]["cni.projectcalico.org/podIP"] = value
+    records = [read(raw) for raw in (first, second)]
+    assert records == [_read_whole(raw) for raw in (first, second)]
+    assert (records[0].invalid, records[1].invalid) == ("", "annotations must be a map of strings")
+
+
 def test_a_pod_listed_then_watched_is_read_once_for_both(monkeypatch):
     """The listing's key, from the pod's JSON text as the API server writes it, is the key of its dict."""
     monkeypatch.setattr(pods, "_facts", {})
@@ -716,6 +764,8 @@ def _sibling(raw: dict) -> dict:
                 if name in item:
                     item[name] = ["otherwise", item[name]]
     spec.update((field, ["otherwise", spec.get(field)]) for field in _UNREAD)
+    if type(other["metadata"].get("annotations")) is dict:  # and annotations no fact reads, a pod's own
+        other["metadata"]["annotations"].update(CNI_ANNOTATIONS)
     return other
 
 
