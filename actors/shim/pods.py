@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import sys
 import threading
 import types
@@ -144,7 +145,7 @@ def _parse(raw: Mapping) -> tuple[PodRecord, _Facts | None]:
     spec = raw.get("spec") or {}
     node = spec.get("nodeName") if type(spec) is dict or isinstance(spec, Mapping) else None
     if node is None or isinstance(node, str):
-        shared = facts = _shared_facts(metadata, spec, namespace)
+        facts, shared = _shared_facts(metadata, spec, namespace)
         constraint_tag = _node_constraints(node, facts) if node else facts.constraints
     else:  # a node of another type, even a falsy one: read for this pod
         shared, facts = None, _read_facts(metadata, spec, namespace)
@@ -289,20 +290,57 @@ def _annotations_read(annotations: object) -> object:
     return read
 
 
-def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
-    """The facts of a pod read without its node (``spec.nodeName``, a string when present)."""
+def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> tuple[_Facts, _Facts]:
+    """The facts of a pod read without its node (``spec.nodeName``, a string when present), and the facts of
+    its workload they are (the same, but for labels of the pod's own)."""
     if type(spec) is dict or isinstance(spec, Mapping):
         spec = _spec_facts(spec)
+    labels = metadata.get("labels")
+    own = _own_labels(labels)
     try:
-        key = orjson.dumps((namespace, metadata.get("labels"), _annotations_read(metadata.get("annotations")),
-                            metadata.get("ownerReferences"), spec))
-    except TypeError:  # not plain JSON (orjson.JSONEncodeError is a TypeError): read, not shared
-        return _read_facts(metadata, spec, namespace)
+        annotations, owners = _annotations_read(metadata.get("annotations")), metadata.get("ownerReferences")
+        key = orjson.dumps((namespace, labels if own is None else _shared_labels(own), annotations, owners, spec))
+        if own is not None and _MATCH_LABEL_KEYS in key:  # its constraints may read them: keyed whole
+            own, key = None, orjson.dumps((namespace, labels, annotations, owners, spec))
+    except TypeError:  # not plain JSON (orjson.JSONEncodeError is a TypeError): read for this pod
+        facts = _read_facts(metadata, spec, namespace)
+        return facts, facts if own is None else _read_facts({**metadata, "labels": _shared_labels(own)}, spec, namespace)
     facts = _facts.get(key)
     if facts is None:
-        facts = _read_facts(metadata, spec, namespace)
+        facts = _read_facts(metadata if own is None else {**metadata, "labels": _shared_labels(own)}, spec, namespace)
         _keep(bytes(memoryview(key)), facts)  # a copy: what orjson returns holds a 4 KiB page while kept
-    return facts
+    return (facts if own is None else _with_own_labels(facts, own)), facts
+
+
+# Labels a pod carries as its own, one value for each pod of its workload: a StatefulSet's pod name and index, an
+# indexed Job's completion index, a Spark executor's id, a Kubeflow job's replica index. No fact reads them but
+# the labels themselves, unless the spec names labels to match (``matchLabelKeys``, ``mismatchLabelKeys``):
+# the facts are keyed and read without them, and each pod's record is given its own labels.
+_OWN_LABELS = frozenset({"statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index",
+                         "batch.kubernetes.io/job-completion-index", "spark-exec-id",
+                         "training.kubeflow.org/replica-index"})
+_OWN_LABELS_TEXT = re.compile(b"|".join(re.escape(orjson.dumps(name)) for name in _OWN_LABELS))  # as quoted in JSON
+_MATCH_LABEL_KEYS = b"atchLabelKeys"
+_LABELS_AT = _SHARED.index("labels")
+
+
+def _own_labels(labels: object) -> dict | None:
+    """``labels`` when they are a map of strings with labels of a pod's own (``_OWN_LABELS``), else ``None``."""
+    if type(labels) is dict and not _OWN_LABELS.isdisjoint(labels) and gojson.string_map(labels) is not None:
+        return labels
+    return None
+
+
+def _shared_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    """``labels`` but those of a pod's own, in their order."""
+    return {name: value for name, value in labels.items() if name not in _OWN_LABELS}
+
+
+def _with_own_labels(facts: _Facts, labels: Mapping[str, str]) -> _Facts:
+    """``facts`` of a pod whose labels, its own among them, are ``labels``."""
+    values = facts.values
+    return _Facts((*values[:_LABELS_AT], types.MappingProxyType(dict(labels)), *values[_LABELS_AT + 1:]),
+                  facts.invalid, facts.app_id, facts.app_id_per_pod, facts.constraints)
 
 
 def _keep(key: bytes, facts: _Facts) -> None:
@@ -396,10 +434,10 @@ def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
         pod = None
     if pod is not None and pod.metadata is not None:
         node = sys.intern(spec.nodeName) if spec.nodeName else ""
-        key = _json_key(pod.metadata, spec)
+        key, own = _json_key(pod.metadata, spec)
         facts = _facts.get(key) if key is not None else None
         if facts is not None:
-            record = _json_record(pod, node, facts)
+            record = _json_record(pod, node, facts if own is None else _with_own_labels(facts, own))
             status = pod.status
             if record is not None and not facts.invalid and status is not None and (
                     status.containerStatuses or status.initContainerStatuses) and not _as_asked_text(pod.spec, status):
@@ -420,22 +458,35 @@ def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
 _KEY_JSON = msgspec.json.Encoder()
 
 
-def _json_key(metadata: _JsonMetadata, spec: _JsonSpec) -> bytes | None:
+def _json_key(metadata: _JsonMetadata, spec: _JsonSpec) -> tuple[bytes | None, dict | None]:
     """The key of a pod's shared facts from the JSON text they are read from: its namespace, labels,
     annotations and owner references, and what the facts read of its spec (``spec``, its node left out
     here), written as ``_shared_facts`` writes the key of the pod's dict: the same key where the text is
-    written as orjson writes it (the API server's compact JSON)."""
+    written as orjson writes it (the API server's compact JSON). With it, the pod's labels where some are
+    its own (``_OWN_LABELS``), left out of the key."""
     namespace = metadata.namespace
     if not namespace:
-        return None
+        return None, None
     labels, annotations, owners = metadata.labels, metadata.annotations, metadata.ownerReferences
     spec.nodeName = None
-    return _KEY_JSON.encode((namespace, None if labels is _ABSENT else labels,
-                             None if annotations is _ABSENT else _json_annotations_read(annotations),
-                             None if owners is _ABSENT else owners, spec))
+    annotations = None if annotations is _ABSENT else _json_annotations_read(annotations)
+    owners = None if owners is _ABSENT else owners
+    if labels is _ABSENT:
+        return _KEY_JSON.encode((namespace, None, annotations, owners, spec)), None
+    own = None
+    if _OWN_LABELS_TEXT.search(labels) is not None:
+        try:
+            own = _LABELS_JSON.decode(labels)
+        except ValueError:  # not a map of strings: keyed whole
+            pass
+    if own is not None:
+        key = _KEY_JSON.encode((namespace, _shared_labels(own), annotations, owners, spec))
+        if _MATCH_LABEL_KEYS not in key:
+            return key, own
+    return _KEY_JSON.encode((namespace, labels, annotations, owners, spec)), None
 
 
-_ANNOTATIONS_JSON = msgspec.json.Decoder(dict[str, str])
+_ANNOTATIONS_JSON = _LABELS_JSON = msgspec.json.Decoder(dict[str, str])
 
 
 def _json_annotations_read(text: msgspec.Raw) -> object:

@@ -605,7 +605,7 @@ def _read_whole(raw: dict):
     def whole(metadata, spec, namespace):
         if isinstance(spec, dict):
             spec = {name: value for name, value in spec.items() if name != "nodeName"}
-        return pods._read_facts(metadata, spec, namespace)
+        return pods._read_facts(metadata, spec, namespace), None
     with mock.patch.object(pods, "_shared_facts", whole):
         return parse_pod(raw)
 
@@ -670,6 +670,48 @@ def test_an_annotation_no_fact_reads_that_is_not_a_string_makes_the_pod_invalid_
     assert (records[0].invalid, records[1].invalid) == ("", "annotations must be a map of strings")
 
 
+def _stateful(index: int, *, own: bool = True, spec: dict | None = None) -> dict:
+    """A running pod of a StatefulSet: its name and index are labels of its own."""
+    raw = _real_cluster_pod(f"u-{index}", f"node-{index}", "x7k2p")
+    raw["metadata"]["labels"] = {"app": "db", **({"statefulset.kubernetes.io/pod-name": f"db-{index}",
+                                                  "apps.kubernetes.io/pod-index": str(index)} if own else {}),
+                                 "controller-revision-hash": "db-7c9f", "queue": "root.a"}
+    raw["spec"].update(spec or {})
+    return raw
+
+
+@pytest.mark.parametrize("read", [parse_pod, lambda raw: read_pod(orjson.dumps(raw))], ids=["watched", "listed"])
+def test_pods_with_labels_of_their_own_share_their_workloads_facts_each_with_its_labels(read, monkeypatch):
+    monkeypatch.setattr(pods, "_facts", {})
+    raws = [_stateful(index) for index in range(3)] + [_stateful(3, own=False)]
+    records = [read(raw) for raw in raws]
+    assert records == [_read_whole(raw) for raw in raws]
+    assert len(pods._facts) == 1
+    assert [dict(record.labels) for record in records] == [raw["metadata"]["labels"] for raw in raws]
+    assert records[0].resource is records[3].resource and records[3].labels is pods._facts.popitem()[1].values[pods._LABELS_AT]
+
+
+@pytest.mark.parametrize("read", [parse_pod, lambda raw: read_pod(orjson.dumps(raw))], ids=["watched", "listed"])
+@pytest.mark.parametrize("field", ["matchLabelKeys", "mismatchLabelKeys"])
+def test_pods_whose_constraints_name_labels_to_match_are_keyed_on_their_labels_whole(read, field, monkeypatch):
+    monkeypatch.setattr(pods, "_facts", {})
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname",
+            field: ["statefulset.kubernetes.io/pod-name"]}
+    raws = [_stateful(index, spec={"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}})
+            for index in range(2)]
+    records = [read(raw) for raw in raws]
+    assert records == [_read_whole(raw) for raw in raws]
+    assert len(pods._facts) == 2 and records[0].constraints != records[1].constraints
+
+
+def test_a_pod_with_labels_of_its_own_listed_then_watched_is_read_once_for_both(monkeypatch):
+    monkeypatch.setattr(pods, "_facts", {})
+    listed = read_pod(orjson.dumps(_stateful(0)))
+    watched = parse_pod(_stateful(1))
+    assert len(pods._facts) == 1 and watched.resource is listed.resource
+    assert (listed.labels["apps.kubernetes.io/pod-index"], watched.labels["apps.kubernetes.io/pod-index"]) == ("0", "1")
+
+
 def test_a_pod_listed_then_watched_is_read_once_for_both(monkeypatch):
     """The listing's key, from the pod's JSON text as the API server writes it, is the key of its dict."""
     monkeypatch.setattr(pods, "_facts", {})
@@ -708,7 +750,7 @@ def _keyed_pods() -> tuple[dict, ...]:
     """The varied pods with a spec to vary (an object), real cluster pods, and pods constrained otherwise."""
     found = [raw for raw in _varied_pods() if isinstance(raw.get("metadata"), dict) and isinstance(raw.get("spec"), dict)]
     alone = [{field: value} for field, value in EVERY_FACT.items()] + [{"volumes": [volume]} for volume in EVERY_FACT["volumes"]]
-    return (*found, _real_cluster_pod("real", "node-1", "x7k2p"),
+    return (*found, _real_cluster_pod("real", "node-1", "x7k2p"), _stateful(0), _annotated("annotated", "node-1", 0, READ_ANNOTATIONS),
             *(pod_json(spec=spec, labels={"app": "web"}) for spec in (EVERY_FACT, *alone, *CONSTRAINED_SPECS)))
 
 
@@ -766,6 +808,8 @@ def _sibling(raw: dict) -> dict:
     spec.update((field, ["otherwise", spec.get(field)]) for field in _UNREAD)
     if type(other["metadata"].get("annotations")) is dict:  # and annotations no fact reads, a pod's own
         other["metadata"]["annotations"].update(CNI_ANNOTATIONS)
+    if type(other["metadata"].get("labels")) is dict:  # and labels of its own
+        other["metadata"]["labels"].update({"statefulset.kubernetes.io/pod-name": "sibling", "spark-exec-id": "7"})
     return other
 
 
