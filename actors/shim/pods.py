@@ -238,10 +238,9 @@ _SPEC_READ: dict[str, tuple[str, ...] | None] = {  # None: the field's value who
 # The annotations the facts read. Those of a real cluster's pods hold more, each pod's own: a CNI's pod IP and
 # container id (Calico's), a Job's completion index. The facts and their key take only these, so pods that
 # differ in others share facts; every annotation still counts for whether all are strings.
-_ANNOTATIONS_READ = (ANNOTATION_APP_ID, ANNOTATION_QUEUE, ANNOTATION_USER_INFO, keys.ANNOTATION_TASK_GROUP_NAME,
-                     keys.ANNOTATION_TASK_GROUPS, keys.ANNOTATION_SCHEDULING_POLICY, keys.ANNOTATION_PLACEHOLDER,
-                     keys.ANNOTATION_ALLOW_PREEMPTION)
-_READ_ANNOTATION = frozenset(_ANNOTATIONS_READ)
+_ANNOTATIONS_READ = frozenset({ANNOTATION_APP_ID, ANNOTATION_QUEUE, ANNOTATION_USER_INFO, keys.ANNOTATION_TASK_GROUP_NAME,
+                               keys.ANNOTATION_TASK_GROUPS, keys.ANNOTATION_SCHEDULING_POLICY,
+                               keys.ANNOTATION_PLACEHOLDER, keys.ANNOTATION_ALLOW_PREEMPTION})
 _WHOLE = tuple(name for name, fields in _SPEC_READ.items() if fields is None)
 _ITEMS = tuple((name, fields) for name, fields in _SPEC_READ.items() if fields is not None)
 _DICTS = {dict}
@@ -283,7 +282,7 @@ def _annotations_read(annotations: object) -> object:
     for name, value in annotations.items():
         if type(value) is not str:
             return annotations
-        if name in _READ_ANNOTATION:
+        if name in _ANNOTATIONS_READ:
             if read is None:
                 read = {}
             read[name] = value
@@ -292,7 +291,7 @@ def _annotations_read(annotations: object) -> object:
 
 def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> tuple[_Facts, _Facts]:
     """The facts of a pod read without its node (``spec.nodeName``, a string when present), and the facts of
-    its workload they are (the same, but for labels of the pod's own)."""
+    its workload they are (the same, but for labels of the pod's own; ``None`` when read for this pod alone)."""
     if type(spec) is dict or isinstance(spec, Mapping):
         spec = _spec_facts(spec)
     labels = metadata.get("labels")
@@ -304,7 +303,7 @@ def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> tuple[_Fac
             own, key = None, orjson.dumps((namespace, labels, annotations, owners, spec))
     except TypeError:  # not plain JSON (orjson.JSONEncodeError is a TypeError): read for this pod
         facts = _read_facts(metadata, spec, namespace)
-        return facts, facts if own is None else _read_facts({**metadata, "labels": _shared_labels(own)}, spec, namespace)
+        return facts, facts if own is None else None
     facts = _facts.get(key)
     if facts is None:
         facts = _read_facts(metadata if own is None else {**metadata, "labels": _shared_labels(own)}, spec, namespace)
@@ -319,7 +318,7 @@ def _shared_facts(metadata: Mapping, spec: object, namespace: str) -> tuple[_Fac
 _OWN_LABELS = frozenset({"statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index",
                          "batch.kubernetes.io/job-completion-index", "spark-exec-id",
                          "training.kubeflow.org/replica-index"})
-_OWN_LABELS_TEXT = re.compile(b"|".join(re.escape(orjson.dumps(name)) for name in _OWN_LABELS))  # as quoted in JSON
+_OWN_LABELS_QUOTED = re.compile(b"|".join(re.escape(orjson.dumps(name)) for name in _OWN_LABELS))  # as quoted in JSON
 _MATCH_LABEL_KEYS = b"atchLabelKeys"
 _LABELS_AT = _SHARED.index("labels")
 
@@ -474,7 +473,7 @@ def _json_key(metadata: _JsonMetadata, spec: _JsonSpec) -> tuple[bytes | None, d
     if labels is _ABSENT:
         return _KEY_JSON.encode((namespace, None, annotations, owners, spec)), None
     own = None
-    if _OWN_LABELS_TEXT.search(labels) is not None:
+    if _OWN_LABELS_QUOTED.search(labels) is not None:
         try:
             own = _LABELS_JSON.decode(labels)
         except ValueError:  # not a map of strings: keyed whole
@@ -493,16 +492,9 @@ def _json_annotations_read(text: msgspec.Raw) -> object:
     """``_annotations_read`` of the annotations whose JSON text is ``text``: the text whole where they are not a
     map of strings (the key a dict of them makes, written as orjson writes it)."""
     try:
-        annotations = _ANNOTATIONS_JSON.decode(text)
+        return _annotations_read(_ANNOTATIONS_JSON.decode(text))
     except ValueError:
         return text
-    read = None
-    for name, value in annotations.items():
-        if name in _READ_ANNOTATION:
-            if read is None:
-                read = {}
-            read[name] = value
-    return read
 
 
 def _json_record(pod: _JsonPod, node: str, facts: _Facts) -> PodRecord | None:
@@ -558,7 +550,7 @@ def _read_facts(metadata: Mapping, spec: object, namespace: str) -> _Facts:
         problems.append("spec is not an object")
         spec = {}
     labels, annotations = (_strings(metadata, field, problems) for field in ("labels", "annotations"))
-    annotations = {name: annotations[name] for name in _ANNOTATIONS_READ if name in annotations}  # as keyed
+    annotations = {name: value for name, value in annotations.items() if name in _ANNOTATIONS_READ}  # as keyed
     try:
         resource = pod_resource(spec)
     except (QuantityError, TypeError, AttributeError) as error:

@@ -650,7 +650,7 @@ def test_pods_differing_only_in_annotations_no_fact_reads_share_their_workloads_
 
 
 @pytest.mark.parametrize("read", [parse_pod, lambda raw: read_pod(orjson.dumps(raw))], ids=["watched", "listed"])
-@pytest.mark.parametrize("name", pods._ANNOTATIONS_READ)
+@pytest.mark.parametrize("name", sorted(pods._ANNOTATIONS_READ))
 def test_an_annotation_the_facts_read_sets_a_pod_apart(read, name, monkeypatch):
     monkeypatch.setattr(pods, "_facts", {})
     first, second = (_annotated(f"u-{index}", "node-1", index, READ_ANNOTATIONS) for index in range(2))
