@@ -433,8 +433,11 @@ def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
         pod = None
     if pod is not None and pod.metadata is not None:
         node = sys.intern(spec.nodeName) if spec.nodeName else ""
-        key, own = _json_key(pod.metadata, spec)
+        key, own = _json_key(pod.metadata, spec), None
         facts = _facts.get(key) if key is not None else None
+        if facts is None and key is not None and (found := _json_key_without_own_labels(pod.metadata, spec)):
+            key, own = found
+            facts = _facts.get(key)
         if facts is not None:
             record = _json_record(pod, node, facts if own is None else _with_own_labels(facts, own))
             status = pod.status
@@ -457,32 +460,36 @@ def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
 _KEY_JSON = msgspec.json.Encoder()
 
 
-def _json_key(metadata: _JsonMetadata, spec: _JsonSpec) -> tuple[bytes | None, dict | None]:
+def _json_key(metadata: _JsonMetadata, spec: _JsonSpec) -> bytes | None:
     """The key of a pod's shared facts from the JSON text they are read from: its namespace, labels,
     annotations and owner references, and what the facts read of its spec (``spec``, its node left out
     here), written as ``_shared_facts`` writes the key of the pod's dict: the same key where the text is
-    written as orjson writes it (the API server's compact JSON). With it, the pod's labels where some are
-    its own (``_OWN_LABELS``), left out of the key."""
+    written as orjson writes it (the API server's compact JSON)."""
     namespace = metadata.namespace
     if not namespace:
-        return None, None
+        return None
     labels, annotations, owners = metadata.labels, metadata.annotations, metadata.ownerReferences
     spec.nodeName = None
-    annotations = None if annotations is _ABSENT else _json_annotations_read(annotations)
-    owners = None if owners is _ABSENT else owners
-    if labels is _ABSENT:
-        return _KEY_JSON.encode((namespace, None, annotations, owners, spec)), None
-    own = None
-    if _OWN_LABELS_QUOTED.search(labels) is not None:
-        try:
-            own = _LABELS_JSON.decode(labels)
-        except ValueError:  # not a map of strings: keyed whole
-            pass
-    if own is not None:
-        key = _KEY_JSON.encode((namespace, _shared_labels(own), annotations, owners, spec))
-        if _MATCH_LABEL_KEYS not in key:
-            return key, own
-    return _KEY_JSON.encode((namespace, labels, annotations, owners, spec)), None
+    return _KEY_JSON.encode((namespace, None if labels is _ABSENT else labels,
+                             None if annotations is _ABSENT else _json_annotations_read(annotations),
+                             None if owners is _ABSENT else owners, spec))
+
+
+def _json_key_without_own_labels(metadata: _JsonMetadata, spec: _JsonSpec) -> tuple[bytes, dict] | None:
+    """Where a pod has labels of its own (``_OWN_LABELS``) and its constraints name no labels to match, the key
+    of its facts without them, as ``_shared_facts`` writes it, and its labels; else ``None``. Asked only when
+    ``_json_key``'s finds nothing: a pod of most workloads does not pay for it."""
+    labels, annotations, owners = metadata.labels, metadata.annotations, metadata.ownerReferences
+    if labels is _ABSENT or _OWN_LABELS_QUOTED.search(labels) is None:
+        return None
+    try:
+        own = _LABELS_JSON.decode(labels)
+    except ValueError:  # not a map of strings: keyed whole
+        return None
+    key = _KEY_JSON.encode((metadata.namespace, _shared_labels(own),
+                            None if annotations is _ABSENT else _json_annotations_read(annotations),
+                            None if owners is _ABSENT else owners, spec))
+    return None if _MATCH_LABEL_KEYS in key else (key, own)
 
 
 _ANNOTATIONS_JSON = _LABELS_JSON = msgspec.json.Decoder(dict[str, str])
