@@ -681,14 +681,19 @@ def _stateful(index: int, *, own: bool = True, spec: dict | None = None) -> dict
 
 
 @pytest.mark.parametrize("read", [parse_pod, lambda raw: read_pod(orjson.dumps(raw))], ids=["watched", "listed"])
-def test_pods_with_labels_of_their_own_share_their_workloads_facts_each_with_its_labels(read, monkeypatch):
+@pytest.mark.parametrize("plain_first", [False, True], ids=["own labels first", "plain first"])
+def test_pods_with_labels_of_their_own_share_their_workloads_facts_each_with_its_labels(read, plain_first, monkeypatch):
+    """Whichever is read first, a pod of the workload without such labels or one with them."""
     monkeypatch.setattr(pods, "_facts", {})
-    raws = [_stateful(index) for index in range(3)] + [_stateful(3, own=False)]
+    raws = [_stateful(index) for index in range(3)]
+    raws.insert(0 if plain_first else 3, _stateful(3, own=False))
     records = [read(raw) for raw in raws]
     assert records == [_read_whole(raw) for raw in raws]
     assert len(pods._facts) == 1
     assert [dict(record.labels) for record in records] == [raw["metadata"]["labels"] for raw in raws]
-    assert records[0].resource is records[3].resource and records[3].labels is pods._facts.popitem()[1].values[pods._LABELS_AT]
+    plain = records[0 if plain_first else 3]
+    assert plain.labels is pods._facts.popitem()[1].values[pods._LABELS_AT]
+    assert all(record.resource is plain.resource for record in records)
 
 
 @pytest.mark.parametrize("read", [parse_pod, lambda raw: read_pod(orjson.dumps(raw))], ids=["watched", "listed"])
