@@ -460,18 +460,19 @@ def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
 _KEY_JSON = msgspec.json.Encoder()
 
 
-def _json_key(metadata: _JsonMetadata, spec: _JsonSpec) -> bytes | None:
-    """The key of a pod's shared facts from the JSON text they are read from: its namespace, labels,
-    annotations and owner references, and what the facts read of its spec (``spec``, its node left out
-    here), written as ``_shared_facts`` writes the key of the pod's dict: the same key where the text is
-    written as orjson writes it (the API server's compact JSON)."""
+def _json_key(metadata: _JsonMetadata, spec: _JsonSpec, labels: object = None) -> bytes | None:
+    """The key of a pod's shared facts from the JSON text they are read from: its namespace, labels (or
+    ``labels``, its workload's), annotations and owner references, and what the facts read of its spec
+    (``spec``, its node left out here), written as ``_shared_facts`` writes the key of the pod's dict: the
+    same key where the text is written as orjson writes it (the API server's compact JSON)."""
     namespace = metadata.namespace
     if not namespace:
         return None
-    labels, annotations, owners = metadata.labels, metadata.annotations, metadata.ownerReferences
+    if labels is None and metadata.labels is not _ABSENT:
+        labels = metadata.labels
+    annotations, owners = metadata.annotations, metadata.ownerReferences
     spec.nodeName = None
-    return _KEY_JSON.encode((namespace, None if labels is _ABSENT else labels,
-                             None if annotations is _ABSENT else _json_annotations_read(annotations),
+    return _KEY_JSON.encode((namespace, labels, None if annotations is _ABSENT else _json_annotations_read(annotations),
                              None if owners is _ABSENT else owners, spec))
 
 
@@ -479,17 +480,15 @@ def _json_key_without_own_labels(metadata: _JsonMetadata, spec: _JsonSpec) -> tu
     """Where a pod has labels of its own (``_OWN_LABELS``) and its constraints name no labels to match, the key
     of its facts without them, as ``_shared_facts`` writes it, and its labels; else ``None``. Asked only when
     ``_json_key``'s finds nothing: a pod of most workloads does not pay for it."""
-    labels, annotations, owners = metadata.labels, metadata.annotations, metadata.ownerReferences
+    labels = metadata.labels
     if labels is _ABSENT or _OWN_LABELS_QUOTED.search(labels) is None:
         return None
     try:
         own = _LABELS_JSON.decode(labels)
     except ValueError:  # not a map of strings: keyed whole
         return None
-    key = _KEY_JSON.encode((metadata.namespace, _shared_labels(own),
-                            None if annotations is _ABSENT else _json_annotations_read(annotations),
-                            None if owners is _ABSENT else owners, spec))
-    return None if _MATCH_LABEL_KEYS in key else (key, own)
+    key = _json_key(metadata, spec, _shared_labels(own))
+    return None if key is None or _MATCH_LABEL_KEYS in key else (key, own)
 
 
 _ANNOTATIONS_JSON = _LABELS_JSON = msgspec.json.Decoder(dict[str, str])
