@@ -28,8 +28,10 @@ from tests.waiting import wait_for
 CORPUS = pathlib.Path(__file__).with_name("corpus.json")
 Y = "yunikorn.apache.org/"
 POD_ANNOTATIONS = (Y + "task-groups", Y + "task-group-name", Y + "schedulingPolicyParameters", Y + "user.info",
-                   Y + "app-id", Y + "queue", Y + "allow-preemption", "yunikorn.apache.org/placeholder")
-POD_LABELS = ("applicationId", "queue", Y + "app-id", Y + "queue", "disableStateAware", "spark-app-selector")
+                   Y + "app-id", Y + "queue", Y + "allow-preemption", "yunikorn.apache.org/placeholder",
+                   "cni.projectcalico.org/podIP")  # one no fact reads: it still counts for the map's validity
+POD_LABELS = ("applicationId", "queue", Y + "app-id", Y + "queue", "disableStateAware", "spark-app-selector",
+              "statefulset.kubernetes.io/pod-name", "spark-exec-id")  # the last two: a pod's own, out of the facts' key
 NAMESPACE_ANNOTATIONS = (Y + "namespace.quota", Y + "namespace.guaranteed", Y + "namespace.maxApps",
                          Y + "namespace.max.cpu", Y + "namespace.max.memory", Y + "parentqueue")
 SETTINGS = ("kubernetes.qps", "kubernetes.burst", "service.placeholderRunAsUser", "service.placeholderFsGroup",

@@ -709,6 +709,17 @@ def test_pods_whose_constraints_name_labels_to_match_are_keyed_on_their_labels_w
     assert len(pods._facts) == 2 and records[0].constraints != records[1].constraints
 
 
+@pytest.mark.parametrize("read", [parse_pod, lambda raw: read_pod(orjson.dumps(raw))], ids=["watched", "listed"])
+@pytest.mark.parametrize("value", [1, None, ["db-1"], {"a": "b"}, True])
+def test_a_label_of_a_pods_own_that_is_not_a_string_makes_the_pod_invalid_alone(read, value, monkeypatch):
+    monkeypatch.setattr(pods, "_facts", {})
+    first, second = _stateful(0), _stateful(1)
+    second["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] = value
+    records = [read(raw) for raw in (first, second)]
+    assert records == [_read_whole(raw) for raw in (first, second)]
+    assert (records[0].invalid, records[1].invalid) == ("", "labels must be a map of strings")
+
+
 def test_a_pod_with_labels_of_its_own_listed_then_watched_is_read_once_for_both(monkeypatch):
     monkeypatch.setattr(pods, "_facts", {})
     listed = read_pod(orjson.dumps(_stateful(0)))
