@@ -129,7 +129,7 @@ def test_2000_actors_run_on_the_dispatchers_threads(pool):
         ref.tell(Note(0, 1))
     futures = [ref.ask(Seen(), block=False) for ref in refs]
     assert all(f.get(timeout=30)[0] == [(0, 1)] for f in futures)
-    assert threading.active_count() == before
+    assert threading.active_count() <= before  # none started (one an earlier test left may have ended since)
     assert sum(1 for r in pykka.ActorRegistry.get_all() if r.actor_class.__name__ == "Recorder") == 2_000
     # A worker adds its turn to the stats after the turn, so after the answers it handled.
     wait_for(lambda: pool.stats().messages >= 4_000, 5, message="every message counted")
