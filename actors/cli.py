@@ -41,6 +41,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from actors.cpu import pin_to_current_cpu
 from actors.heap import CollectorPause, tune_collector
 
 # Importing makes some 55,000 objects the collector tracks, nearly all living as long as the process:
@@ -112,6 +113,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     extender.add_argument("--extender-client-ca-file", metavar="FILE",
                           help="PEM CA certificates; a client (kube-scheduler) must present a certificate they signed")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--cpu-affinity", default="one", choices=["one", "all"],
+                        help="one: every thread on the CPU the command runs on when it starts, where they hand "
+                             "the interpreter lock over in the same caches (default); all: on any CPU allowed")
     election = parser.add_argument_group("leader election (kube-scheduler's flags)")
     election.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=False,
                           help="run as one of an active/standby pair, the leader holding a Lease (default off)")
@@ -201,6 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return simulate(argv[1:])
     args = parse_args(argv)
     configure_logging(args.log_level)
+    if args.cpu_affinity == "one":  # before any thread starts: each starts with its parent's CPUs
+        cpu = pin_to_current_cpu()
+        if cpu is not None:
+            log.info("threads kept on CPU %d (--cpu-affinity one)", cpu)
     tune_collector()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -2,13 +2,53 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+from actors.cpu import pin_to_current_cpu
 from si import si_pb2
 from si.resources import Resource
+
+# The CPUs this process may use before any is chosen for the scheduler's threads (see ``scheduler_cpus``).
+EVERY_CPU = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
+CPU_AFFINITY_HELP = ("the scheduler's threads as yunikorn-scheduler --cpu-affinity keeps them: one (its default), "
+                     "or all; the cluster and its clients use every CPU either way")
+
+
+def cpus_described(choice: str) -> str:
+    return f"the scheduler's threads on {'one CPU' if choice == 'one' else 'any CPU'} (--cpu-affinity {choice})"
+
+
+@contextlib.contextmanager
+def scheduler_cpus(choice: str) -> Iterator[None]:
+    """Within: the calling thread, and the scheduler's threads it starts, kept as the scheduler command keeps
+    them (``--cpu-affinity``); a process started meanwhile is given back every CPU with ``on_every_cpu``."""
+    if choice != "one" or not EVERY_CPU:
+        yield
+        return
+    pin_to_current_cpu()
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, EVERY_CPU)
+
+
+def on_every_cpu(pid: int) -> None:
+    """Every CPU for each thread of process ``pid`` (started from a thread kept on one): its main thread
+    first, so the threads it starts from here on inherit every CPU."""
+    if not EVERY_CPU:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.sched_setaffinity(pid, EVERY_CPU)
+    with contextlib.suppress(FileNotFoundError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(int(tid), EVERY_CPU)
 
 CONFIG = "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n" + "".join(
     f"          - name: q{i}\n" for i in range(10))

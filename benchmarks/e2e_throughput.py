@@ -20,6 +20,10 @@ zones (groups of 100); the constrained run's pods/s is printed beside the uncons
 With ``--history off,sqlite`` each size runs once per history store setting (none; a SQLite file, the
 embedded default, written with the events of every allocation) and the rates are printed side by side.
 
+The scheduler's threads run as ``yunikorn-scheduler`` keeps them: on one CPU (``--cpu-affinity one``,
+its default); ``--cpu-affinity all`` lets them run on any, for comparison. kubesim and the creators use
+every CPU either way.
+
     python benchmarks/e2e_throughput.py                      # 500, 2,000, 5,000 nodes; 50,000 pods
     python benchmarks/e2e_throughput.py --nodes 500 --pods 5000
     python benchmarks/e2e_throughput.py --nodes 5000 --constrained 0.2
@@ -49,7 +53,7 @@ SPAWN = multiprocessing.get_context("spawn")  # the scheduler's threads are runn
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from benchmarks_common import load_client  # noqa: E402
+from benchmarks_common import CPU_AFFINITY_HELP, cpus_described, load_client, on_every_cpu, scheduler_cpus  # noqa: E402
 
 from actors.heap import tune_collector  # noqa: E402
 from actors.shim.client import KubeClient  # noqa: E402
@@ -241,54 +245,58 @@ def run(nodes: int, args: argparse.Namespace, constrained: float = 0.0, history:
         sim = start_kubesim(nodes, kubeconfig, ZONES if args.constrained else 0)
         try:
             raw_creates, raw = raw_rates(kubeconfig, args.raw_binds, nodes, args)
-            client = KubeClient.connect(kubeconfig, pool_size=args.bind_workers + 16)
-            client.request("POST", "/api/v1/namespaces/default/configmaps", body={
-                "metadata": {"name": "yunikorn-configs"}, "data": {
-                    "queues.yaml": queues_yaml(args.queues),
-                    "kubernetes.qps": str(args.kube_qps), "kubernetes.burst": str(round(args.kube_qps))}})
-            writer = None
-            if history != "off":
-                writer = HistoryWriter(HistoryStore(f"sqlite:///{scratch}/history.db").migrate())
-            core = Scheduler(predicates=KubernetesPredicates(),
-                             history_store=writer.publish if writer is not None else None)
-            if writer is not None:
-                writer.start(events=core.events)
-            service = SchedulerService(client, core, ServiceSettings(bind_workers=args.bind_workers)).start()
-            if not service.wait_until("Running", 120):
-                raise SystemExit(f"scheduler did not reach Running: {service.latest_state()}")
-            profiler = start_profiler(f"{args.profile}.{nodes}") if args.profile else None
-            cpu_before, sim_before = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(sim.pid)
-            created = SPAWN.Value("q", 0) if args.trace else None
-            creator, times = start_creator(kubeconfig, args.pods, args.queues, args.create_threads,
-                                           SCHEDULER_NAME, constrained, created)
-            first_create = times.get(timeout=60)
-            trace = Trace(sim.pid) if args.trace else None
-            while True:
-                stats = service.binder.ask(BinderStatsRequest())
-                if stats.bound >= args.pods:
-                    break
+            with scheduler_cpus(args.cpu_affinity):  # as the scheduler command keeps its threads
+                client = KubeClient.connect(kubeconfig, pool_size=args.bind_workers + 16)
+                client.request("POST", "/api/v1/namespaces/default/configmaps", body={
+                    "metadata": {"name": "yunikorn-configs"}, "data": {
+                        "queues.yaml": queues_yaml(args.queues),
+                        "kubernetes.qps": str(args.kube_qps), "kubernetes.burst": str(round(args.kube_qps))}})
+                writer = None
+                if history != "off":
+                    writer = HistoryWriter(HistoryStore(f"sqlite:///{scratch}/history.db").migrate())
+                core = Scheduler(predicates=KubernetesPredicates(),
+                                 history_store=writer.publish if writer is not None else None)
+                if writer is not None:
+                    writer.start(events=core.events)
+                service = SchedulerService(client, core, ServiceSettings(bind_workers=args.bind_workers)).start()
+                if not service.wait_until("Running", 120):
+                    raise SystemExit(f"scheduler did not reach Running: {service.latest_state()}")
+                profiler = start_profiler(f"{args.profile}.{nodes}") if args.profile else None
+                if profiler is not None:
+                    on_every_cpu(profiler.pid)
+                cpu_before, sim_before = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(sim.pid)
+                created = SPAWN.Value("q", 0) if args.trace else None
+                creator, times = start_creator(kubeconfig, args.pods, args.queues, args.create_threads,
+                                               SCHEDULER_NAME, constrained, created)
+                on_every_cpu(creator.pid)
+                first_create = times.get(timeout=60)
+                trace = Trace(sim.pid) if args.trace else None
+                while True:
+                    stats = service.binder.ask(BinderStatsRequest())
+                    if stats.bound >= args.pods:
+                        break
+                    if trace is not None:
+                        trace.sample(created.value, stats)
+                    time.sleep(0.05)
                 if trace is not None:
-                    trace.sample(created.value, stats)
-                time.sleep(0.05)
-            if trace is not None:
-                trace.print()
-            last_bind = time.time() - (time.monotonic() - stats.last_bound_at)
-            threads = threading.active_count()
-            cpu_after, sim_after = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(sim.pid)
-            if profiler is not None:
-                profiler.send_signal(signal.SIGINT)
-                profiler.wait()
-            creator.join()
-            created = times.get(timeout=60) - first_create
-            # Only the pods left unbound: listing every pod would add the list's size to the peak RSS.
-            unbound = len(client.request("GET", "/api/v1/pods", query=[
-                ("fieldSelector", f"spec.nodeName=,spec.schedulerName={SCHEDULER_NAME}")]).get("items") or ())
-            service.stop()
-            core.stop()
-            client.close()
-            if writer is not None:
-                writer.stop()
-                writer.store.close()
+                    trace.print()
+                last_bind = time.time() - (time.monotonic() - stats.last_bound_at)
+                threads = threading.active_count()
+                cpu_after, sim_after = resource.getrusage(resource.RUSAGE_SELF), cpu_seconds(sim.pid)
+                if profiler is not None:
+                    profiler.send_signal(signal.SIGINT)
+                    profiler.wait()
+                creator.join()
+                created = times.get(timeout=60) - first_create
+                # Only the pods left unbound: listing every pod would add the list's size to the peak RSS.
+                unbound = len(client.request("GET", "/api/v1/pods", query=[
+                    ("fieldSelector", f"spec.nodeName=,spec.schedulerName={SCHEDULER_NAME}")]).get("items") or ())
+                service.stop()
+                core.stop()
+                client.close()
+                if writer is not None:
+                    writer.stop()
+                    writer.store.close()
         finally:
             sim.terminate()
             sim.wait()
@@ -307,6 +315,7 @@ def main() -> None:
     parser.add_argument("--nodes", default="500,2000,5000", help="comma-separated node counts")
     parser.add_argument("--pods", type=int, default=50_000)
     parser.add_argument("--queues", type=int, default=10)
+    parser.add_argument("--cpu-affinity", choices=("one", "all"), default="one", help=CPU_AFFINITY_HELP)
     parser.add_argument("--raw-binds", type=int, default=2000)
     parser.add_argument("--bind-workers", type=int, default=16)
     parser.add_argument("--create-threads", type=int, default=8)
@@ -326,7 +335,8 @@ def main() -> None:
     tune_collector()  # as the scheduler command does
     header = ("nodes", "pods", "seconds", "pods/s", "creates/s", "raw binds/s", "ratio", "raw c+b/s", "ratio",
               "sched cpu s", "us/pod", "kubesim cpu s", "failed", "unbound", "threads")
-    print(f"the scheduler's client-side rate limit: {args.kube_qps:g} requests/s", flush=True)
+    print(f"the scheduler's client-side rate limit: {args.kube_qps:g} requests/s; {cpus_described(args.cpu_affinity)}",
+          flush=True)
     print(" ".join(f"{h:>{max(len(h), 7)}}" for h in header), flush=True)
     for nodes in (int(n) for n in args.nodes.split(",")):
         rates = []

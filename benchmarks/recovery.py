@@ -10,7 +10,8 @@ schedulable. Before it lists, a restarted ``yunikorn-scheduler`` starts an inter
 (a SQLite file already migrated, the modules' bytecode already compiled, as on a restart from the
 image): that is timed in a fresh interpreter and added, so the total is from process start until the
 core knows every recovered pod and schedules on every node again (every node's turn to schedulable
-processed by the core, not only the shim's ``Running``).
+processed by the core, not only the shim's ``Running``). The scheduler's threads run as the command keeps
+them: on one CPU (``--cpu-affinity one``, its default); ``--cpu-affinity all`` lets them run on any.
 
 Printed: those seconds by phase (listed and registered, ``Running``, scheduling on every node), the CPU
 seconds the process spent in each (the figure to compare on a loaded machine: wall time there is
@@ -53,7 +54,7 @@ SPAWN = multiprocessing.get_context("spawn")  # creators are fresh interpreters,
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from benchmarks_common import load_client  # noqa: E402
+from benchmarks_common import CPU_AFFINITY_HELP, cpus_described, load_client, scheduler_cpus  # noqa: E402
 from e2e_throughput import cpu_seconds, queues_yaml, start_kubesim, thread_cpu  # noqa: E402
 
 from actors.heap import tune_collector  # noqa: E402
@@ -297,6 +298,7 @@ def main() -> None:
     parser.add_argument("--foreign", type=float, default=0.2, help="share of pods of another scheduler")
     parser.add_argument("--creators", type=int, default=2, help="creator processes")
     parser.add_argument("--timeline", action="store_true", help="print CPU per thread and kubesim's over time")
+    parser.add_argument("--cpu-affinity", choices=("one", "all"), default="one", help=CPU_AFFINITY_HELP)
     parser.add_argument("--real-pods", action="store_true",
                         help="pods as a real cluster stores them: admission's token volume and tolerations, a kubelet's status")
     args = parser.parse_args()
@@ -331,40 +333,42 @@ def main() -> None:
             sim_cpu_before = cpu_seconds(sim.pid)
             cpu_before = _cpu_seconds()
             timeline = Timeline(sim.pid) if args.timeline else None
-            started = time.monotonic()
-            core = Scheduler(predicates=KubernetesPredicates())
-            service = SchedulerService(client, core, ServiceSettings()).start()
-            phases = Phases(service, started, cpu_before)
-            if not service.wait_until("Running", 600):
-                raise SystemExit(f"scheduler did not reach Running: {service.latest_state()}")
-            running = (time.monotonic() - started, _cpu_seconds() - cpu_before)
-            # Every node told the outlet it is schedulable before it told the context it recovered:
-            # once the outlet has sent what it holds and the core has processed it, the core schedules on all.
-            service.outlet.ask(FlushToCore())
-            seconds = time.monotonic() - started
-            cpu = _cpu_seconds() - cpu_before
-            sim_cpu = cpu_seconds(sim.pid) - sim_cpu_before
-            phases.stop()
-            if timeline is not None:
-                timeline.stop()
-            state = service.latest_state()
-            snapshot = core.snapshot()
-            yunikorn = sum(len(n.allocations) for p in snapshot.partitions for n in p.nodes)
-            foreign = sum(len(n.foreign_allocations) for p in snapshot.partitions for n in p.nodes)
-            schedulable = sum(n.schedulable for p in snapshot.partitions for n in p.nodes)
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            threads = thread_cpu()
-            informers = {kind: threads.get(f"informer-{kind}", float("nan")) for kind in ("pods", "nodes")}
-            core_threads = {name: threads.get(name, 0.0) for name in ("PartitionActor", "CoreScheduler")}
-            shim_threads = {name: threads.get(name, 0.0) for name in ("ShimContext", "actors", "CoreOutlet")}
-            service.stop()
-            core.stop()
-            client.close()
+            with scheduler_cpus(args.cpu_affinity):  # as the scheduler command keeps its threads
+                started = time.monotonic()
+                core = Scheduler(predicates=KubernetesPredicates())
+                service = SchedulerService(client, core, ServiceSettings()).start()
+                phases = Phases(service, started, cpu_before)
+                if not service.wait_until("Running", 600):
+                    raise SystemExit(f"scheduler did not reach Running: {service.latest_state()}")
+                running = (time.monotonic() - started, _cpu_seconds() - cpu_before)
+                # Every node told the outlet it is schedulable before it told the context it recovered:
+                # once the outlet has sent what it holds and the core has processed it, the core schedules on all.
+                service.outlet.ask(FlushToCore())
+                seconds = time.monotonic() - started
+                cpu = _cpu_seconds() - cpu_before
+                sim_cpu = cpu_seconds(sim.pid) - sim_cpu_before
+                phases.stop()
+                if timeline is not None:
+                    timeline.stop()
+                state = service.latest_state()
+                snapshot = core.snapshot()
+                yunikorn = sum(len(n.allocations) for p in snapshot.partitions for n in p.nodes)
+                foreign = sum(len(n.foreign_allocations) for p in snapshot.partitions for n in p.nodes)
+                schedulable = sum(n.schedulable for p in snapshot.partitions for n in p.nodes)
+                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                threads = thread_cpu()
+                informers = {kind: threads.get(f"informer-{kind}", float("nan")) for kind in ("pods", "nodes")}
+                core_threads = {name: threads.get(name, 0.0) for name in ("PartitionActor", "CoreScheduler")}
+                shim_threads = {name: threads.get(name, 0.0) for name in ("ShimContext", "actors", "CoreOutlet")}
+                service.stop()
+                core.stop()
+                client.close()
         finally:
             sim.terminate()
             sim.wait()
     recovery = state.recovery
     listed = phases.seen.get("Recovering", (float("nan"),) * 2)
+    print(cpus_described(args.cpu_affinity))
     print(f"seconds from process start to scheduling on every node: {start_up[0] + seconds:.1f} "
           f"(CPU seconds of the scheduler process: {start_up[1] + cpu:.2f}; kubesim's meanwhile: {sim_cpu:.1f})")
     print(f"  start-up (interpreter, the command's imports, connecting, opening the history store; timed in a "

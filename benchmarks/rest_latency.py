@@ -23,7 +23,16 @@ import sys
 import time
 from statistics import median
 
-from benchmarks_common import CONFIG, CountingCallback, clean_heap, feed
+from benchmarks_common import (
+    CONFIG,
+    CPU_AFFINITY_HELP,
+    CountingCallback,
+    clean_heap,
+    cpus_described,
+    feed,
+    on_every_cpu,
+    scheduler_cpus,
+)
 
 from actors.base import stop_all
 from actors.core.scheduler import Scheduler
@@ -83,8 +92,14 @@ def registered(asks: int) -> tuple[Scheduler, CountingCallback]:
     return scheduler, callback
 
 
-def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0) -> dict:
-    """Allocate ``asks`` while ``clients`` processes per path poll /nodes and /queues every ``interval``."""
+def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0, cpu_affinity: str = "one") -> dict:
+    """Allocate ``asks`` while ``clients`` processes per path poll /nodes and /queues every ``interval``;
+    the scheduler's threads kept as ``--cpu-affinity`` says (see ``benchmarks_common.scheduler_cpus``)."""
+    with scheduler_cpus(cpu_affinity):
+        return _run(nodes, asks, clients, interval)
+
+
+def _run(nodes: int, asks: int, clients: int, interval: float) -> dict:
     scheduler, callback = registered(asks)
     view = SchedulerView(scheduler)
     server = RestServer(view, host="127.0.0.1", port=0)
@@ -97,6 +112,7 @@ def run(nodes: int, asks: int, clients: int = 0, interval: float = 0.0) -> dict:
                for p, path in enumerate(PATHS) for i in range(clients)]
     for loader in loaders:  # started (and their imports done) before the measured allocation begins
         loader.start()
+        on_every_cpu(loader.pid)
     while ready.value < len(loaders):
         time.sleep(0.05)
     first = feed(scheduler, nodes, asks)
@@ -157,6 +173,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="each load against its own quiet run; medians")
     parser.add_argument("--load", choices=("dashboards", "stress", "both"), default="both")
     parser.add_argument("--render", action="store_true", help="only the CPU of a read of /nodes, every node changed")
+    parser.add_argument("--cpu-affinity", choices=("one", "all"), default="one", help=CPU_AFFINITY_HELP)
     args = parser.parse_args(argv)
     tune_collector()  # as the scheduler command does
     if args.render:
@@ -164,15 +181,16 @@ def main(argv=None) -> int:
               f"last poll: {1000 * render_seconds(args.nodes, args.asks):.1f} ms of CPU to render (median)")
         return 0
     loads = [entry for entry in LOADS if args.load in ("both", entry[0].split()[0])]
-    print(f"{args.nodes} nodes, {args.asks} allocations, {args.rounds} rounds; every read sees the core as it is")
+    print(f"{args.nodes} nodes, {args.asks} allocations, {args.rounds} rounds; every read sees the core as it is; "
+          f"{cpus_described(args.cpu_affinity)}")
     quiet_runs, ratios, cpu_ratios, loaded_runs = [], {}, {}, {}
     for round_ in range(1, args.rounds + 1):
         # A burst lasts seconds, so each load is set against a quiet run of the same round.
-        quiet = run(args.nodes, args.asks)
+        quiet = run(args.nodes, args.asks, cpu_affinity=args.cpu_affinity)
         quiet_runs.append(quiet)
         line = f"  round {round_}: without load {quiet['rate']:6.0f} allocations/s"
         for label, clients, interval in loads:
-            loaded = run(args.nodes, args.asks, clients, interval)
+            loaded = run(args.nodes, args.asks, clients, interval, args.cpu_affinity)
             loaded_runs.setdefault(label, []).append(loaded)
             ratios.setdefault(label, []).append(loaded["rate"] / quiet["rate"])
             cpu_ratios.setdefault(label, []).append(loaded["cpu_rate"] / quiet["cpu_rate"])

@@ -146,6 +146,11 @@ def test_rest_allowed_origins_reach_the_scheduler(render):
     assert "--rest-allowed-origins=https://ui.example.com, https://b.example" in args
 
 
+def test_the_scheduler_keeps_its_threads_on_one_cpu_unless_told_otherwise(render):
+    assert "--cpu-affinity=one" in _container(render(), "yunikorn-scheduler")["args"]
+    assert "--cpu-affinity=all" in _container(render({"scheduler": {"cpuAffinity": "all"}}), "yunikorn-scheduler")["args"]
+
+
 def test_scheduler_placement_values_reach_the_pod(render):
     placement = {"nodeSelector": {"pool": "system"}, "priorityClassName": "system-cluster-critical",
                  "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "yk", "effect": "NoSchedule"}],
@@ -248,6 +253,7 @@ def test_rbac_has_no_wildcards(render):
     ({"admissionController": {"replicaCount": "two"}}, "/admissionController/replicaCount"),
     ({"admissionController": {"replicaCount": 0}}, "/admissionController/replicaCount"),
     ({"scheduler": {"logLevel": "LOUD"}}, "/scheduler/logLevel"),
+    ({"scheduler": {"cpuAffinity": "two"}}, "/scheduler/cpuAffinity"),
     ({"scheduler": {"livenessPath": "health"}}, "/scheduler/livenessPath"),
     ({"schedular": {}}, "schedular"),
     ({"embedAdmissionController": "yes"}, "/embedAdmissionController"),

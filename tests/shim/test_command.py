@@ -1,6 +1,7 @@
 """The ``yunikorn-scheduler`` command as a real process: embedded mode, errors, SIGTERM, and a SIGKILL
 in the middle of the work followed by a restart."""
 
+import contextlib
 import json
 import os
 import signal
@@ -57,6 +58,37 @@ def test_embedded_pods_finish_and_their_applications_complete():
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=60)
     assert process.returncode == 0
+
+
+def _cpus_of_threads(pid: int) -> set[frozenset[int]]:
+    """The CPUs each thread of process ``pid`` may run on (one set per distinct answer)."""
+    cpus = set()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+            cpus.add(frozenset(os.sched_getaffinity(int(tid))))
+    return cpus
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="CPU affinity is Linux's")
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("choice", ["one", "all"])
+def test_the_command_keeps_its_threads_on_one_cpu_unless_told_otherwise(choice, tmp_path):
+    allowed = frozenset(os.sched_getaffinity(0))
+    process = scheduler("--embedded", "--nodes", "2", "--pods", "2", "--cpu-affinity", choice,
+                        "--history-dsn", f"sqlite:///{tmp_path}/history.db", "--log-level", "WARNING")
+    try:
+        while not process.stdout.readline().startswith("average"):  # the summary: every part of it runs
+            assert process.poll() is None, process.stderr.read()
+        cpus = _cpus_of_threads(process.pid)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+    assert process.returncode == 0
+    if choice == "all":
+        assert cpus == {allowed}
+    else:
+        (one,) = cpus
+        assert len(one) == 1 and one <= allowed
 
 
 def test_without_any_cluster_config_it_stops_with_a_hint(tmp_path):
