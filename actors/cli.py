@@ -41,7 +41,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from actors.cpu import pin_to_current_cpu
+from actors.cpu import CHOICES, pin_to_current_cpu
 from actors.heap import CollectorPause, tune_collector
 
 # Importing makes some 55,000 objects the collector tracks, nearly all living as long as the process:
@@ -113,7 +113,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     extender.add_argument("--extender-client-ca-file", metavar="FILE",
                           help="PEM CA certificates; a client (kube-scheduler) must present a certificate they signed")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    parser.add_argument("--cpu-affinity", default="one", choices=["one", "all"],
+    parser.add_argument("--cpu-affinity", default=CHOICES[0], choices=CHOICES,
                         help="one: every thread on the CPU the command runs on when it starts, where they hand "
                              "the interpreter lock over in the same caches (default); all: on any CPU allowed")
     election = parser.add_argument_group("leader election (kube-scheduler's flags)")

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import os
 
+# ``--cpu-affinity``: its default first.
+CHOICES = ("one", "all")
+
 
 def current_cpu() -> int | None:
     """The CPU the calling thread runs on, or None where the system does not say (not Linux)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gc
 import os
@@ -10,14 +11,19 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from actors.cpu import pin_to_current_cpu
+from actors.cpu import CHOICES, pin_to_current_cpu
 from si import si_pb2
 from si.resources import Resource
 
 # The CPUs this process may use before any is chosen for the scheduler's threads (see ``scheduler_cpus``).
 EVERY_CPU = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
-CPU_AFFINITY_HELP = ("the scheduler's threads as yunikorn-scheduler --cpu-affinity keeps them: one (its default), "
-                     "or all; the cluster and its clients use every CPU either way")
+
+
+def add_cpu_affinity(parser: argparse.ArgumentParser) -> None:
+    """``--cpu-affinity``, as ``yunikorn-scheduler`` takes it (see ``scheduler_cpus``)."""
+    parser.add_argument("--cpu-affinity", choices=CHOICES, default=CHOICES[0],
+                        help="the scheduler's threads as yunikorn-scheduler --cpu-affinity keeps them: one (its "
+                             "default), or all; the cluster and its clients use every CPU either way")
 
 
 def cpus_described(choice: str) -> str:

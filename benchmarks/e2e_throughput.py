@@ -53,7 +53,7 @@ SPAWN = multiprocessing.get_context("spawn")  # the scheduler's threads are runn
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from benchmarks_common import CPU_AFFINITY_HELP, cpus_described, load_client, on_every_cpu, scheduler_cpus  # noqa: E402
+from benchmarks_common import add_cpu_affinity, cpus_described, load_client, on_every_cpu, scheduler_cpus  # noqa: E402
 
 from actors.heap import tune_collector  # noqa: E402
 from actors.shim.client import KubeClient  # noqa: E402
@@ -315,7 +315,7 @@ def main() -> None:
     parser.add_argument("--nodes", default="500,2000,5000", help="comma-separated node counts")
     parser.add_argument("--pods", type=int, default=50_000)
     parser.add_argument("--queues", type=int, default=10)
-    parser.add_argument("--cpu-affinity", choices=("one", "all"), default="one", help=CPU_AFFINITY_HELP)
+    add_cpu_affinity(parser)
     parser.add_argument("--raw-binds", type=int, default=2000)
     parser.add_argument("--bind-workers", type=int, default=16)
     parser.add_argument("--create-threads", type=int, default=8)

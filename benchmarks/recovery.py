@@ -54,7 +54,7 @@ SPAWN = multiprocessing.get_context("spawn")  # creators are fresh interpreters,
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from benchmarks_common import CPU_AFFINITY_HELP, cpus_described, load_client, scheduler_cpus  # noqa: E402
+from benchmarks_common import add_cpu_affinity, cpus_described, load_client, scheduler_cpus  # noqa: E402
 from e2e_throughput import cpu_seconds, queues_yaml, start_kubesim, thread_cpu  # noqa: E402
 
 from actors.heap import tune_collector  # noqa: E402
@@ -298,7 +298,7 @@ def main() -> None:
     parser.add_argument("--foreign", type=float, default=0.2, help="share of pods of another scheduler")
     parser.add_argument("--creators", type=int, default=2, help="creator processes")
     parser.add_argument("--timeline", action="store_true", help="print CPU per thread and kubesim's over time")
-    parser.add_argument("--cpu-affinity", choices=("one", "all"), default="one", help=CPU_AFFINITY_HELP)
+    add_cpu_affinity(parser)
     parser.add_argument("--real-pods", action="store_true",
                         help="pods as a real cluster stores them: admission's token volume and tolerations, a kubelet's status")
     args = parser.parse_args()

@@ -25,8 +25,8 @@ from statistics import median
 
 from benchmarks_common import (
     CONFIG,
-    CPU_AFFINITY_HELP,
     CountingCallback,
+    add_cpu_affinity,
     clean_heap,
     cpus_described,
     feed,
@@ -173,7 +173,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="each load against its own quiet run; medians")
     parser.add_argument("--load", choices=("dashboards", "stress", "both"), default="both")
     parser.add_argument("--render", action="store_true", help="only the CPU of a read of /nodes, every node changed")
-    parser.add_argument("--cpu-affinity", choices=("one", "all"), default="one", help=CPU_AFFINITY_HELP)
+    add_cpu_affinity(parser)
     args = parser.parse_args(argv)
     tune_collector()  # as the scheduler command does
     if args.render:
