@@ -433,9 +433,11 @@ def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
         pod = None
     if pod is not None and pod.metadata is not None:
         node = sys.intern(spec.nodeName) if spec.nodeName else ""
-        key, own = _json_key(pod.metadata, spec), None
+        metadata = pod.metadata
+        annotations = None if metadata.annotations is _ABSENT else _json_annotations_read(metadata.annotations)
+        key, own = _json_key(metadata, spec, annotations), None
         facts = _facts.get(key) if key is not None else None
-        if facts is None and key is not None and (found := _json_key_without_own_labels(pod.metadata, spec)):
+        if facts is None and key is not None and (found := _json_key_without_own_labels(metadata, spec, annotations)):
             key, own = found
             facts = _facts.get(key)
         if facts is not None:
@@ -460,23 +462,24 @@ def read_pod(data: bytes | memoryview | msgspec.Raw) -> PodRecord:
 _KEY_JSON = msgspec.json.Encoder()
 
 
-def _json_key(metadata: _JsonMetadata, spec: _JsonSpec, labels: object = None) -> bytes | None:
+def _json_key(metadata: _JsonMetadata, spec: _JsonSpec, annotations: object, labels: object = None) -> bytes | None:
     """The key of a pod's shared facts from the JSON text they are read from: its namespace, labels (or
-    ``labels``, its workload's), annotations and owner references, and what the facts read of its spec
-    (``spec``, its node left out here), written as ``_shared_facts`` writes the key of the pod's dict: the
-    same key where the text is written as orjson writes it (the API server's compact JSON)."""
+    ``labels``, its workload's), ``annotations`` (what ``_json_annotations_read`` gives of its own; None: it
+    has none) and owner references, and what the facts read of its spec (``spec``, its node left out here),
+    written as ``_shared_facts`` writes the key of the pod's dict: the same key where the text is written as
+    orjson writes it (the API server's compact JSON)."""
     namespace = metadata.namespace
     if not namespace:
         return None
     if labels is None and metadata.labels is not _ABSENT:
         labels = metadata.labels
-    annotations, owners = metadata.annotations, metadata.ownerReferences
+    owners = metadata.ownerReferences
     spec.nodeName = None
-    return _KEY_JSON.encode((namespace, labels, None if annotations is _ABSENT else _json_annotations_read(annotations),
-                             None if owners is _ABSENT else owners, spec))
+    return _KEY_JSON.encode((namespace, labels, annotations, None if owners is _ABSENT else owners, spec))
 
 
-def _json_key_without_own_labels(metadata: _JsonMetadata, spec: _JsonSpec) -> tuple[bytes, dict] | None:
+def _json_key_without_own_labels(metadata: _JsonMetadata, spec: _JsonSpec,
+                                 annotations: object) -> tuple[bytes, dict] | None:
     """Where a pod has labels of its own (``_OWN_LABELS``) and its constraints name no labels to match, the key
     of its facts without them, as ``_shared_facts`` writes it, and its labels; else ``None``. Asked only when
     ``_json_key``'s finds nothing: a pod of most workloads does not pay for it."""
@@ -487,7 +490,7 @@ def _json_key_without_own_labels(metadata: _JsonMetadata, spec: _JsonSpec) -> tu
         own = _LABELS_JSON.decode(labels)
     except ValueError:  # not a map of strings: keyed whole
         return None
-    key = _json_key(metadata, spec, _shared_labels(own))
+    key = _json_key(metadata, spec, annotations, _shared_labels(own))
     return None if key is None or _MATCH_LABEL_KEYS in key else (key, own)
 
 
