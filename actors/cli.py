@@ -48,6 +48,7 @@ from actors.heap import CollectorPause, tune_collector
 # collections while it does free next to nothing, and afterwards none need scan them (the pause ends frozen).
 with CollectorPause():
     from actors.base import Supervision
+    from actors.core.readbudget import DEFAULT_SHARE, ReadBudget
     from actors.core.scheduler import Scheduler
     from actors.history.store import HistoryStore, Retention, describe
     from actors.history.writer import HistoryWriter
@@ -95,6 +96,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="web origins whose pages may read the REST API, comma-separated "
                              "(default '*': any may read, as upstream; only origins named may send "
                              "validate-conf's preflighted POST; '' for none)")
+    parser.add_argument("--rest-read-share", type=read_share, default=DEFAULT_SHARE, metavar="SHARE",
+                        help="the share of the core's time its readers may take: while the core changes, a read "
+                             "beyond it waits for the next snapshot, never served an older one "
+                             f"(default {DEFAULT_SHARE}; 1: unbounded)")
     parser.add_argument("--embedded", action="store_true", help="run against an in-process kubesim")
     parser.add_argument("--nodes", type=int, default=10, help="embedded: nodes to create (default 10)")
     parser.add_argument("--pods", type=int, default=200, help="embedded: sample pods to create (default 200)")
@@ -198,6 +203,17 @@ def configure_logging(level: str) -> None:
         logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
+def read_share(text: str) -> float:
+    """A share of the core's time: a number above 0 and at most 1."""
+    try:
+        share = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r} (e.g. 0.05)") from None
+    if not 0 < share <= 1:
+        raise argparse.ArgumentTypeError(f"a share must be above 0 and at most 1: {text!r}")
+    return share
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["simulate"]:  # the what-if simulator: the core alone, no cluster
@@ -243,11 +259,14 @@ def _start_embedded(args: argparse.Namespace, kubeconfig: Path):
     return sim
 
 
-def start_core(supervision: Supervision | None = None, history: HistoryWriter | None = None) -> Scheduler:
-    """The scheduler core, filtering nodes with the shim's Kubernetes predicates; finished applications and
-    the history samples go to ``history`` when there is one."""
+def start_core(supervision: Supervision | None = None, history: HistoryWriter | None = None,
+               read_share: float = DEFAULT_SHARE) -> Scheduler:
+    """The scheduler core, filtering nodes with the shim's Kubernetes predicates, its readers held to
+    ``read_share`` of its time; finished applications and the history samples go to ``history`` when
+    there is one."""
     return Scheduler(predicates=KubernetesPredicates(), supervisor=supervision,
-                     history_store=history.publish if history is not None else None)
+                     history_store=history.publish if history is not None else None,
+                     read_budget=ReadBudget(read_share))
 
 
 def open_history(args: argparse.Namespace, fence, supervision: Supervision) -> HistoryWriter | None:
@@ -272,7 +291,7 @@ def _serve(args: argparse.Namespace, client: KubeClient, stop: threading.Event) 
     except Exception as error:
         log.error("cannot open the history store %s: %s", describe(args.history_dsn), error)
         return 1
-    core = start_core(supervision, history)
+    core = start_core(supervision, history, args.rest_read_share)
     if history is not None:
         history.start(events=core.events)
     settings = ServiceSettings(namespace=args.namespace, bind_workers=args.bind_workers, watch=WatchSettings(),

@@ -11,6 +11,7 @@ callback: one response of each kind per processed message or batch.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import threading
@@ -46,6 +47,7 @@ from actors.core.messages import (
 )
 from actors.core.partition import Partition, Timing
 from actors.core.plugins import NodePredicates, ResourceManagerCallback
+from actors.core.readbudget import ReadBudget
 from actors.core.settings import CoreSettings, SettingsError, UnsupportedReport, unsupported
 from actors.core.snapshot import ALL_AREAS, HEALTH, CoreSnapshot, HealthReport
 from actors.core.views import partition_snapshot, running_applications
@@ -151,7 +153,9 @@ class PartitionActor(Actor):
         self._after()
 
     def on_TakeSnapshot(self, msg: TakeSnapshot):
-        return partition_snapshot(self.partition, msg.areas)
+        began = time.thread_time()
+        snapshot = partition_snapshot(self.partition, msg.areas)
+        return dataclasses.replace(snapshot, cost=time.thread_time() - began)
 
     def on_CheckHealth(self, msg: CheckHealth):
         counters = self.partition.stats.counters
@@ -419,11 +423,12 @@ def health_interval(extra: dict[str, str]) -> float:
 class _SnapshotRound:
     """Readers sharing one snapshot: the areas all of them read, and what the core answered."""
 
-    __slots__ = ("areas", "readers", "done", "snapshot", "error")
+    __slots__ = ("areas", "readers", "urgent", "done", "snapshot", "error")
 
     def __init__(self) -> None:
         self.areas: frozenset[str] = frozenset()
         self.readers = 0
+        self.urgent = False  # a reader that must not wait for the readers' budget joined
         self.done = False
         self.snapshot: CoreSnapshot | None = None
         self.error: BaseException | None = None
@@ -434,6 +439,8 @@ class Scheduler:
 
     Requests are ``tell``s (they return at once); ``register``, ``update_configuration``, ``barrier`` and
     ``snapshot`` wait for the core's answer. The core's actors report failures to ``supervisor``.
+    Snapshots of a changed core are taken within ``read_budget``, a share of the core's time
+    (:mod:`actors.core.readbudget`, 5% unless given).
 
     A housekeeping thread drives the core's timers every ``service.schedulingInterval`` of the extra
     configuration (``tick_interval`` when it sets none), samples the web UI's history every
@@ -449,7 +456,8 @@ class Scheduler:
     def __init__(self, predicates: NodePredicates | None = None, tuning: Tuning | None = None,
                  tick_interval: float = 1.0, event_capacity: int = 100_000, history_period: float = SAMPLE_PERIOD,
                  history_size: int = RING_SIZE, supervisor: Supervisor | None = None,
-                 clock: Clock = REAL_CLOCK, history_store: HistorySink | None = None) -> None:
+                 clock: Clock = REAL_CLOCK, history_store: HistorySink | None = None,
+                 read_budget: ReadBudget | None = None) -> None:
         self.clock = clock
         self.events = EventRing(capacity=event_capacity)
         self._changes = Changes()
@@ -475,6 +483,8 @@ class Scheduler:
         self._snapshot_turn = threading.Condition()
         self._taking = False  # a reader is taking a snapshot for its round
         self._next_snapshot: _SnapshotRound | None = None  # the round readers arriving now join
+        self.read_budget = read_budget or ReadBudget()
+        self.read_seconds = 0.0  # the core's CPU its snapshots took, in all
 
     def _housekeeping(self) -> bool:
         """One round of the core's timers; False ends them (the core is gone)."""
@@ -502,7 +512,7 @@ class Scheduler:
         """The history store's sample: the cluster's counts and every queue's usage."""
         now = self.clock.now_ns()
         samples: list = [ClusterSample(now, applications, containers)]
-        for partition in self.snapshot(frozenset()).partitions:
+        for partition in self.snapshot(frozenset(), budgeted=False).partitions:  # the timers' thread: no wait
             pending = [partition.root_queue]
             while pending:
                 queue = pending.pop()
@@ -618,10 +628,11 @@ class Scheduler:
                 return
 
     # Readers.
-    def snapshot(self, areas: frozenset[str] = ALL_AREAS) -> CoreSnapshot:
+    def snapshot(self, areas: frozenset[str] = ALL_AREAS, budgeted: bool = True) -> CoreSnapshot:
         """The core as it is now, holding at least the optional ``areas`` (see :mod:`actors.core.snapshot`):
         a reader of queues alone does not make the core picture every node and application. A snapshot
-        taken since the core last changed is shared; otherwise one is taken between scheduling batches."""
+        taken since the core last changed is shared; otherwise one is taken between scheduling batches,
+        once the readers' budget allows (:mod:`actors.core.readbudget`; not ``budgeted``: at once)."""
         with self._snapshot_turn:
             version = self._snapshot_version()
             current = [s for v, s in self._snapshots.values() if v == version and areas <= s.areas]
@@ -634,9 +645,16 @@ class Scheduler:
             turn = self._next_snapshot
             turn.areas |= areas
             turn.readers += 1
+            if not budgeted:
+                turn.urgent = True
+                self._snapshot_turn.notify_all()  # a reader waiting for the budget takes it now
             while not turn.done:
                 if self._taking or self._next_snapshot is not turn:
                     self._snapshot_turn.wait()
+                    continue
+                delay = 0.0 if turn.urgent else self.read_budget.wait()
+                if delay > 0:  # readers arriving meanwhile join this round
+                    self._snapshot_turn.wait(delay)
                     continue
                 self._taking, self._next_snapshot = True, None
                 version = self._snapshot_version()  # before taking: a change meanwhile makes the next read retake
@@ -651,6 +669,9 @@ class Scheduler:
                     self._taking, turn.done = False, True
                     self._snapshot_turn.notify_all()
                 self._snapshots[turn.areas] = (version, turn.snapshot)
+                cost = sum(p.cost for p in turn.snapshot.partitions)
+                self.read_budget.spend(cost)
+                self.read_seconds += cost
             if turn.error is not None:
                 raise turn.error
             return turn.snapshot

@@ -203,6 +203,7 @@ class PartitionSnapshot:
     running_applications: int  # Running (or Starting) applications
     node_usage: Mapping[str, tuple[int, ...]] | None  # resource -> nodes per 10% of allocated; METRICS only
     nodes_json: tuple[bytes, ...] | None = None  # NODES_JSON only
+    cost: float = 0.0  # CPU seconds the partition's thread spent taking it (what readers are budgeted)
 
 
 @record

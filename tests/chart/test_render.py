@@ -7,6 +7,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from actors.cli import parse_args
 from tests.chart.rendering import CHART, RELEASE_NAMESPACE, run_helm
 
 KUBERNETES_VERSION = "1.35.0"
@@ -149,6 +150,21 @@ def test_rest_allowed_origins_reach_the_scheduler(render):
 def test_the_scheduler_keeps_its_threads_on_one_cpu_unless_told_otherwise(render):
     assert "--cpu-affinity=one" in _container(render(), "yunikorn-scheduler")["args"]
     assert "--cpu-affinity=all" in _container(render({"scheduler": {"cpuAffinity": "all"}}), "yunikorn-scheduler")["args"]
+
+
+def test_the_readers_share_reaches_the_scheduler_as_it_parses_it(render):
+    for values, share in (({}, 0.05), ({"scheduler": {"restReadShare": 1}}, 1.0),
+                          ({"scheduler": {"restReadShare": 0.2}}, 0.2)):
+        args = [a for a in _container(render(values), "yunikorn-scheduler")["args"] if a.startswith("--rest-read-share")]
+        assert parse_args(args).rest_read_share == share
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, "a tenth"])
+def test_a_readers_share_out_of_range_is_refused(helm, bad, tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"scheduler": {"restReadShare": bad}}))
+    done = run_helm(helm, "template", "yunikorn", str(CHART), "--values", str(values))
+    assert done.returncode != 0 and "restReadShare" in done.stderr
 
 
 def test_scheduler_placement_values_reach_the_pod(render):

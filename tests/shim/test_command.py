@@ -212,3 +212,27 @@ def test_plugin_mode_command_leaves_binding_to_the_extender_caller(cluster):
         _, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
     assert cluster.binds_per_pod() == {}
+
+
+@pytest.mark.parametrize("bad", ["0", "1.5", "nan", "a tenth"])
+def test_a_readers_share_out_of_range_is_refused_with_its_reason(bad, capsys):
+    from actors.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(["--rest-read-share", bad])
+    assert exit_info.value.code == 2
+    assert "--rest-read-share" in capsys.readouterr().err
+
+
+def test_the_readers_share_given_is_the_core_s():
+    from actors.base import stop_all
+    from actors.cli import parse_args, start_core
+    from actors.core.readbudget import DEFAULT_SHARE
+
+    assert parse_args([]).rest_read_share == DEFAULT_SHARE
+    core = start_core(read_share=parse_args(["--rest-read-share", "0.2"]).rest_read_share)
+    try:
+        assert core.read_budget.share == 0.2
+    finally:
+        core.stop()
+        stop_all()
