@@ -189,6 +189,8 @@ def main(argv=None) -> int:
                         help=f"the share of the core's time its readers may take (default {DEFAULT_SHARE}; 1: unbounded)")
     add_cpu_affinity(parser)
     args = parser.parse_args(argv)
+    if not 0 < args.read_share <= 1:
+        parser.error(f"--read-share must be above 0 and at most 1, got {args.read_share}")
     tune_collector()  # as the scheduler command does
     if args.render:
         print(f"/nodes of {args.nodes} nodes ({args.asks} allocations), every node one allocation more since the "
