@@ -48,7 +48,7 @@ from actors.heap import CollectorPause, tune_collector
 # collections while it does free next to nothing, and afterwards none need scan them (the pause ends frozen).
 with CollectorPause():
     from actors.base import Supervision
-    from actors.core.readbudget import DEFAULT_SHARE, ReadBudget
+    from actors.core.readbudget import DEFAULT_SHARE, ReadBudget, share_argument
     from actors.core.scheduler import Scheduler
     from actors.history.store import HistoryStore, Retention, describe
     from actors.history.writer import HistoryWriter
@@ -96,7 +96,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="web origins whose pages may read the REST API, comma-separated "
                              "(default '*': any may read, as upstream; only origins named may send "
                              "validate-conf's preflighted POST; '' for none)")
-    parser.add_argument("--rest-read-share", type=read_share, default=DEFAULT_SHARE, metavar="SHARE",
+    parser.add_argument("--rest-read-share", type=share_argument, default=DEFAULT_SHARE, metavar="SHARE",
                         help="the share of the core's time its readers may take: while the core changes, a read "
                              "beyond it waits for the next snapshot, never served an older one "
                              f"(default {DEFAULT_SHARE}; 1: unbounded)")
@@ -201,17 +201,6 @@ def configure_logging(level: str) -> None:
     logging.getLogger("urllib3").setLevel(logging.WARNING)
     if logging.getLogger().level > logging.DEBUG:  # the history store's migrations say each step at info
         logging.getLogger("alembic").setLevel(logging.WARNING)
-
-
-def read_share(text: str) -> float:
-    """A share of the core's time: a number above 0 and at most 1."""
-    try:
-        share = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r} (e.g. 0.05)") from None
-    if not 0 < share <= 1:
-        raise argparse.ArgumentTypeError(f"a share must be above 0 and at most 1: {text!r}")
-    return share
 
 
 def main(argv: Sequence[str] | None = None) -> int:

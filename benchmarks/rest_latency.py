@@ -38,7 +38,7 @@ from benchmarks_common import (
 )
 
 from actors.base import stop_all
-from actors.core.readbudget import DEFAULT_SHARE, ReadBudget
+from actors.core.readbudget import DEFAULT_SHARE, ReadBudget, share_argument
 from actors.core.scheduler import Scheduler
 from actors.core.snapshot import NODES_JSON
 from actors.core.views import partition_snapshot
@@ -185,12 +185,10 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="each load against its own quiet run; medians")
     parser.add_argument("--load", choices=("dashboards", "stress", "both"), default="both")
     parser.add_argument("--render", action="store_true", help="only the CPU of a read of /nodes, every node changed")
-    parser.add_argument("--read-share", type=float, default=DEFAULT_SHARE,
+    parser.add_argument("--read-share", type=share_argument, default=DEFAULT_SHARE,
                         help=f"the share of the core's time its readers may take (default {DEFAULT_SHARE}; 1: unbounded)")
     add_cpu_affinity(parser)
     args = parser.parse_args(argv)
-    if not 0 < args.read_share <= 1:
-        parser.error(f"--read-share must be above 0 and at most 1, got {args.read_share}")
     tune_collector()  # as the scheduler command does
     if args.render:
         print(f"/nodes of {args.nodes} nodes ({args.asks} allocations), every node one allocation more since the "

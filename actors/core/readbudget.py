@@ -16,9 +16,29 @@ once. Time here is the machine's, whatever clock the core is given: it is the CP
 
 from __future__ import annotations
 
+import argparse
 import time
 
 DEFAULT_SHARE = 0.05  # of the core's time: the dashboards' load keeps 95% of the allocation rate
+
+
+def checked_share(share: float) -> float:
+    """``share``, if it can be the readers' share of the core's time: above 0 and at most 1."""
+    if not 0 < share <= 1:
+        raise ValueError(f"the readers' share of the core's time must be above 0 and at most 1, got {share}")
+    return share
+
+
+def share_argument(text: str) -> float:
+    """A share from a command line (argparse's ``type``), anything else refused with its reason."""
+    try:
+        share = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r} (e.g. 0.05)") from None
+    try:
+        return checked_share(share)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 class ReadBudget:
@@ -26,9 +46,7 @@ class ReadBudget:
 
     def __init__(self, share: float = DEFAULT_SHARE, saved: float = 0.5, longest_wait: float = 2.0,
                  now: float | None = None) -> None:
-        if not 0 < share <= 1:
-            raise ValueError(f"the readers' share of the core's time must be above 0 and at most 1, got {share}")
-        self.share, self.saved, self.longest_wait = share, saved, longest_wait
+        self.share, self.saved, self.longest_wait = checked_share(share), saved, longest_wait
         self._balance = share * saved
         self._at = time.monotonic() if now is None else now
 
